@@ -1,0 +1,134 @@
+# acp-broker: the C core of the acp Neovim plugin.
+#
+#   make            build build/acp-broker and build/acp-demo-agent
+#   make deps       install missing Debian packages (sudo when not root)
+#   make test       deps, build, unit + end-to-end tests (Neovim 0.7.2 and 0.10.4),
+#                   then the same under ASan+UBSan; ends with "N passed, N failed"
+#   make demo       deps, build, open Neovim with the plugin and the demo agent
+#   make asan       the tests under ASan+UBSan only
+#   make valgrind   the unit tests under valgrind
+#   make fmt        clang-format the C sources; make fmt-check checks them
+
+CC         ?= cc
+PKG_CONFIG ?= pkg-config
+BUILD      ?= build
+NVIM       ?= nvim
+NVIM010    := $(BUILD)/nvim-0.10/usr/bin/nvim
+
+DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim python3-jsonschema
+
+# msgpack-c 6.x names its pkg-config module msgpack-c; 4.x (Debian 12) names it msgpack.
+MSGPACK    := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
+PKGS       := libuv jansson $(MSGPACK)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WERROR     ?= -Werror
+WARN       := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+              -Wwrite-strings -Wpedantic -Wformat=2 -Wvla -Wcast-qual \
+              -Wnull-dereference -Wundef $(WERROR)
+OPT        ?= -O2
+SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all \
+              -fno-omit-frame-pointer
+ALL_CFLAGS  = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g \
+              $(OPT) $(if $(SAN),$(SAN_FLAGS)) -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(if $(SAN),$(SAN_FLAGS)) $(LDFLAGS)
+
+VERSION    := 0.1.0
+LIB_SRC    := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJ    := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+BROKER     := $(BUILD)/acp-broker
+DEMO       := $(BUILD)/acp-demo-agent
+
+.PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
+        demo fmt fmt-check clean nvim010
+
+all: check-deps $(BROKER) $(DEMO)
+
+check-deps:
+	@$(PKG_CONFIG) --exists $(PKGS) 2>/dev/null || { \
+	  echo "acp-broker: missing build dependencies ($(PKGS))."; \
+	  echo "Run 'make deps' (installs: $(DEB_PKGS))."; exit 1; }
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" \
+	    || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DACP_VERSION='"$(VERSION)"' -c $< -o $@
+
+$(BUILD)/libbroker.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $(LIB_OBJ)
+
+$(BROKER): $(BUILD)/obj/main.o $(BUILD)/libbroker.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/obj/demo/%.o: src/demo/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(DEMO): $(BUILD)/obj/demo/demo_agent.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
+
+unit: all $(UNIT_BIN)
+	@tests/run.sh unit $(UNIT_BIN)
+
+$(NVIM010):
+	tests/fetch-nvim.sh $(abspath $(BUILD)/nvim-0.10)
+
+nvim010: $(NVIM010)
+
+e2e: all
+	@tests/run.sh e2e $(NVIM) $(BROKER) $(DEMO)
+
+# The whole suite. Everything runs even when something fails; tests/run.sh
+# prints the final "N passed, N failed" and fails when N failed > 0.
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(UNIT_BIN) $(NVIM010)
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 OPT=-O1 \
+	  $(BUILD)/asan/acp-broker $(BUILD)/asan/acp-demo-agent asan-unit-bins
+	@tests/run.sh all $(BUILD)
+
+asan-unit-bins: $(UNIT_BIN)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 OPT=-O1 \
+	  build/asan/acp-broker build/asan/acp-demo-agent asan-unit-bins
+	@tests/run.sh asan build
+
+valgrind: all $(UNIT_BIN)
+	@tests/run.sh valgrind $(UNIT_BIN)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tests/demo.sh $(NVIM)
+
+fmt:
+	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h
+
+fmt-check:
+	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \
+	  $(BROKER) $(DEMO)
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/demo/demo_agent.d

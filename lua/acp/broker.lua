@@ -1,0 +1,214 @@
+--- The broker process: the only caller of `jobstart` and `rpcnotify`.
+---
+--- Lua never waits on the broker: every call is a notification and the broker
+--- answers with events (doc/protocol.md). Events arrive in `M._on_event`.
+
+local config = require('acp.config')
+
+local M = {}
+local H = {}
+
+-- Module definition ==========================================================
+
+--- Channel of the running broker, or nil.
+---@type integer|nil
+M.chan = nil
+
+--- What the broker said in its `ready` event: {version, pid, log}.
+---@type table|nil
+M.info = nil
+
+--- Last lines the broker wrote to stderr (it logs to a file; this is only for
+--- crashes before the log is open).
+M.stderr = {}
+
+--- Starts the broker unless it runs. Returns the channel, or nil and an
+--- `(acp)` message.
+---@return integer|nil chan
+---@return string|nil err
+function M.ensure()
+  if M.chan ~= nil then
+    return M.chan
+  end
+  local bin = config.broker_bin()
+  if vim.fn.executable(bin) ~= 1 then
+    return nil, ('(acp) broker not built: run `make` in %s (looked for %s)'):format(config.root(), bin)
+  end
+  H.stopping = false
+  M.stderr = {}
+  local id
+  id = vim.fn.jobstart({ bin }, {
+    rpc = true,
+    env = { ACP_BROKER_LOG = config.log_level() },
+    on_stderr = function(_, lines)
+      H.keep_stderr(lines)
+    end,
+    on_exit = function(_, code)
+      H.on_exit(id, code)
+    end,
+  })
+  if id == nil or id <= 0 then
+    return nil, ('(acp) could not start the broker %s (jobstart returned %s)'):format(bin, tostring(id))
+  end
+  M.chan = id
+  H.create_autocommands()
+  return id
+end
+
+--- Sends a notification to the broker, starting it when needed.
+---@param method string
+---@return boolean ok
+---@return string|nil err
+function M.notify(method, ...)
+  local chan, err = M.ensure()
+  if chan == nil then
+    return false, err
+  end
+  local ok, e = pcall(vim.rpcnotify, chan, method, ...)
+  if not ok then
+    return false, ('(acp) could not reach the broker: %s'):format(tostring(e))
+  end
+  return true
+end
+
+--- Sends a notification only if the broker runs (stop/cancel must not start
+--- one just to say "stop").
+---@param method string
+---@return boolean sent
+function M.notify_if_running(method, ...)
+  if M.chan == nil then
+    return false
+  end
+  return (M.notify(method, ...))
+end
+
+---@param name string
+---@param spec {cmd: string[], env: table, cwd: string}
+function M.start_agent(name, spec)
+  return M.notify('acp_start', name, {
+    cmd = spec.cmd,
+    env = H.map(spec.env),
+    cwd = spec.cwd,
+  })
+end
+
+function M.prompt(name, text)
+  return M.notify('acp_prompt', name, text)
+end
+
+function M.cancel(name)
+  return M.notify_if_running('acp_cancel', name)
+end
+
+--- `option_id` nil answers the outcome `cancelled`.
+---@param token integer
+---@param option_id string|nil
+---@param opts table|nil
+function M.respond(token, option_id, opts)
+  local o = H.map(opts)
+  return M.notify_if_running('acp_respond', token, option_id == nil and vim.NIL or option_id, o)
+end
+
+function M.stop_agent(name)
+  return M.notify_if_running('acp_stop', name)
+end
+
+--- Stops the broker itself (no notification about its exit).
+function M.shutdown()
+  if M.chan ~= nil then
+    H.stopping = true
+    pcall(vim.fn.jobstop, M.chan)
+  end
+end
+
+--- Path of the broker's debug log (as the broker reported it, else the
+--- default location).
+---@return string
+function M.log_path()
+  if M.info and type(M.info.log) == 'string' and M.info.log ~= '' then
+    return M.info.log
+  end
+  return config.log_path()
+end
+
+--- Entry point of every broker event (doc/protocol.md). Called through
+--- `nvim_exec_lua` while the broker may be waiting, so it only updates the
+--- mirror and schedules the rest.
+---@param name string
+---@param data table|nil
+---@return boolean
+function M._on_event(name, data)
+  if type(data) ~= 'table' then
+    data = {}
+  end
+  if name == 'ready' then
+    M.info = data
+  end
+  local state = require('acp.state')
+  if name == 'permission' then
+    -- A request: an error here reaches the broker, which answers the agent
+    -- `cancelled` (fail closed).
+    return state.handle(name, data)
+  end
+  local ok, err = pcall(state.handle, name, data)
+  if not ok then
+    vim.schedule(function()
+      vim.notify(('(acp) internal error handling broker event %s: %s'):format(name, tostring(err)), vim.log.levels.ERROR)
+    end)
+  end
+  return ok
+end
+
+-- Helper functionality =======================================================
+
+--- An empty Lua table would be sent as an array; the protocol wants maps.
+function H.map(t)
+  if t == nil or next(t) == nil then
+    return vim.empty_dict()
+  end
+  return t
+end
+
+function H.keep_stderr(lines)
+  for _, l in ipairs(lines or {}) do
+    if l ~= '' then
+      table.insert(M.stderr, l)
+      if #M.stderr > 50 then
+        table.remove(M.stderr, 1)
+      end
+    end
+  end
+end
+
+function H.on_exit(id, code)
+  if M.chan ~= id then
+    return
+  end
+  M.chan = nil
+  local expected = H.stopping or H.leaving
+  H.stopping = false
+  if H.leaving then
+    return
+  end
+  local state = require('acp.state')
+  state.broker_exited(code)
+  if not expected then
+    local msg = ('(acp) broker exited with code %d; see %s; :AcpStart restarts it'):format(code, M.log_path())
+    if #M.stderr > 0 then
+      msg = msg .. '\n' .. M.stderr[#M.stderr]
+    end
+    vim.notify(msg, vim.log.levels.ERROR)
+  end
+end
+
+function H.create_autocommands()
+  local group = vim.api.nvim_create_augroup('AcpBroker', { clear = true })
+  vim.api.nvim_create_autocmd('VimLeavePre', {
+    group = group,
+    callback = function()
+      H.leaving = true
+    end,
+  })
+end
+
+return M

@@ -1,0 +1,144 @@
+--- Small compatibility layer: Neovim 0.7.2 (Debian 12) up to 0.11.
+---
+--- Everything that differs between versions goes through here, so the other
+--- modules can be written against one API.
+
+local M = {}
+local H = {}
+
+-- Module definition ==========================================================
+
+--- libuv bindings (`vim.uv` from 0.10, `vim.loop` before).
+M.uv = vim.uv or vim.loop
+
+--- True when Neovim is at least 0.`minor`.
+---@param minor integer
+---@return boolean
+function M.has(minor)
+  return vim.fn.has('nvim-0.' .. minor) == 1
+end
+
+--- Monotonic clock in milliseconds.
+---@return number
+function M.now_ms()
+  return M.uv.hrtime() / 1e6
+end
+
+---@param t any
+---@return boolean
+M.islist = vim.islist or vim.tbl_islist
+
+--- True when `v` is neither nil nor `vim.NIL` (JSON null).
+---@param v any
+---@return boolean
+function M.present(v)
+  return v ~= nil and v ~= vim.NIL
+end
+
+--- `v` as a non-empty string, or nil (for `vim.NIL`, numbers stay numbers).
+---@param v any
+---@return string|nil
+function M.str(v)
+  if type(v) == 'string' and v ~= '' then
+    return v
+  elseif type(v) == 'number' then
+    return tostring(v)
+  end
+  return nil
+end
+
+--- Fires `User <pattern>` with `data`.
+---
+--- `vim.g.acp_last_event` is set first, because Neovim 0.7 cannot pass `data`
+--- to autocmds and scripts there read it from the global instead.
+---@param pattern string
+---@param data table
+function M.fire_user(pattern, data)
+  vim.g.acp_last_event = { event = pattern, data = data }
+  local opts = { pattern = pattern, modeline = false }
+  if M.has(8) then
+    opts.data = data
+  end
+  -- A failing user autocmd must not break the plugin's own bookkeeping.
+  local ok, err = pcall(vim.api.nvim_exec_autocmds, 'User', opts)
+  if not ok then
+    vim.notify('(acp) error in a User ' .. pattern .. ' autocmd: ' .. tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+--- The `:checkhealth` reporter: `vim.health` from 0.9 (0.8 has only the
+--- `report_*` names), `require('health')` on 0.7.
+---@return table {start, ok, warn, error, info}
+function M.health()
+  local h = vim.health
+  if h == nil or (h.start == nil and h.report_start == nil) then
+    h = require('health')
+  end
+  return {
+    start = h.start or h.report_start,
+    ok = h.ok or h.report_ok,
+    warn = h.warn or h.report_warn,
+    error = h.error or h.report_error,
+    info = h.info or h.report_info,
+  }
+end
+
+--- Nearest directory at or above `dir` that holds one of `markers`
+--- (no `vim.fs` on 0.7).
+---@param dir string absolute directory
+---@param markers string[]
+---@return string|nil
+function M.find_up(dir, markers)
+  dir = H.strip_slash(dir)
+  while true do
+    for _, m in ipairs(markers) do
+      if M.uv.fs_stat(H.join(dir, m)) then
+        return dir
+      end
+    end
+    local parent = vim.fn.fnamemodify(dir, ':h')
+    if parent == dir then
+      return nil
+    end
+    dir = parent
+  end
+end
+
+--- Path of `$XDG_STATE_HOME/acp-broker/<name>` (default `~/.local/state`).
+---@param name string
+---@return string
+function M.state_path(name)
+  local base = vim.env.XDG_STATE_HOME
+  if base == nil or base == '' then
+    base = H.join(vim.env.HOME or vim.fn.expand('~'), '.local/state')
+  end
+  return H.join(base, 'acp-broker/' .. name)
+end
+
+--- Whether the current window is floating.
+---@param win integer
+---@return boolean
+function M.is_float(win)
+  return vim.api.nvim_win_get_config(win).relative ~= ''
+end
+
+-- Helper functionality =======================================================
+
+function H.join(a, b)
+  if a:sub(-1) == '/' then
+    return a .. b
+  end
+  return a .. '/' .. b
+end
+
+function H.strip_slash(p)
+  if #p > 1 and p:sub(-1) == '/' then
+    return p:sub(1, -2)
+  end
+  return p
+end
+
+M.join = H.join
+M.strip_slash = H.strip_slash
+
+return M

@@ -1,0 +1,44 @@
+--- Highlight groups: default links to built-in groups, re-applied on
+--- ColorScheme (a colorscheme's `:hi clear` removes them).
+
+local M = {}
+
+M.links = {
+  AcpPromptNormal = 'NormalFloat',
+  AcpPromptBorder = 'FloatBorder',
+  AcpPromptHeader = 'Comment',
+  AcpPromptTitle = 'Title',
+  AcpPromptLabel = 'Identifier',
+  AcpPromptCommand = 'String',
+  AcpPromptAllow = 'DiffAdd',
+  AcpPromptReject = 'DiffDelete',
+  AcpPromptOption = 'Normal',
+  AcpPromptKey = 'Special',
+  AcpPromptFooter = 'Comment',
+  AcpPromptDiffAdd = 'DiffAdd',
+  AcpPromptDiffDelete = 'DiffDelete',
+  AcpPromptDiffHunk = 'Special',
+}
+
+local applied = false
+
+function M.apply()
+  for name, link in pairs(M.links) do
+    vim.api.nvim_set_hl(0, name, { link = link, default = true })
+  end
+end
+
+--- Defines the groups once and keeps them across colorscheme changes.
+function M.setup()
+  M.apply()
+  if applied then
+    return
+  end
+  applied = true
+  vim.api.nvim_create_autocmd('ColorScheme', {
+    group = vim.api.nvim_create_augroup('AcpHighlight', { clear = true }),
+    callback = M.apply,
+  })
+end
+
+return M

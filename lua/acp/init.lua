@@ -1,0 +1,185 @@
+--- acp: pair-program with a coding agent (any ACP agent) and stay in charge
+--- of every tool call. Public Lua API; see `:help acp-api`.
+
+local M = {}
+local H = {}
+
+-- Module definition ==========================================================
+
+--- Optional: merge `opts` over the defaults (`:help acp-config`).
+---@param opts table|nil
+function M.setup(opts)
+  require('acp.config').setup(opts)
+  require('acp.highlight').setup()
+end
+
+--- Starts (or reuses) the agent connection and a session in the project.
+--- Returns at once; `status().session` is set once the session exists.
+---@param agent string|table|nil name (preset or `agents.<name>`), or {cmd = {...}, env = {...}}
+---@param opts {cwd: string|nil}|nil
+---@return boolean ok
+---@return string|nil err
+function M.start(agent, opts)
+  opts = opts or {}
+  local config, state = require('acp.config'), require('acp.state')
+  local spec, err = config.resolve_agent(agent)
+  if spec == nil then
+    return H.fail(err)
+  end
+  local cwd, cwd_err = H.cwd(opts.cwd)
+  if cwd == nil then
+    return H.fail(cwd_err)
+  end
+  local running = state.agents[spec.name]
+  if running ~= nil and not running.stopping then
+    -- Reuse the live connection; it becomes the current agent.
+    state.agent_starting(spec.name, running.cwd or cwd)
+    return true
+  end
+  local ok, send_err = require('acp.broker').start_agent(spec.name, { cmd = spec.cmd, env = spec.env, cwd = cwd })
+  if not ok then
+    return H.fail(send_err)
+  end
+  state.agent_starting(spec.name, cwd)
+  return true
+end
+
+--- Sends `text` to the current session (queued by the broker until the
+--- session exists). Starts the default agent when none runs.
+---@param text string
+---@return boolean ok
+---@return string|nil err
+function M.prompt(text)
+  if type(text) ~= 'string' or text:match('^%s*$') then
+    return H.fail('(acp) prompt(): text should be a non-empty string')
+  end
+  local state = require('acp.state')
+  if state.agent() == nil then
+    local ok, err = M.start()
+    if not ok then
+      return false, err
+    end
+  end
+  local name = state.current
+  local ok, err = require('acp.broker').prompt(name, text)
+  if not ok then
+    return H.fail(err)
+  end
+  state.prompt_sent(name)
+  return true
+end
+
+--- Cancels the running turn of the current agent; its pending prompts are
+--- answered `cancelled`.
+---@return boolean ok
+---@return string|nil err
+function M.cancel()
+  local a = require('acp.state').agent()
+  if a == nil then
+    return H.fail('(acp) no agent is running')
+  end
+  require('acp.broker').cancel(a.name)
+  return true
+end
+
+--- Pending permission prompts, oldest first:
+--- `{ {id=, session=, toolCallId=, title=, kind=, options={{optionId=, name=, kind=}}}, ... }`.
+---@return table[]
+function M.pending()
+  local state = require('acp.state')
+  local list = {}
+  for _, req in ipairs(state.pending_list()) do
+    list[#list + 1] = state.public(req)
+  end
+  return list
+end
+
+--- Answers pending prompt `id` with an offered `optionId` (nil = the outcome
+--- `cancelled`). `opts.remember` = 'session'|'project'|'agent' also records a
+--- narrow rule (with an allow-kind option).
+---@param id integer
+---@param option_id string|nil
+---@param opts {remember: string|nil}|nil
+---@return boolean ok
+---@return string|nil err
+function M.respond(id, option_id, opts)
+  if type(id) ~= 'number' then
+    return H.fail('(acp) respond(): id should be the number from pending(), got ' .. vim.inspect(id))
+  end
+  if option_id ~= nil and type(option_id) ~= 'string' then
+    return H.fail('(acp) respond(): optionId should be a string or nil, got ' .. vim.inspect(option_id))
+  end
+  if opts ~= nil and type(opts) ~= 'table' then
+    return H.fail('(acp) respond(): opts should be a table or nil')
+  end
+  opts = opts or {}
+  if opts.remember ~= nil and not vim.tbl_contains({ 'session', 'project', 'agent' }, opts.remember) then
+    return H.fail("(acp) respond(): remember should be 'session', 'project' or 'agent', got " .. vim.inspect(opts.remember))
+  end
+  local sent = require('acp.broker').respond(id, option_id, { remember = opts.remember })
+  if not sent then
+    return H.fail('(acp) respond(): the broker is not running')
+  end
+  require('acp.prompt').on_answered(id)
+  return true
+end
+
+--- State of the current agent and session.
+---@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean}
+function M.status()
+  local state = require('acp.state')
+  local a = state.agent()
+  return {
+    agent = a and a.name or nil,
+    session = a and a.session or nil,
+    -- Placeholders until the permission policy reports them.
+    mode = 'default',
+    yolo = false,
+    yolo_veto = false,
+    trusted = false,
+    pending = #state.order,
+    busy = state.busy(),
+  }
+end
+
+--- Ends the agent (default: the current one): its process group is
+--- terminated and its pending prompts are answered `cancelled`.
+---@param agent string|nil
+---@return boolean ok
+---@return string|nil err
+function M.stop(agent)
+  local state = require('acp.state')
+  local a = state.agent(agent)
+  if a == nil then
+    return H.fail(agent and ("(acp) agent '%s' is not running"):format(agent) or '(acp) no agent is running')
+  end
+  state.agent_stopping(a.name)
+  if not require('acp.broker').stop_agent(a.name) then
+    -- No broker: nothing can be running.
+    state.agents[a.name] = nil
+  end
+  return true
+end
+
+-- Helper functionality =======================================================
+
+function H.fail(msg)
+  vim.notify(msg, vim.log.levels.ERROR)
+  return false, msg
+end
+
+--- The session directory: `cwd` given, else the nearest ancestor of the
+--- current directory holding a project marker, else the current directory.
+function H.cwd(dir)
+  local compat, config = require('acp.compat'), require('acp.config')
+  if dir ~= nil then
+    if type(dir) ~= 'string' or vim.fn.isdirectory(dir) ~= 1 then
+      return nil, '(acp) start(): cwd is not a directory: ' .. vim.inspect(dir)
+    end
+    return compat.strip_slash(vim.fn.fnamemodify(dir, ':p'))
+  end
+  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
+  return compat.find_up(here, config.root_markers) or here
+end
+
+return M

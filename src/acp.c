@@ -1,0 +1,551 @@
+#include "acp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "linebuf.h"
+#include "log.h"
+#include "mem.h"
+
+// Longest line accepted from an agent (the reference SDK's limit too).
+#define ACP_MAX_LINE ((size_t)32 * 1024 * 1024)
+#define ACP_MAX_PROMPTS 32 // prompts waiting for their session
+#define ACP_MAX_CALLS 1024 // our requests waiting for an answer
+#define ACP_PROTOCOL_VERSION 1
+
+enum call_kind { CALL_INITIALIZE, CALL_SESSION_NEW, CALL_PROMPT };
+
+struct session {
+  char *id;     // the agent's sessionId
+  char *cwd;    // where it was started
+  bool running; // a session/prompt is waiting for its answer
+  struct session *next;
+};
+
+struct call {
+  int64_t id; // our JSON-RPC id
+  enum call_kind kind;
+  char *cwd;         // CALL_SESSION_NEW: the requested cwd (owned)
+  struct session *s; // CALL_PROMPT: its session
+};
+
+struct acp_conn {
+  char *name;
+  struct proc *proc;
+  struct linebuf lines;
+  const struct acp_host *host;
+  void *ud;
+  bool ready;       // initialize answered
+  bool alive;       // not exited nor being stopped
+  bool stdin_open;  // we may still write to the agent
+  bool gone_called; // host->gone ran
+  char *stop_reason;
+  int64_t next_id;
+  struct call *calls;
+  size_t ncalls, capcalls;
+  struct session *sessions; // newest first
+  char **want_cwds;         // session/new to send once ready
+  size_t nwant;
+  char **prompts; // texts waiting for the newest session, oldest first
+  size_t nprompts;
+  int creating; // session/new requests not yet answered
+};
+
+static void send_line(struct acp_conn *c, char *line, size_t len) {
+  if (!c->stdin_open) {
+    free(line);
+    return;
+  }
+  LOG_D("%s <- %.*s", c->name, (int)(len > 2000 ? 2000 : len - 1), line);
+  if (proc_write(c->proc, line, len) != 0)
+    acp_conn_stop(c, 500, "the agent stopped reading its input");
+}
+
+static int64_t call_add(struct acp_conn *c, enum call_kind kind, char *cwd,
+                        struct session *s) {
+  if (c->ncalls == c->capcalls) {
+    c->capcalls = c->capcalls ? c->capcalls * 2 : 8;
+    c->calls = xrealloc(c->calls, c->capcalls * sizeof(*c->calls));
+  }
+  int64_t id = c->next_id++;
+  c->calls[c->ncalls++] = (struct call){id, kind, cwd, s};
+  return id;
+}
+
+static void send_request(struct acp_conn *c, const char *method, json_t *params,
+                         enum call_kind kind, char *cwd, struct session *s) {
+  if (c->ncalls >= ACP_MAX_CALLS) {
+    LOG_E("%s: %zu requests unanswered; not sending %s", c->name, c->ncalls,
+          method);
+    json_decref(params);
+    free(cwd);
+    return;
+  }
+  size_t len;
+  char *line = jsonrpc_request(call_add(c, kind, cwd, s), method, params, &len);
+  send_line(c, line, len);
+}
+
+static void emit(struct acp_conn *c, const char *event, json_t *data) {
+  json_object_set_new(data, "agent", json_string(c->name));
+  c->host->emit(c->ud, event, data);
+}
+
+static void emit_error(struct acp_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void emit_error(struct acp_conn *c, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  LOG_W("%s: %s", c->name, msg);
+  emit(c, "error", json_pack("{s:s}", "message", msg));
+}
+
+static struct session *find_session(struct acp_conn *c, const char *id) {
+  for (struct session *s = c->sessions; s; s = s->next)
+    if (strcmp(s->id, id) == 0)
+      return s;
+  return NULL;
+}
+
+static void emit_turn_end(struct acp_conn *c, const char *session,
+                          const char *reason, const char *message) {
+  json_t *d = json_pack("{s:s?,s:s}", "session", session, "stopReason", reason);
+  if (message)
+    json_object_set_new(d, "message", json_string(message));
+  emit(c, "turn_end", d);
+}
+
+// Drops the prompts that never got sent, ending their (never started)
+// turns so that Lua's idea of "busy" stays right.
+static void drop_prompts(struct acp_conn *c, const char *reason,
+                         const char *message) {
+  const char *sid = c->sessions ? c->sessions->id : NULL;
+  for (size_t i = 0; i < c->nprompts; i++) {
+    free(c->prompts[i]);
+    emit_turn_end(c, sid, reason, message);
+  }
+  c->nprompts = 0;
+}
+
+// Sends the oldest waiting prompt when the newest session is idle.
+static void pump_prompts(struct acp_conn *c) {
+  struct session *s = c->sessions;
+  if (!c->nprompts || !s || s->running || c->creating || !c->alive)
+    return;
+  char *text = c->prompts[0];
+  memmove(c->prompts, c->prompts + 1, --c->nprompts * sizeof(*c->prompts));
+  json_t *params = json_pack("{s:s,s:[{s:s,s:s}]}", "sessionId", s->id,
+                             "prompt", "type", "text", "text", text);
+  free(text);
+  s->running = true;
+  send_request(c, "session/prompt", params, CALL_PROMPT, NULL, s);
+  emit(c, "turn_start", json_pack("{s:s}", "session", s->id));
+}
+
+static void send_session_new(struct acp_conn *c, char *cwd) {
+  c->creating++;
+  json_t *params = json_pack("{s:s,s:[]}", "cwd", cwd, "mcpServers");
+  send_request(c, "session/new", params, CALL_SESSION_NEW, cwd, NULL);
+}
+
+// ---- responses to our requests ----
+
+static const char *error_text(json_t *error, char *buf, size_t len) {
+  const char *msg = json_string_value(json_object_get(error, "message"));
+  json_int_t code = json_integer_value(json_object_get(error, "code"));
+  snprintf(buf, len, "%s (code %lld)", msg ? msg : "error", (long long)code);
+  return buf;
+}
+
+static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
+  char buf[400];
+  if (error) {
+    emit_error(c, "initialize failed: %s", error_text(error, buf, sizeof(buf)));
+    acp_conn_stop(c, 500, "initialize failed");
+    return;
+  }
+  json_t *v = json_object_get(result, "protocolVersion");
+  if (!json_is_integer(v) || json_integer_value(v) != ACP_PROTOCOL_VERSION) {
+    snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+    emit_error(c,
+               "the agent speaks ACP protocol version %s; acp-broker speaks "
+               "version 1",
+               json_is_integer(v) ? buf : "(none given)");
+    acp_conn_stop(c, 500, "unsupported protocol version");
+    return;
+  }
+  c->ready = true;
+  json_t *d = json_pack(
+      "{s:i,s:O?,s:O?,s:O?}", "protocolVersion", ACP_PROTOCOL_VERSION,
+      "agentInfo", json_object_get(result, "agentInfo"), "agentCapabilities",
+      json_object_get(result, "agentCapabilities"), "authMethods",
+      json_object_get(result, "authMethods"));
+  emit(c, "agent_ready", d);
+  for (size_t i = 0; i < c->nwant; i++)
+    send_session_new(c, c->want_cwds[i]);
+  c->nwant = 0;
+}
+
+static void on_session_new(struct acp_conn *c, char *cwd, json_t *result,
+                           json_t *error) {
+  c->creating--;
+  const char *sid = json_string_value(json_object_get(result, "sessionId"));
+  if (error || !sid) {
+    char buf[400];
+    const char *why = error ? error_text(error, buf, sizeof(buf))
+                            : "no sessionId in the answer";
+    bool auth =
+        error && json_integer_value(json_object_get(error, "code")) == -32000;
+    emit_error(c, "could not start a session: %s%s", why,
+               auth ? ". The agent needs you to log in: run it once in a "
+                      "terminal and follow its login steps"
+                    : "");
+    if (!c->creating)
+      drop_prompts(c, "error", "no session");
+    free(cwd);
+    return;
+  }
+  struct session *s = xcalloc(1, sizeof(*s));
+  s->id = xstrdup(sid);
+  s->cwd = cwd;
+  s->next = c->sessions;
+  c->sessions = s;
+  emit(c, "session_new",
+       json_pack("{s:s,s:s,s:O?}", "session", sid, "cwd", cwd, "modes",
+                 json_object_get(result, "modes")));
+  pump_prompts(c);
+}
+
+static void on_prompt_done(struct acp_conn *c, struct session *s,
+                           json_t *result, json_t *error) {
+  s->running = false;
+  if (error) {
+    char buf[400];
+    emit_turn_end(c, s->id, "error", error_text(error, buf, sizeof(buf)));
+  } else {
+    const char *reason =
+        json_string_value(json_object_get(result, "stopReason"));
+    emit_turn_end(c, s->id, reason ? reason : "end_turn", NULL);
+  }
+  pump_prompts(c);
+}
+
+static void on_response(struct acp_conn *c, struct jsonrpc_msg *m) {
+  size_t i = 0;
+  while (i < c->ncalls && !jsonrpc_id_is_int(m->id, c->calls[i].id))
+    i++;
+  if (i == c->ncalls) {
+    LOG_W("%s: response to a request we never made; ignored", c->name);
+    return;
+  }
+  struct call call = c->calls[i];
+  memmove(c->calls + i, c->calls + i + 1,
+          (c->ncalls - i - 1) * sizeof(*c->calls));
+  c->ncalls--;
+  switch (call.kind) {
+  case CALL_INITIALIZE:
+    on_initialized(c, m->result, m->error);
+    break;
+  case CALL_SESSION_NEW:
+    on_session_new(c, call.cwd, m->result, m->error);
+    break;
+  case CALL_PROMPT:
+    on_prompt_done(c, call.s, m->result, m->error);
+    break;
+  }
+}
+
+// ---- requests and notifications from the agent ----
+
+static void reply_error(struct acp_conn *c, const json_t *id, int code,
+                        const char *message) {
+  size_t len;
+  char *line = jsonrpc_error(id, code, message, &len);
+  send_line(c, line, len);
+}
+
+static const char *const option_kinds[] = {"allow_once", "allow_always",
+                                           "reject_once", "reject_always"};
+
+static bool valid_option(const json_t *o) {
+  const char *kind = json_string_value(json_object_get(o, "kind"));
+  if (!json_is_string(json_object_get(o, "optionId")) ||
+      !json_is_string(json_object_get(o, "name")) || !kind)
+    return false;
+  for (size_t i = 0; i < 4; i++)
+    if (strcmp(kind, option_kinds[i]) == 0)
+      return true;
+  return false;
+}
+
+// Returns NULL when params is a well-formed permission request of a session
+// we know, else the reason it is not.
+static const char *check_permission(struct acp_conn *c, json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  json_t *tc = json_object_get(params, "toolCall");
+  json_t *opts = json_object_get(params, "options");
+  if (!sid)
+    return "sessionId missing";
+  if (!find_session(c, sid))
+    return "unknown sessionId";
+  if (!json_is_object(tc) || !json_is_string(json_object_get(tc, "toolCallId")))
+    return "toolCall.toolCallId missing";
+  if (!json_is_array(opts) || json_array_size(opts) == 0)
+    return "options missing or empty";
+  for (size_t i = 0; i < json_array_size(opts); i++)
+    if (!valid_option(json_array_get(opts, i)))
+      return "an option lacks optionId, name or a known kind";
+  return NULL;
+}
+
+static void on_request(struct acp_conn *c, struct jsonrpc_msg *m) {
+  if (strcmp(m->method, "session/request_permission") == 0) {
+    const char *why = check_permission(c, m->params);
+    if (why) {
+      LOG_W("%s: bad session/request_permission: %s", c->name, why);
+      reply_error(c, m->id, JSONRPC_INVALID_PARAMS, why);
+      return;
+    }
+    c->host->permission(c->ud, c, m->id, m->params);
+    return;
+  }
+  LOG_I("%s: method %s not offered; answering -32601", c->name, m->method);
+  reply_error(c, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found");
+}
+
+static void on_notification(struct acp_conn *c, struct jsonrpc_msg *m) {
+  if (strcmp(m->method, "session/update") == 0) {
+    const char *sid =
+        json_string_value(json_object_get(m->params, "sessionId"));
+    json_t *update = json_object_get(m->params, "update");
+    if (!sid || !json_is_object(update)) {
+      LOG_W("%s: session/update without sessionId or update", c->name);
+      return;
+    }
+    emit(c, "update", json_pack("{s:s,s:O}", "session", sid, "update", update));
+  } else if (strcmp(m->method, "$/cancel_request") == 0) {
+    json_t *id = json_object_get(m->params, "requestId");
+    if (id)
+      c->host->withdraw(c->ud, c, id);
+  } else {
+    LOG_D("%s: notification %s ignored", c->name, m->method);
+  }
+}
+
+static void on_line(void *ud, const char *line, size_t len) {
+  struct acp_conn *c = ud;
+  if (!c->alive)
+    return;
+  LOG_D("%s -> %.*s", c->name, (int)(len > 2000 ? 2000 : len), line);
+  struct jsonrpc_msg m;
+  char err[200];
+  if (jsonrpc_parse(line, len, &m, err, sizeof(err)) != 0) {
+    LOG_W("%s: skipped a line: %s: %.200s", c->name, err, line);
+    if (m.id)
+      reply_error(c, m.id, JSONRPC_INVALID_REQUEST, err);
+  } else if (m.kind == JSONRPC_REQUEST) {
+    on_request(c, &m);
+  } else if (m.kind == JSONRPC_NOTIFICATION) {
+    on_notification(c, &m);
+  } else {
+    on_response(c, &m);
+  }
+  jsonrpc_msg_free(&m);
+}
+
+static void on_overlong(void *ud, size_t len) {
+  struct acp_conn *c = ud;
+  LOG_E("%s: discarded a %zu-byte line (limit %zu bytes)", c->name, len,
+        ACP_MAX_LINE);
+}
+
+// ---- process events ----
+
+static void proc_stdout(void *ud, const char *data, size_t n) {
+  struct acp_conn *c = ud;
+  linebuf_feed(&c->lines, data, n, on_line, on_overlong, c);
+}
+
+static void call_gone(struct acp_conn *c, bool exited) {
+  c->alive = false;
+  if (!c->gone_called) {
+    c->gone_called = true;
+    c->host->gone(c->ud, c, exited);
+  }
+}
+
+static void proc_exit(void *ud, int64_t code, int sig) {
+  struct acp_conn *c = ud;
+  c->stdin_open = false;
+  call_gone(c, true);
+  char msg[200];
+  if (c->stop_reason)
+    snprintf(msg, sizeof(msg), "%s", c->stop_reason);
+  else if (sig)
+    snprintf(msg, sizeof(msg), "the agent was killed by signal %d", sig);
+  else
+    snprintf(msg, sizeof(msg), "the agent exited with code %lld",
+             (long long)code);
+  for (struct session *s = c->sessions; s; s = s->next)
+    if (s->running) {
+      s->running = false;
+      emit_turn_end(c, s->id, "error", msg);
+    }
+  drop_prompts(c, "error", msg);
+  emit(c, "agent_exit",
+       json_pack("{s:I,s:i,s:s}", "code", (json_int_t)code, "signal", sig,
+                 "message", msg));
+}
+
+static void conn_free(struct acp_conn *c) {
+  for (struct session *s = c->sessions, *next; s; s = next) {
+    next = s->next;
+    free(s->id);
+    free(s->cwd);
+    free(s);
+  }
+  for (size_t i = 0; i < c->ncalls; i++)
+    free(c->calls[i].cwd);
+  for (size_t i = 0; i < c->nwant; i++)
+    free(c->want_cwds[i]);
+  for (size_t i = 0; i < c->nprompts; i++)
+    free(c->prompts[i]);
+  free(c->calls);
+  free(c->want_cwds);
+  free(c->prompts);
+  linebuf_free(&c->lines);
+  free(c->stop_reason);
+  free(c->name);
+  free(c);
+}
+
+static void proc_closed(void *ud) {
+  struct acp_conn *c = ud;
+  c->host->closed(c->ud, c);
+  conn_free(c);
+}
+
+static const struct proc_ops conn_proc_ops = {proc_stdout, proc_exit,
+                                              proc_closed};
+
+// ---- public ----
+
+struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
+                                const struct proc_spawn *spec,
+                                const struct acp_host *host, void *ud,
+                                char *err, size_t errlen) {
+  struct acp_conn *c = xcalloc(1, sizeof(*c));
+  c->name = xstrdup(name);
+  c->host = host;
+  c->ud = ud;
+  linebuf_init(&c->lines, ACP_MAX_LINE);
+  c->proc = proc_spawn(loop, spec, &conn_proc_ops, c, err, errlen);
+  if (!c->proc) {
+    conn_free(c);
+    return NULL;
+  }
+  c->alive = c->stdin_open = true;
+  json_t *params = json_pack(
+      "{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion",
+      ACP_PROTOCOL_VERSION, "clientCapabilities", "fs", "readTextFile", 0,
+      "writeTextFile", 0, "terminal", 0, "clientInfo", "name", "acp-broker",
+      "title", "acp-broker (Neovim)", "version", ACP_VERSION);
+  send_request(c, "initialize", params, CALL_INITIALIZE, NULL, NULL);
+  return c;
+}
+
+// True when a session in cwd exists or is on its way.
+static bool has_session_for(struct acp_conn *c, const char *cwd) {
+  for (size_t i = 0; i < c->nwant; i++)
+    if (strcmp(c->want_cwds[i], cwd) == 0)
+      return true;
+  for (size_t i = 0; i < c->ncalls; i++)
+    if (c->calls[i].kind == CALL_SESSION_NEW && !strcmp(c->calls[i].cwd, cwd))
+      return true;
+  return false;
+}
+
+void acp_conn_new_session(struct acp_conn *c, const char *cwd) {
+  if (!c->alive || has_session_for(c, cwd))
+    return;
+  for (struct session **pp = &c->sessions; *pp; pp = &(*pp)->next) {
+    struct session *s = *pp;
+    if (strcmp(s->cwd, cwd) != 0)
+      continue;
+    // Reuse it: it becomes the newest (the one prompts go to), and Lua is
+    // told again so that it becomes the current session there too.
+    *pp = s->next;
+    s->next = c->sessions;
+    c->sessions = s;
+    emit(c, "session_new",
+         json_pack("{s:s,s:s}", "session", s->id, "cwd", s->cwd));
+    return;
+  }
+  if (c->ready) {
+    send_session_new(c, xstrdup(cwd));
+    return;
+  }
+  c->want_cwds = xrealloc(c->want_cwds, (c->nwant + 1) * sizeof(char *));
+  c->want_cwds[c->nwant++] = xstrdup(cwd);
+}
+
+int acp_conn_prompt(struct acp_conn *c, const char *text) {
+  if (!c->alive || c->nprompts >= ACP_MAX_PROMPTS)
+    return -1;
+  c->prompts = xrealloc(c->prompts, (c->nprompts + 1) * sizeof(char *));
+  c->prompts[c->nprompts++] = xstrdup(text);
+  pump_prompts(c);
+  return 0;
+}
+
+void acp_conn_cancel(struct acp_conn *c) {
+  if (!c->alive)
+    return;
+  drop_prompts(c, "cancelled", NULL);
+  for (struct session *s = c->sessions; s; s = s->next) {
+    if (!s->running)
+      continue;
+    size_t len;
+    char *line = jsonrpc_notification(
+        "session/cancel", json_pack("{s:s}", "sessionId", s->id), &len);
+    send_line(c, line, len);
+  }
+}
+
+void acp_conn_respond(struct acp_conn *c, const json_t *id, json_t *result) {
+  if (!c->stdin_open) {
+    json_decref(result);
+    return;
+  }
+  size_t len;
+  char *line = jsonrpc_result(id, result, &len);
+  send_line(c, line, len);
+}
+
+void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why) {
+  if (!c->alive)
+    return;
+  free(c->stop_reason);
+  c->stop_reason = xstrdup(why);
+  call_gone(c, false); // pending requests are answered before stdin closes
+  c->stdin_open = false;
+  proc_stop(c->proc, grace_ms);
+}
+
+const char *acp_conn_name(const struct acp_conn *c) {
+  return c->name;
+}
+
+bool acp_conn_alive(const struct acp_conn *c) {
+  return c->alive;
+}
+
+int acp_conn_pid(const struct acp_conn *c) {
+  return proc_pid(c->proc);
+}

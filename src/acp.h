@@ -1,0 +1,61 @@
+#pragma once
+// One ACP connection: an agent process, its JSON-RPC stream and sessions.
+//
+// The connection speaks the client side of ACP v1: initialize, session/new,
+// session/prompt (one turn at a time per session; further prompts wait),
+// session/cancel; it forwards session/update, hands permission requests to
+// the host, and answers every other request the agent makes (-32601 for
+// methods it does not implement, -32602 for malformed params). It never
+// decides a permission itself.
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "proc.h"
+
+struct acp_conn;
+
+// What the connection needs from its owner (the broker).
+struct acp_host {
+  // An event for Neovim; data is stolen.
+  void (*emit)(void *ud, const char *event, json_t *data);
+  // A valid session/request_permission; id and params are borrowed. The
+  // host must answer it exactly once with acp_conn_respond.
+  void (*permission)(void *ud, struct acp_conn *c, const json_t *id,
+                     json_t *params);
+  // The agent withdrew one of its requests ($/cancel_request).
+  void (*withdraw)(void *ud, struct acp_conn *c, const json_t *id);
+  // The agent is being stopped (exited == false: answers can still be
+  // sent, until this returns) or has exited (exited == true). Called once,
+  // before the connection reports turn ends and its exit.
+  void (*gone)(void *ud, struct acp_conn *c, bool exited);
+  // The connection is closed; c is freed after this returns.
+  void (*closed)(void *ud, struct acp_conn *c);
+};
+
+// Starts the agent and sends initialize. Returns NULL with a reason in err.
+struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
+                                const struct proc_spawn *spec,
+                                const struct acp_host *host, void *ud,
+                                char *err, size_t errlen);
+// Asks for a new session in cwd (sent once initialize has been answered).
+void acp_conn_new_session(struct acp_conn *c, const char *cwd);
+// Sends text as a prompt on the newest session; queued (bounded) until that
+// session exists and its previous turn has ended. Returns 0, or -1 when
+// the queue is full.
+int acp_conn_prompt(struct acp_conn *c, const char *text);
+// Sends session/cancel for every running turn and drops queued prompts.
+void acp_conn_cancel(struct acp_conn *c);
+// Answers a request the agent made; result is stolen.
+void acp_conn_respond(struct acp_conn *c, const json_t *id, json_t *result);
+// Ends the agent: the host's `gone` runs first (pending requests are then
+// answered), then stdin is closed, SIGTERM, and SIGKILL after grace_ms.
+void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why);
+// The agent name this connection was started as.
+const char *acp_conn_name(const struct acp_conn *c);
+// True until the agent has exited or is being stopped.
+bool acp_conn_alive(const struct acp_conn *c);
+// The agent's process id.
+int acp_conn_pid(const struct acp_conn *c);

@@ -1,0 +1,1620 @@
+// acp-demo-agent: a scripted ACP agent with no language model behind it.
+//
+// It speaks the agent side of ACP (newline-delimited JSON-RPC 2.0 on stdio)
+// and plays a scenario on every session/prompt: message chunks, permission
+// requests shaped like those of real agents, and the actions they guard
+// (write a file, run a command), through the client's fs/terminal methods
+// when the client advertised them. `make demo` uses the built-in scenario;
+// the end-to-end tests pass scenario files (format: tests/scenarios/README.md)
+// and read the transcript named by $ACP_DEMO_TRANSCRIPT.
+//
+// One thread, one poll() loop over stdin, a self-pipe for signals, the output
+// pipes of local child processes, and the sleep timers of running turns. A
+// prompt turn is a small state machine:
+//
+//   session/prompt
+//        |
+//        v
+//   [next step] --message/raw/update--> [next step]
+//        |  |  \--sleep--> (timer) ----> [next step]
+//        |  \--permission(s)--> [asking] --answer--> [acting] --> done
+//        |                         (fs/*, terminal/* or a child process)
+//        v                                                         |
+//   no step left, a stop, or session/cancel  <---------------------/
+//        |                     (once no permission of the turn is open)
+//        v
+//   prompt response {stopReason}
+//
+// Each permission request is a "perm" in a list of its own. A perm whose turn
+// has ended (the turn failed, or the step said "wait": false) is orphaned: it
+// still takes its answer, but acts on nothing and tells nobody.
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AGENT_NAME "acp-demo-agent"
+#define AGENT_VERSION "0.1.0"
+#define MAX_LINE ((size_t)64 << 20) // longest accepted input line
+#define CHUNK_BYTES 20              // usual size of a message chunk
+#define MAX_CHUNKS 8                // long texts get bigger chunks instead
+#define OUTPUT_KEEP 8192            // bytes of a local command's output kept
+
+// The scenario played when neither --scenario nor $ACP_DEMO_SCENARIO names
+// one. tests/scenarios/demo.json is the same document.
+static const char default_scenario[] =
+    "{"
+    "  \"name\": \"demo\","
+    "  \"id_style\": \"int\","
+    "  \"steps\": ["
+    "    {"
+    "      \"type\": \"message\","
+    "      \"text\": \"Hi! I'm the demo agent. I'll create a file, then run a "
+    "command — each only if you allow it.\""
+    "    },"
+    "    {"
+    "      \"type\": \"permission\","
+    "      \"announce\": true,"
+    "      \"toolCall\": {"
+    "        \"toolCallId\": \"demo_write_${turn}\","
+    "        \"title\": \"Write hello.txt\","
+    "        \"kind\": \"edit\","
+    "        \"content\": ["
+    "          {"
+    "            \"type\": \"diff\","
+    "            \"path\": \"${cwd}/hello.txt\","
+    "            \"oldText\": null,"
+    "            \"newText\": \"Hello from the acp-broker demo agent!\\n\""
+    "          }"
+    "        ],"
+    "        \"locations\": [{\"path\": \"${cwd}/hello.txt\"}],"
+    "        \"rawInput\": {"
+    "          \"file_path\": \"${cwd}/hello.txt\","
+    "          \"content\": \"Hello from the acp-broker demo agent!\\n\""
+    "        }"
+    "      },"
+    "      \"options\": ["
+    "        {\"optionId\": \"allow_always\", \"name\": \"Always Allow\", "
+    "\"kind\": \"allow_always\"},"
+    "        {\"optionId\": \"allow\", \"name\": \"Allow\", \"kind\": "
+    "\"allow_once\"},"
+    "        {\"optionId\": \"reject\", \"name\": \"Reject\", \"kind\": "
+    "\"reject_once\"}"
+    "      ],"
+    "      \"on_allow\": {"
+    "        \"type\": \"write\","
+    "        \"path\": \"hello.txt\","
+    "        \"content\": \"Hello from the acp-broker demo agent!\\n\""
+    "      }"
+    "    },"
+    "    {"
+    "      \"type\": \"permission\","
+    "      \"announce\": false,"
+    "      \"toolCall\": {"
+    "        \"toolCallId\": \"demo_shell_${turn}\","
+    "        \"status\": \"pending\","
+    "        \"title\": \"ls -la hello.txt\","
+    "        \"kind\": \"execute\","
+    "        \"content\": ["
+    "          {"
+    "            \"type\": \"content\","
+    "            \"content\": {"
+    "              \"type\": \"text\","
+    "              \"text\": \"[current working directory ${cwd}] (Show the "
+    "file that was written)\""
+    "            }"
+    "          }"
+    "        ],"
+    "        \"locations\": [],"
+    "        \"rawInput\": {\"command\": \"ls -la hello.txt\"}"
+    "      },"
+    "      \"options\": ["
+    "        {\"optionId\": \"proceed_always\", \"name\": \"Allow for this "
+    "session\", \"kind\": \"allow_always\"},"
+    "        {\"optionId\": \"proceed_once\", \"name\": \"Allow\", \"kind\": "
+    "\"allow_once\"},"
+    "        {\"optionId\": \"cancel\", \"name\": \"Reject\", \"kind\": "
+    "\"reject_once\"}"
+    "      ],"
+    "      \"on_allow\": {\"type\": \"run\", \"command\": \"ls -la hello.txt\"}"
+    "    },"
+    "    {\"type\": \"message\", \"text\": \"All done.\"}"
+    "  ]"
+    "}";
+
+struct buf {
+  char *data;
+  size_t len, cap;
+};
+
+enum id_style { ID_INT, ID_STRING, ID_UUID };
+
+// What a request of ours was for, so that its response goes to the right
+// continuation of the perm that sent it.
+enum req_kind {
+  REQ_PERMISSION,
+  REQ_FS_WRITE,
+  REQ_TERM_CREATE,
+  REQ_TERM_WAIT,
+  REQ_TERM_OUTPUT,
+  REQ_TERM_RELEASE
+};
+
+struct perm;
+
+// A request we sent and whose response has not arrived yet.
+struct outreq {
+  struct outreq *next;
+  json_t *id; // owned; matched with json_equal, so 0 and "0" differ
+  enum req_kind kind;
+  struct perm *perm;
+};
+
+struct turn;
+
+struct session {
+  struct session *next;
+  char *id;
+  char *cwd;         // absolute, without a trailing slash
+  struct turn *turn; // the running prompt turn, or NULL
+  unsigned turns;    // prompt turns started so far
+};
+
+struct turn {
+  struct session *session;
+  json_t *prompt_id; // owned; the id of the client's session/prompt
+  unsigned number;   // 1 for the session's first turn (${turn})
+  size_t step;       // index of the next step to run
+  size_t active;     // perms of this turn not finished yet
+  int64_t wake_at;   // monotonic ms at which a sleep ends, or 0
+  bool cancelled;    // session/cancel arrived
+  const char *stop;  // stop reason asked for by an on_reject, or NULL
+};
+
+struct perm {
+  struct perm *next;
+  struct session *session;
+  struct turn *turn;        // NULL once orphaned
+  json_t *spec;             // owned; the request spec, variables expanded
+  const char *tool_call_id; // borrowed from spec
+  char *title;              // what messages call the tool call
+  char *detail;             // outcome of the action, e.g. "exit 0"
+  bool failed;              // the action failed
+  char *path;               // file written, absolute
+  char *term_id;            // the client's terminal, while we hold it
+  struct buf output;        // the command's output
+  json_t *exit_code;        // exit code of a command that ran, or NULL
+  pid_t pid;                // local child running the command, or 0
+  int out_fd;               // read end of the child's output pipe, or -1
+  bool reaped;              // the child has been waited for
+};
+
+struct agent {
+  json_t *scenario;
+  enum id_style id_style;
+  bool fs_write, terminal; // what the client advertised
+  FILE *transcript;
+  struct session *sessions;
+  unsigned nsessions;
+  struct outreq *outreqs;
+  struct perm *perms;
+  uint64_t next_id;
+  struct buf in;       // the unfinished input line
+  bool skipping;       // discarding an overlong input line
+  size_t skipped;      // its length so far
+  struct pollfd *pfds; // scratch array for poll()
+  size_t pfds_cap;
+};
+
+// Signal handlers only write one byte here; the loop does the work.
+static int sig_pipe[2] = {-1, -1};
+
+static void agent_exit(struct agent *a, int code);
+static void turn_pump(struct agent *a, struct turn *t);
+static void turn_finish(struct agent *a, struct turn *t, const char *stop,
+                        json_t *error);
+static void perm_complete(struct agent *a, struct perm *p);
+
+// ---------------------------------------------------------------------------
+// Small utilities
+
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs(AGENT_NAME ": ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+// Running out of memory or a bug in this file: no way to go on.
+__attribute__((noreturn)) static void die(const char *what) {
+  say("fatal: %s", what);
+  abort();
+}
+
+static void *xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p)
+    die("out of memory");
+  return p;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    die("out of memory");
+  return p;
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  return memcpy(xrealloc(NULL, n), s, n);
+}
+
+// Returns a new string formatted like printf.
+__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int n = vsnprintf(NULL, 0, f, ap);
+  va_end(ap);
+  if (n < 0)
+    die("bad format");
+  char *s = xrealloc(NULL, (size_t)n + 1);
+  va_start(ap, f);
+  vsnprintf(s, (size_t)n + 1, f, ap);
+  va_end(ap);
+  return s;
+}
+
+static void buf_add(struct buf *b, const char *p, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    b->cap = (b->len + n + 1) * 2;
+    b->data = xrealloc(b->data, b->cap);
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+static void buf_adds(struct buf *b, const char *s) {
+  buf_add(b, s, strlen(s));
+}
+
+static void buf_free(struct buf *b) {
+  free(b->data);
+  *b = (struct buf){0};
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// A JSON string of n bytes at p; bytes that are not valid UTF-8 (a command's
+// output can be anything) make it fall back to ASCII with '?' for the rest.
+static json_t *text_json(const char *p, size_t n) {
+  json_t *s = json_stringn(p, n);
+  if (s)
+    return s;
+  char *copy = xrealloc(NULL, n);
+  for (size_t i = 0; i < n; i++)
+    copy[i] = (p[i] & 0x80) || p[i] == '\0' ? '?' : p[i];
+  s = json_stringn(copy, n);
+  free(copy);
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Transcript and output
+
+// Appends one JSON object to the transcript; steals rec.
+static void record(struct agent *a, json_t *rec) {
+  if (a->transcript && rec) {
+    json_dumpf(rec, a->transcript, JSON_COMPACT | JSON_ENCODE_ANY);
+    fputc('\n', a->transcript);
+    fflush(a->transcript); // tests read it while we run
+  }
+  json_decref(rec);
+}
+
+static void record_msg(struct agent *a, const char *dir, json_t *msg) {
+  record(a, json_pack("{s:s,s:O}", "dir", dir, "msg", msg));
+}
+
+static void write_all(struct agent *a, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(STDOUT_FILENO, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && errno == EAGAIN) {
+      struct pollfd pfd = {.fd = STDOUT_FILENO, .events = POLLOUT};
+      poll(&pfd, 1, -1);
+      continue;
+    }
+    if (w <= 0) {
+      say("stdout: %s; exiting", w < 0 ? strerror(errno) : "closed");
+      agent_exit(a, 1);
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+// Writes one line to stdout exactly as given and records it.
+static void send_raw(struct agent *a, const char *line) {
+  write_all(a, line, strlen(line));
+  write_all(a, "\n", 1);
+  json_t *msg = json_loads(line, JSON_DECODE_ANY, NULL);
+  if (!msg) // recorded as a string, as unparseable input lines are
+    msg = json_string(line);
+  record_msg(a, "out", msg);
+  json_decref(msg);
+}
+
+// Sends one compact JSON message; steals msg.
+static void send_msg(struct agent *a, json_t *msg) {
+  if (!msg)
+    die("could not build a message");
+  char *s = json_dumps(msg, JSON_COMPACT);
+  if (!s)
+    die("could not encode a message");
+  write_all(a, s, strlen(s));
+  write_all(a, "\n", 1);
+  free(s);
+  record_msg(a, "out", msg);
+  json_decref(msg);
+}
+
+static void respond(struct agent *a, json_t *id, json_t *result) {
+  send_msg(a, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result",
+                        result));
+}
+
+// Answers with an error; steals data, which may be NULL.
+static void respond_error(struct agent *a, json_t *id, int code,
+                          const char *message, json_t *data) {
+  json_t *err = json_pack("{s:i,s:s}", "code", code, "message", message);
+  if (data)
+    json_object_set_new(err, "data", data);
+  send_msg(
+      a, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error", err));
+}
+
+static void notify(struct agent *a, const char *method, json_t *params) {
+  send_msg(a, json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", method,
+                        "params", params));
+}
+
+static void send_update(struct agent *a, struct session *s, json_t *update) {
+  notify(a, "session/update",
+         json_pack("{s:s,s:o}", "sessionId", s->id, "update", update));
+}
+
+// Streams text as a few agent_message_chunk updates, cut on UTF-8 character
+// boundaries, so that clients see it arrive in pieces as from a real model.
+static void send_text(struct agent *a, struct session *s, const char *text) {
+  size_t len = strlen(text);
+  size_t size = len / MAX_CHUNKS > CHUNK_BYTES ? len / MAX_CHUNKS : CHUNK_BYTES;
+  for (size_t i = 0; i < len;) {
+    size_t n = len - i < size ? len - i : size;
+    while (i + n < len && (text[i + n] & 0xC0) == 0x80)
+      n++;
+    send_update(a, s,
+                json_pack("{s:s,s:{s:s,s:o}}", "sessionUpdate",
+                          "agent_message_chunk", "content", "type", "text",
+                          "text", text_json(text + i, n)));
+    i += n;
+  }
+}
+
+static json_t *uuid_json(void) {
+  unsigned char b[16];
+  FILE *f = fopen("/dev/urandom", "rbe");
+  if (!f || fread(b, 1, sizeof(b), f) != sizeof(b))
+    for (size_t i = 0; i < sizeof(b); i++)
+      b[i] = (unsigned char)rand();
+  if (f)
+    fclose(f);
+  b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); // version 4
+  b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); // RFC 4122 variant
+  char s[37], *p = s;
+  for (size_t i = 0; i < sizeof(b); i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      *p++ = '-';
+    p += sprintf(p, "%02x", b[i]);
+  }
+  return json_string(s);
+}
+
+static json_t *new_id(struct agent *a) {
+  uint64_t n = a->next_id++;
+  switch (a->id_style) {
+  case ID_STRING:
+    return json_sprintf("%" PRIu64, n);
+  case ID_UUID:
+    return uuid_json();
+  default:
+    return json_integer((json_int_t)n);
+  }
+}
+
+// Sends a request of ours and remembers it; steals params. id_override, if
+// not NULL, is the exact id to use (a scenario's "id").
+static void request(struct agent *a, json_t *id_override, const char *method,
+                    json_t *params, enum req_kind kind, struct perm *p) {
+  struct outreq *r = xcalloc(1, sizeof(*r));
+  r->id = id_override ? json_incref(id_override) : new_id(a);
+  r->kind = kind;
+  r->perm = p;
+  r->next = a->outreqs;
+  a->outreqs = r;
+  send_msg(a, json_pack("{s:s,s:O,s:s,s:o}", "jsonrpc", "2.0", "id", r->id,
+                        "method", method, "params", params));
+}
+
+// ---------------------------------------------------------------------------
+// Scenario variables: ${cwd} and ${turn}
+
+static char *expand(const char *s, const struct turn *t) {
+  char number[24];
+  snprintf(number, sizeof(number), "%u", t->number);
+  struct buf b = {0};
+  buf_add(&b, "", 0);
+  while (*s) {
+    if (strncmp(s, "${cwd}", 6) == 0) {
+      buf_adds(&b, t->session->cwd);
+      s += 6;
+    } else if (strncmp(s, "${turn}", 7) == 0) {
+      buf_adds(&b, number);
+      s += 7;
+    } else {
+      buf_add(&b, s++, 1);
+    }
+  }
+  return b.data;
+}
+
+// Returns a deep copy of v with the variables expanded in every string and
+// object key.
+static json_t *subst(json_t *v, const struct turn *t) {
+  if (json_is_string(v)) {
+    char *s = expand(json_string_value(v), t);
+    json_t *r = json_string(s);
+    free(s);
+    return r;
+  }
+  if (json_is_array(v)) {
+    json_t *r = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item) json_array_append_new(r, subst(item, t));
+    return r;
+  }
+  if (json_is_object(v)) {
+    json_t *r = json_object();
+    const char *key;
+    json_t *item;
+    json_object_foreach(v, key, item) {
+      char *k = expand(key, t);
+      json_object_set_new(r, k, subst(item, t));
+      free(k);
+    }
+    return r;
+  }
+  return json_deep_copy(v);
+}
+
+// ---------------------------------------------------------------------------
+// Perms: one permission request and the action it guards
+
+static struct perm *perm_new(struct agent *a, struct turn *t, json_t *spec) {
+  struct perm *p = xcalloc(1, sizeof(*p));
+  p->session = t->session;
+  p->turn = t;
+  p->spec = json_incref(spec);
+  p->out_fd = -1;
+  p->next = a->perms;
+  a->perms = p;
+  return p;
+}
+
+static void perm_free(struct agent *a, struct perm *p) {
+  for (struct perm **pp = &a->perms; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      break;
+    }
+  if (p->out_fd >= 0)
+    close(p->out_fd);
+  json_decref(p->spec);
+  json_decref(p->exit_code);
+  free(p->title);
+  free(p->detail);
+  free(p->path);
+  free(p->term_id);
+  buf_free(&p->output);
+  free(p);
+}
+
+// The perm is finished: its turn may go on.
+static void perm_done(struct agent *a, struct perm *p) {
+  struct turn *t = p->turn;
+  perm_free(a, p);
+  if (t) {
+    t->active--;
+    turn_pump(a, t);
+  }
+}
+
+// The name messages use: the title, else the announced title, else the
+// command, else the kind and id (codex's TS adapter sends no title).
+static char *tool_title(json_t *spec) {
+  json_t *tc = json_object_get(spec, "toolCall");
+  const char *t = json_string_value(json_object_get(tc, "title"));
+  if (!t)
+    t = json_string_value(
+        json_object_get(json_object_get(spec, "announce"), "title"));
+  if (t)
+    return xstrdup(t);
+  json_t *cmd = json_object_get(json_object_get(tc, "rawInput"), "command");
+  if (json_is_string(cmd))
+    return xstrdup(json_string_value(cmd));
+  if (json_is_array(cmd) && json_array_size(cmd) > 0) {
+    struct buf b = {0};
+    size_t i;
+    json_t *word;
+    json_array_foreach(cmd, i, word) {
+      buf_adds(&b, i ? " " : "");
+      buf_adds(&b, json_is_string(word) ? json_string_value(word) : "?");
+    }
+    return b.data;
+  }
+  const char *kind = json_string_value(json_object_get(tc, "kind"));
+  return fmt("%s %s", kind ? kind : "tool",
+             json_string_value(json_object_get(tc, "toolCallId")));
+}
+
+// Sends the tool_call update that Claude-like agents send before asking.
+static void perm_announce(struct agent *a, struct perm *p) {
+  json_t *ann = json_object_get(p->spec, "announce");
+  if (!json_is_true(ann) && !json_is_object(ann))
+    return;
+  json_t *u = json_pack("{s:s}", "sessionUpdate", "tool_call");
+  json_object_update(u, json_object_get(p->spec, "toolCall"));
+  json_object_set_new(u, "status", json_string("pending"));
+  if (json_is_object(ann))
+    json_object_update(u, ann);
+  send_update(a, p->session, u);
+}
+
+// Starts one permission request of turn t; spec has its variables expanded.
+static void perm_start(struct agent *a, struct turn *t, json_t *spec) {
+  struct perm *p = perm_new(a, t, spec);
+  json_t *tc = json_object_get(spec, "toolCall");
+  p->tool_call_id = json_string_value(json_object_get(tc, "toolCallId"));
+  p->title = tool_title(spec);
+  perm_announce(a, p);
+  json_t *params =
+      json_pack("{s:s,s:O,s:O}", "sessionId", t->session->id, "toolCall", tc,
+                "options", json_object_get(spec, "options"));
+  request(a, json_object_get(spec, "id"), "session/request_permission", params,
+          REQ_PERMISSION, p);
+  if (json_is_false(json_object_get(spec, "wait")))
+    p->turn = NULL; // nobody waits for the answer
+  else
+    t->active++;
+}
+
+// The kind of the offered option option_id, or NULL if it was not offered.
+static const char *offered_kind(struct perm *p, const char *option_id) {
+  size_t i;
+  json_t *opt;
+  json_array_foreach(json_object_get(p->spec, "options"), i, opt) {
+    if (strcmp(json_string_value(json_object_get(opt, "optionId")),
+               option_id) == 0)
+      return json_string_value(json_object_get(opt, "kind"));
+  }
+  return NULL;
+}
+
+// Ends the turn with an error, as the reference SDK does when an answer
+// cannot be understood: the tests count on it to catch broker bugs. Takes
+// why, a new string.
+static void perm_fail_turn(struct agent *a, struct perm *p, char *why) {
+  struct turn *t = p->turn;
+  char *text = fmt("ERROR: %s", why);
+  say("%s (tool call %s)", text, p->tool_call_id);
+  send_text(a, t->session, text);
+  perm_free(a, p);
+  turn_finish(a, t, NULL,
+              json_pack("{s:i,s:s,s:{s:s}}", "code", -32603, "message",
+                        "Internal error", "data", "details", why));
+  free(text);
+  free(why);
+}
+
+static void perm_rejected(struct agent *a, struct perm *p) {
+  char *text = fmt("Skipped: %s", p->title);
+  send_text(a, p->session, text);
+  free(text);
+  const char *on_reject =
+      json_string_value(json_object_get(p->spec, "on_reject"));
+  if (on_reject && strcmp(on_reject, "end_turn") == 0)
+    p->turn->stop = "end_turn";
+  else if (on_reject && strcmp(on_reject, "cancelled") == 0)
+    p->turn->stop = "cancelled";
+  perm_done(a, p);
+}
+
+// ---------------------------------------------------------------------------
+// Actions: write a file, run a command
+
+static char *abs_path(const struct session *s, const char *path) {
+  return path[0] == '/' ? xstrdup(path) : fmt("%s/%s", s->cwd, path);
+}
+
+static void act_write(struct agent *a, struct perm *p, json_t *act) {
+  const char *content = json_string_value(json_object_get(act, "content"));
+  p->path =
+      abs_path(p->session, json_string_value(json_object_get(act, "path")));
+  if (a->fs_write) {
+    request(a, NULL, "fs/write_text_file",
+            json_pack("{s:s,s:s,s:s}", "sessionId", p->session->id, "path",
+                      p->path, "content", content),
+            REQ_FS_WRITE, p);
+    return;
+  }
+  FILE *f = fopen(p->path, "we");
+  size_t n = strlen(content);
+  bool ok = f && fwrite(content, 1, n, f) == n;
+  if (f && fclose(f) != 0)
+    ok = false;
+  if (ok) {
+    p->detail = fmt("wrote %s", p->path);
+    record(a, json_pack("{s:s,s:s,s:s}", "event", "wrote", "path", p->path,
+                        "via", "local"));
+  } else {
+    p->failed = true;
+    p->detail = fmt("%s: %s", p->path, strerror(errno));
+  }
+  perm_complete(a, p);
+}
+
+static void on_fs_written(struct agent *a, struct perm *p, json_t *msg) {
+  if (json_object_get(msg, "result")) {
+    p->detail = fmt("wrote %s", p->path);
+    record(a, json_pack("{s:s,s:s,s:s}", "event", "wrote", "path", p->path,
+                        "via", "client"));
+  } else {
+    const char *m = json_string_value(
+        json_object_get(json_object_get(msg, "error"), "message"));
+    p->failed = true;
+    p->detail = fmt("fs/write_text_file failed: %s", m ? m : "?");
+  }
+  perm_complete(a, p);
+}
+
+// Runs in the child: the command gets /dev/null as stdin and our pipe as
+// stdout and stderr, never our stdout, which carries only ACP messages.
+__attribute__((noreturn)) static void
+child_exec(const int fds[2], const char *cwd, const char *cmd) {
+  signal(SIGPIPE, SIG_DFL); // ignored dispositions survive exec
+  int null = open("/dev/null", O_RDONLY);
+  if (null > STDIN_FILENO) {
+    dup2(null, STDIN_FILENO);
+    close(null);
+  }
+  dup2(fds[1], STDOUT_FILENO);
+  dup2(fds[1], STDERR_FILENO);
+  close(fds[0]); // else the command holds its own pipe open
+  close(fds[1]);
+  if (chdir(cwd) != 0) {
+    dprintf(STDERR_FILENO, "cd %s: %s\n", cwd, strerror(errno));
+    _exit(127);
+  }
+  execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+  dprintf(STDERR_FILENO, "/bin/sh: %s\n", strerror(errno));
+  _exit(127);
+}
+
+static void spawn_local(struct agent *a, struct perm *p, const char *cmd) {
+  int fds[2];
+  pid_t pid = -1;
+  if (pipe(fds) == 0) {
+    pid = fork();
+    if (pid == 0)
+      child_exec(fds, p->session->cwd, cmd);
+    close(fds[1]);
+  }
+  if (pid < 0) {
+    p->failed = true;
+    p->detail = fmt("could not start /bin/sh: %s", strerror(errno));
+    perm_complete(a, p);
+    return;
+  }
+  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  p->pid = pid;
+  p->out_fd = fds[0];
+}
+
+// Sends the next terminal/* call about the perm's terminal.
+static void term_call(struct agent *a, struct perm *p, const char *method,
+                      enum req_kind kind) {
+  request(a, NULL, method,
+          json_pack("{s:s,s:s}", "sessionId", p->session->id, "terminalId",
+                    p->term_id),
+          kind, p);
+}
+
+static void act_run(struct agent *a, struct perm *p, json_t *act) {
+  const char *cmd = json_string_value(json_object_get(act, "command"));
+  if (!a->terminal) {
+    spawn_local(a, p, cmd);
+    return;
+  }
+  request(a, NULL, "terminal/create",
+          json_pack("{s:s,s:s,s:[s,s],s:s}", "sessionId", p->session->id,
+                    "command", "/bin/sh", "args", "-c", cmd, "cwd",
+                    p->session->cwd),
+          REQ_TERM_CREATE, p);
+}
+
+// The command has finished, locally or in the client's terminal. A detail
+// set before this point is an error or a signal, so a failure.
+static void run_finished(struct agent *a, struct perm *p, const char *via) {
+  json_t *code = p->exit_code ? p->exit_code : json_null();
+  record(a, json_pack("{s:s,s:O,s:O,s:s}", "event", "ran", "command",
+                      json_object_get(json_object_get(p->spec, "on_allow"),
+                                      "command"),
+                      "exit", code, "via", via));
+  if (p->detail) {
+    p->failed = true;
+  } else {
+    p->detail = fmt("exit %" JSON_INTEGER_FORMAT, json_integer_value(code));
+    p->failed = json_integer_value(code) != 0;
+  }
+  perm_complete(a, p);
+}
+
+// Notes the first error of the terminal/* sequence; the rest still runs so
+// that the terminal gets released.
+static void term_error(struct perm *p, const char *method, json_t *msg) {
+  const char *m = json_string_value(
+      json_object_get(json_object_get(msg, "error"), "message"));
+  if (!p->detail)
+    p->detail = fmt("%s failed: %s", method, m ? m : "bad answer");
+}
+
+static void on_term_response(struct agent *a, struct perm *p,
+                             enum req_kind kind, json_t *msg) {
+  json_t *res = json_object_get(msg, "result");
+  switch (kind) {
+  case REQ_TERM_CREATE: {
+    const char *id = json_string_value(json_object_get(res, "terminalId"));
+    if (!id) {
+      term_error(p, "terminal/create", msg);
+      p->failed = true;
+      perm_complete(a, p); // nothing ran
+      return;
+    }
+    p->term_id = xstrdup(id);
+    term_call(a, p, "terminal/wait_for_exit", REQ_TERM_WAIT);
+    return;
+  }
+  case REQ_TERM_WAIT:
+    if (!json_is_object(res)) {
+      term_error(p, "terminal/wait_for_exit", msg);
+      term_call(a, p, "terminal/release", REQ_TERM_RELEASE);
+      return;
+    }
+    p->exit_code = json_incref(json_object_get(res, "exitCode"));
+    if (!json_is_integer(p->exit_code)) {
+      const char *sig = json_string_value(json_object_get(res, "signal"));
+      p->detail = fmt("killed by signal %s", sig ? sig : "?");
+    }
+    term_call(a, p, "terminal/output", REQ_TERM_OUTPUT);
+    return;
+  case REQ_TERM_OUTPUT: {
+    const char *out = json_string_value(json_object_get(res, "output"));
+    if (out)
+      buf_adds(&p->output, out);
+    else
+      term_error(p, "terminal/output", msg);
+    term_call(a, p, "terminal/release", REQ_TERM_RELEASE);
+    return;
+  }
+  default: // REQ_TERM_RELEASE: its answer does not matter
+    run_finished(a, p, "terminal");
+  }
+}
+
+static void perm_act(struct agent *a, struct perm *p) {
+  json_t *act = json_object_get(p->spec, "on_allow");
+  const char *type = json_string_value(json_object_get(act, "type"));
+  if (type && strcmp(type, "write") == 0)
+    act_write(a, p, act);
+  else if (type && strcmp(type, "run") == 0)
+    act_run(a, p, act);
+  else
+    perm_complete(a, p);
+}
+
+// The allowed tool call is over: report it, then let the turn go on.
+static void perm_complete(struct agent *a, struct perm *p) {
+  if (p->turn) {
+    send_update(a, p->session,
+                json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update",
+                          "toolCallId", p->tool_call_id, "status",
+                          p->failed ? "failed" : "completed"));
+    struct buf text = {0};
+    buf_adds(&text, p->failed ? "Failed: " : "Done: ");
+    buf_adds(&text, p->title);
+    if (p->detail) {
+      buf_adds(&text, " (");
+      buf_adds(&text, p->detail);
+      buf_adds(&text, ")");
+    }
+    size_t n = p->output.len;
+    while (n > 0 && p->output.data[n - 1] == '\n')
+      n--; // the message ends where the output's last line does
+    if (n) {
+      buf_adds(&text, "\n");
+      buf_add(&text, p->output.data, n);
+    }
+    send_text(a, p->session, text.data);
+    buf_free(&text);
+  }
+  perm_done(a, p);
+}
+
+// Handles the client's answer to a permission request.
+static void on_permission_answer(struct agent *a, struct perm *p, json_t *msg) {
+  if (!p->turn) {
+    say("answer for %s after its turn ended: ignored", p->tool_call_id);
+    perm_free(a, p);
+    return;
+  }
+  const char *outcome = NULL, *option_id = NULL;
+  json_t *err = json_object_get(msg, "error");
+  if (err) {
+    const char *m = json_string_value(json_object_get(err, "message"));
+    perm_fail_turn(a, p, fmt("permission request failed: %s", m ? m : "?"));
+    return;
+  }
+  if (json_unpack(json_object_get(msg, "result"), "{s:{s:s,s?s}}", "outcome",
+                  "outcome", &outcome, "optionId", &option_id) != 0 ||
+      (strcmp(outcome, "cancelled") != 0 &&
+       (strcmp(outcome, "selected") != 0 || !option_id))) {
+    perm_fail_turn(a, p, xstrdup("malformed permission answer"));
+    return;
+  }
+  if (strcmp(outcome, "cancelled") == 0) {
+    if (p->turn->cancelled)
+      perm_done(a, p); // the turn ends "cancelled"
+    else
+      perm_rejected(a, p);
+    return;
+  }
+  const char *kind = offered_kind(p, option_id);
+  if (!kind) {
+    perm_fail_turn(a, p, fmt("unknown optionId %s", option_id));
+    return;
+  }
+  if (p->turn->cancelled) {
+    say("%s: \"%s\" selected after session/cancel: not acting", p->tool_call_id,
+        option_id);
+    perm_done(a, p);
+  } else if (strncmp(kind, "allow_", 6) == 0) {
+    perm_act(a, p);
+  } else {
+    perm_rejected(a, p);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Local child processes
+
+static void read_child(struct agent *a, int fd) {
+  struct perm *p = a->perms;
+  while (p && p->out_fd != fd)
+    p = p->next;
+  if (!p)
+    return;
+  char tmp[4096];
+  ssize_t n = read(fd, tmp, sizeof(tmp));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  if (n > 0) {
+    size_t room = OUTPUT_KEEP - p->output.len;
+    buf_add(&p->output, tmp, (size_t)n < room ? (size_t)n : room);
+    return;
+  }
+  close(fd); // end of output (or a read error: same thing here)
+  p->out_fd = -1;
+}
+
+static void reap_children(struct agent *a) {
+  for (struct perm *p = a->perms; p; p = p->next) {
+    int status;
+    if (p->pid > 0 && !p->reaped && waitpid(p->pid, &status, WNOHANG) > 0) {
+      p->reaped = true;
+      p->exit_code =
+          WIFEXITED(status) ? json_integer(WEXITSTATUS(status)) : NULL;
+      if (WIFSIGNALED(status))
+        p->detail = fmt("killed by signal %d", WTERMSIG(status));
+    }
+  }
+}
+
+// Finishes the commands whose output has ended and who have been reaped.
+// Finishing one can start or free others, so the search starts over.
+static void finish_children(struct agent *a) {
+  for (;;) {
+    struct perm *p = a->perms;
+    while (p && !(p->pid > 0 && p->reaped && p->out_fd < 0))
+      p = p->next;
+    if (!p)
+      return;
+    p->pid = 0;
+    run_finished(a, p, "local");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Prompt turns
+
+// Answers the prompt (with stop, or with error if not NULL; steals error),
+// then frees the turn. Its perms still open become orphans.
+static void turn_finish(struct agent *a, struct turn *t, const char *stop,
+                        json_t *error) {
+  if (error)
+    send_msg(a, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", t->prompt_id,
+                          "error", error));
+  else
+    respond(a, t->prompt_id, json_pack("{s:s}", "stopReason", stop));
+  for (struct perm *p = a->perms; p; p = p->next)
+    if (p->turn == t)
+      p->turn = NULL;
+  t->session->turn = NULL;
+  json_decref(t->prompt_id);
+  free(t);
+}
+
+static void run_step(struct agent *a, struct turn *t, json_t *step) {
+  json_t *st = subst(step, t);
+  const char *type = json_string_value(json_object_get(st, "type"));
+  if (strcmp(type, "message") == 0) {
+    send_text(a, t->session, json_string_value(json_object_get(st, "text")));
+  } else if (strcmp(type, "permission") == 0) {
+    perm_start(a, t, st);
+  } else if (strcmp(type, "permissions_parallel") == 0) {
+    size_t i;
+    json_t *req;
+    json_array_foreach(json_object_get(st, "requests"), i, req)
+        perm_start(a, t, req);
+  } else if (strcmp(type, "sleep") == 0) {
+    json_int_t ms = json_integer_value(json_object_get(st, "ms"));
+    t->wake_at = ms > 0 ? now_ms() + ms : 0;
+  } else if (strcmp(type, "exit") == 0) {
+    json_int_t code = json_integer_value(json_object_get(st, "code"));
+    say("scenario step: exit %" JSON_INTEGER_FORMAT, code);
+    json_decref(st);
+    agent_exit(a, (int)code);
+  } else if (strcmp(type, "raw") == 0) {
+    send_raw(a, json_string_value(json_object_get(st, "line")));
+  } else if (strcmp(type, "update") == 0) {
+    send_update(a, t->session, json_incref(json_object_get(st, "update")));
+  }
+  json_decref(st);
+}
+
+// Runs steps until the turn has to wait (for answers or a timer) or ends.
+static void turn_pump(struct agent *a, struct turn *t) {
+  json_t *steps = json_object_get(a->scenario, "steps");
+  while (t->active == 0 && t->wake_at == 0) {
+    const char *stop = t->cancelled ? "cancelled" : t->stop;
+    if (!stop && t->step >= json_array_size(steps))
+      stop = "end_turn";
+    if (stop) {
+      turn_finish(a, t, stop, NULL);
+      return;
+    }
+    run_step(a, t, json_array_get(steps, t->step++));
+  }
+}
+
+static void fire_timers(struct agent *a) {
+  int64_t now = now_ms();
+  for (struct session *s = a->sessions; s; s = s->next)
+    if (s->turn && s->turn->wake_at && s->turn->wake_at <= now) {
+      s->turn->wake_at = 0;
+      turn_pump(a, s->turn);
+    }
+}
+
+// Milliseconds until the next sleep ends, or -1 when nothing sleeps.
+static int next_timeout(const struct agent *a) {
+  int64_t next = -1, now = now_ms();
+  for (const struct session *s = a->sessions; s; s = s->next)
+    if (s->turn && s->turn->wake_at && (next < 0 || s->turn->wake_at < next))
+      next = s->turn->wake_at;
+  if (next < 0)
+    return -1;
+  return next <= now ? 0 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
+}
+
+// ---------------------------------------------------------------------------
+// Incoming requests and notifications
+
+static struct session *find_session(struct agent *a, json_t *params) {
+  const char *id = json_string_value(json_object_get(params, "sessionId"));
+  struct session *s = a->sessions;
+  while (s && (!id || strcmp(s->id, id) != 0))
+    s = s->next;
+  return s;
+}
+
+static void invalid_params(struct agent *a, json_t *id, const char *why) {
+  say("invalid params: %s", why);
+  respond_error(a, id, -32602, "Invalid params",
+                json_pack("{s:s}", "details", why));
+}
+
+static void on_initialize(struct agent *a, json_t *id, json_t *params) {
+  json_t *caps = json_object_get(params, "clientCapabilities");
+  a->fs_write = json_is_true(
+      json_object_get(json_object_get(caps, "fs"), "writeTextFile"));
+  a->terminal = json_is_true(json_object_get(caps, "terminal"));
+  say("initialize: client fs.writeTextFile=%s terminal=%s",
+      a->fs_write ? "yes" : "no", a->terminal ? "yes" : "no");
+  respond(a, id,
+          json_pack("{s:i,s:{s:b,s:{s:b,s:b,s:b}},s:{s:s,s:s},s:[]}",
+                    "protocolVersion", 1, "agentCapabilities", "loadSession", 0,
+                    "promptCapabilities", "image", 0, "audio", 0,
+                    "embeddedContext", 0, "agentInfo", "name", AGENT_NAME,
+                    "version", AGENT_VERSION, "authMethods"));
+}
+
+static void on_session_new(struct agent *a, json_t *id, json_t *params) {
+  const char *cwd = json_string_value(json_object_get(params, "cwd"));
+  if (!cwd || cwd[0] != '/') {
+    invalid_params(a, id, "cwd must be an absolute path");
+    return;
+  }
+  struct session *s = xcalloc(1, sizeof(*s));
+  s->id = fmt("demo-%ld-%u", (long)getpid(), ++a->nsessions);
+  s->cwd = xstrdup(cwd);
+  size_t n = strlen(s->cwd);
+  while (n > 1 && s->cwd[n - 1] == '/') // so "${cwd}/x" has one slash
+    s->cwd[--n] = '\0';
+  s->next = a->sessions;
+  a->sessions = s;
+  say("session %s in %s", s->id, s->cwd);
+  respond(a, id, json_pack("{s:s}", "sessionId", s->id));
+  // Like Gemini and Claude: right after the response, outside any turn.
+  send_update(a, s,
+              json_pack("{s:s,s:[{s:s,s:s,s:n}]}", "sessionUpdate",
+                        "available_commands_update", "availableCommands",
+                        "name", "demo", "description",
+                        "Play the demo scenario (any prompt does)", "input"));
+}
+
+static void on_session_prompt(struct agent *a, json_t *id, json_t *params) {
+  struct session *s = find_session(a, params);
+  if (!s) {
+    invalid_params(a, id, "unknown sessionId");
+    return;
+  }
+  if (s->turn) {
+    respond_error(a, id, -32000, "turn already running", NULL);
+    return;
+  }
+  struct turn *t = xcalloc(1, sizeof(*t));
+  t->session = s;
+  t->prompt_id = json_incref(id);
+  t->number = ++s->turns;
+  s->turn = t;
+  say("session %s: turn %u", s->id, t->number);
+  turn_pump(a, t);
+}
+
+static void on_session_cancel(struct agent *a, json_t *params) {
+  struct session *s = find_session(a, params);
+  if (!s || !s->turn) {
+    say("session/cancel with no turn running: ignored");
+    return;
+  }
+  say("session %s: cancelled (%zu permission(s) open)", s->id, s->turn->active);
+  s->turn->cancelled = true;
+  s->turn->wake_at = 0; // a sleep ends at once
+  turn_pump(a, s->turn);
+}
+
+static const struct {
+  const char *name;
+  void (*fn)(struct agent *a, json_t *id, json_t *params);
+} request_handlers[] = {
+    {"initialize", on_initialize},
+    {"session/new", on_session_new},
+    {"session/prompt", on_session_prompt},
+};
+
+static void on_request(struct agent *a, json_t *id, const char *method,
+                       json_t *params) {
+  if (!json_is_integer(id) && !json_is_string(id) && !json_is_null(id)) {
+    respond_error(a, json_null(), -32600, "Invalid Request", NULL);
+    return;
+  }
+  for (size_t i = 0; i < sizeof(request_handlers) / sizeof(*request_handlers);
+       i++)
+    if (strcmp(method, request_handlers[i].name) == 0) {
+      request_handlers[i].fn(a, id, params);
+      return;
+    }
+  say("unknown method %s", method);
+  respond_error(a, id, -32601, "Method not found", NULL);
+}
+
+static void on_response(struct agent *a, json_t *msg) {
+  json_t *id = json_object_get(msg, "id");
+  struct outreq **rp = &a->outreqs;
+  while (*rp && !json_equal((*rp)->id, id))
+    rp = &(*rp)->next;
+  if (!*rp) {
+    char *s = json_dumps(id, JSON_ENCODE_ANY);
+    say("ERROR: response for an unknown request id %s: ignored", s);
+    free(s);
+    return;
+  }
+  struct outreq *r = *rp;
+  *rp = r->next;
+  struct perm *p = r->perm;
+  enum req_kind kind = r->kind;
+  json_decref(r->id);
+  free(r);
+  if (kind == REQ_PERMISSION)
+    on_permission_answer(a, p, msg);
+  else if (kind == REQ_FS_WRITE)
+    on_fs_written(a, p, msg);
+  else
+    on_term_response(a, p, kind, msg);
+}
+
+static void dispatch(struct agent *a, json_t *msg) {
+  json_t *method = json_object_get(msg, "method");
+  json_t *id = json_object_get(msg, "id");
+  json_t *params = json_object_get(msg, "params");
+  if (!json_is_object(msg)) {
+    say("not a JSON-RPC message (batches are not ACP)");
+    respond_error(a, json_null(), -32600, "Invalid Request", NULL);
+  } else if (json_is_string(method) && id) {
+    on_request(a, id, json_string_value(method), params);
+  } else if (json_is_string(method)) {
+    if (strcmp(json_string_value(method), "session/cancel") == 0)
+      on_session_cancel(a, params);
+    else // unknown notifications are ignored, never answered
+      say("notification %s ignored", json_string_value(method));
+  } else if (id && (json_object_get(msg, "result") ||
+                    json_object_get(msg, "error"))) {
+    on_response(a, msg);
+  } else {
+    say("not a request, notification or response");
+    respond_error(a,
+                  json_is_string(id) || json_is_integer(id) ? id : json_null(),
+                  -32600, "Invalid Request", NULL);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Input framing
+
+static void parse_error(struct agent *a, json_t *what) {
+  record_msg(a, "in", what);
+  json_decref(what);
+  respond_error(a, json_null(), -32700, "Parse error", NULL);
+}
+
+static void handle_line(struct agent *a, const char *line, size_t len) {
+  while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
+                     line[len - 1] == '\t'))
+    len--;
+  size_t i = 0;
+  while (i < len && (line[i] == ' ' || line[i] == '\t'))
+    i++;
+  if (i == len)
+    return; // blank lines are allowed and skipped
+  json_error_t err;
+  json_t *msg = json_loadb(line, len, JSON_DECODE_ANY, &err);
+  if (!msg) {
+    say("parse error: %s (line of %zu bytes)", err.text, len);
+    json_t *raw = text_json(line, len);
+    parse_error(a, raw ? raw : json_string("(unprintable line)"));
+    return;
+  }
+  record_msg(a, "in", msg);
+  dispatch(a, msg);
+  json_decref(msg);
+}
+
+// Cuts the input into lines. Over-long lines are dropped as they stream and
+// answered with a parse error, so memory stays bounded.
+static void feed(struct agent *a, const char *p, size_t n) {
+  for (;;) {
+    const char *nl = memchr(p, '\n', n);
+    size_t take = nl ? (size_t)(nl - p) : n;
+    if (!a->skipping && a->in.len + take > MAX_LINE) {
+      a->skipping = true;
+      a->skipped = a->in.len;
+      a->in.len = 0;
+    }
+    if (a->skipping)
+      a->skipped += take;
+    else
+      buf_add(&a->in, p, take);
+    if (!nl)
+      return;
+    if (a->skipping) {
+      say("input line of %zu bytes is too long", a->skipped);
+      a->skipping = false;
+      parse_error(a,
+                  json_sprintf("(a line of %zu bytes, dropped)", a->skipped));
+    } else {
+      handle_line(a, a->in.data ? a->in.data : "", a->in.len);
+    }
+    a->in.len = 0;
+    p = nl + 1;
+    n -= take + 1;
+  }
+}
+
+static void read_stdin(struct agent *a) {
+  char tmp[65536];
+  ssize_t n = read(STDIN_FILENO, tmp, sizeof(tmp));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  if (n < 0)
+    say("stdin: %s", strerror(errno));
+  if (n > 0) {
+    feed(a, tmp, (size_t)n);
+    return;
+  }
+  // End of input: a last line without its newline still counts.
+  if (a->in.len && !a->skipping)
+    handle_line(a, a->in.data, a->in.len);
+  say("stdin closed: exiting");
+  agent_exit(a, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Signals, the loop, and shutdown
+
+static void on_signal(int sig) {
+  int saved = errno;
+  char c = sig == SIGTERM ? 'T' : 'C';
+  if (write(sig_pipe[1], &c, 1) < 0) {
+    // The pipe is full: a wakeup is pending anyway.
+  }
+  errno = saved;
+}
+
+static void setup_signals(void) {
+  if (pipe(sig_pipe) != 0)
+    die("pipe");
+  for (int i = 0; i < 2; i++) {
+    fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK);
+  }
+  struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_flags |= SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN); // a closed stdout is seen as a write error
+}
+
+static void handle_signals(struct agent *a) {
+  char c[64];
+  ssize_t n;
+  bool term = false;
+  while ((n = read(sig_pipe[0], c, sizeof(c))) > 0)
+    for (ssize_t i = 0; i < n; i++)
+      term = term || c[i] == 'T';
+  if (term) {
+    say("SIGTERM: exiting");
+    record(a, json_pack("{s:s}", "event", "sigterm"));
+    agent_exit(a, 0);
+  }
+  reap_children(a);
+}
+
+// Fills a->pfds: the signal pipe, stdin, then the output of each child.
+static size_t build_pollfds(struct agent *a) {
+  size_t n = 2;
+  for (struct perm *p = a->perms; p; p = p->next)
+    n += p->out_fd >= 0;
+  if (n > a->pfds_cap) {
+    a->pfds_cap = n * 2;
+    a->pfds = xrealloc(a->pfds, a->pfds_cap * sizeof(*a->pfds));
+  }
+  a->pfds[0] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+  a->pfds[1] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
+  n = 2;
+  for (struct perm *p = a->perms; p; p = p->next)
+    if (p->out_fd >= 0)
+      a->pfds[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+  return n;
+}
+
+static void run_loop(struct agent *a) {
+  for (;;) {
+    size_t n = build_pollfds(a);
+    int r = poll(a->pfds, (nfds_t)n, next_timeout(a));
+    if (r < 0 && errno != EINTR)
+      die("poll failed");
+    if (r > 0) {
+      if (a->pfds[0].revents)
+        handle_signals(a);
+      // Children before stdin: handling input can start new children, and
+      // a new pipe may reuse the number of one closed here.
+      for (size_t i = 2; i < n; i++)
+        if (a->pfds[i].revents)
+          read_child(a, a->pfds[i].fd);
+      finish_children(a);
+      if (a->pfds[1].revents)
+        read_stdin(a);
+    }
+    fire_timers(a);
+  }
+}
+
+static void agent_free(struct agent *a) {
+  while (a->perms) {
+    struct perm *p = a->perms;
+    if (p->pid > 0 && !p->reaped) { // a command still running: stop it
+      kill(p->pid, SIGKILL);
+      waitpid(p->pid, NULL, 0);
+    }
+    perm_free(a, p);
+  }
+  while (a->outreqs) {
+    struct outreq *r = a->outreqs;
+    a->outreqs = r->next;
+    json_decref(r->id);
+    free(r);
+  }
+  while (a->sessions) {
+    struct session *s = a->sessions;
+    a->sessions = s->next;
+    if (s->turn)
+      json_decref(s->turn->prompt_id);
+    free(s->turn);
+    free(s->id);
+    free(s->cwd);
+    free(s);
+  }
+  json_decref(a->scenario);
+  buf_free(&a->in);
+  free(a->pfds);
+  if (a->transcript)
+    fclose(a->transcript);
+  close(sig_pipe[0]);
+  close(sig_pipe[1]);
+}
+
+// Records the exit, frees everything and exits; used on every way out.
+__attribute__((noreturn)) static void agent_exit(struct agent *a, int code) {
+  record(a, json_pack("{s:s,s:i}", "event", "exit", "code", code));
+  agent_free(a);
+  exit(code);
+}
+
+// ---------------------------------------------------------------------------
+// Scenario loading and checking
+
+static const char *check_action(json_t *act) {
+  const char *type = json_string_value(json_object_get(act, "type"));
+  if (type && strcmp(type, "write") == 0)
+    return json_is_string(json_object_get(act, "path")) &&
+                   json_is_string(json_object_get(act, "content"))
+               ? NULL
+               : "a write action needs path and content strings";
+  if (type && strcmp(type, "run") == 0)
+    return json_is_string(json_object_get(act, "command"))
+               ? NULL
+               : "a run action needs a command string";
+  return "on_allow must be {\"type\":\"write\",...} or {\"type\":\"run\",...}";
+}
+
+static bool is_one_of(const char *s, const char *const *list) {
+  for (; s && *list; list++)
+    if (strcmp(s, *list) == 0)
+      return true;
+  return false;
+}
+
+// Checks one permission request (a "permission" step or an item of a
+// "permissions_parallel" step).
+static const char *check_request(json_t *req) {
+  static const char *const on_reject[] = {"continue", "end_turn", "cancelled",
+                                          NULL};
+  json_t *opts = json_object_get(req, "options");
+  json_t *ann = json_object_get(req, "announce");
+  json_t *on_allow = json_object_get(req, "on_allow");
+  json_t *rej = json_object_get(req, "on_reject");
+  json_t *wait = json_object_get(req, "wait");
+  if (!json_is_string(
+          json_object_get(json_object_get(req, "toolCall"), "toolCallId")))
+    return "needs toolCall.toolCallId (a string)";
+  if (!json_is_array(opts))
+    return "needs an options array";
+  size_t i;
+  json_t *opt;
+  json_array_foreach(opts, i, opt) {
+    if (!json_is_string(json_object_get(opt, "optionId")) ||
+        !json_is_string(json_object_get(opt, "kind")))
+      return "every option needs an optionId string and a kind string";
+  }
+  if (ann && !json_is_boolean(ann) && !json_is_object(ann))
+    return "announce must be true, false or an object";
+  if (on_allow && check_action(on_allow))
+    return check_action(on_allow);
+  if (rej && !is_one_of(json_string_value(rej), on_reject))
+    return "on_reject must be \"continue\", \"end_turn\" or \"cancelled\"";
+  if (wait && !json_is_boolean(wait))
+    return "wait must be true or false";
+  return NULL;
+}
+
+static const char *check_step(json_t *step) {
+  const char *type = json_string_value(json_object_get(step, "type"));
+  if (!type)
+    return "a step needs a type";
+  if (strcmp(type, "message") == 0)
+    return json_is_string(json_object_get(step, "text"))
+               ? NULL
+               : "message needs a text string";
+  if (strcmp(type, "permission") == 0)
+    return check_request(step);
+  if (strcmp(type, "permissions_parallel") == 0) {
+    json_t *reqs = json_object_get(step, "requests");
+    if (!json_is_array(reqs) || json_array_size(reqs) == 0)
+      return "permissions_parallel needs a non-empty requests array";
+    size_t i;
+    json_t *req;
+    const char *why = NULL;
+    json_array_foreach(reqs, i, req) {
+      if (!why)
+        why = check_request(req);
+    }
+    return why;
+  }
+  if (strcmp(type, "sleep") == 0)
+    return json_integer_value(json_object_get(step, "ms")) >= 0 &&
+                   json_is_integer(json_object_get(step, "ms"))
+               ? NULL
+               : "sleep needs ms, an integer >= 0";
+  if (strcmp(type, "exit") == 0) {
+    json_t *code = json_object_get(step, "code");
+    return json_is_integer(code) && json_integer_value(code) >= 0 &&
+                   json_integer_value(code) <= 255
+               ? NULL
+               : "exit needs code, an integer 0-255";
+  }
+  if (strcmp(type, "raw") == 0)
+    return json_is_string(json_object_get(step, "line"))
+               ? NULL
+               : "raw needs a line string";
+  if (strcmp(type, "update") == 0)
+    return json_is_object(json_object_get(step, "update"))
+               ? NULL
+               : "update needs an update object";
+  return "unknown step type";
+}
+
+// Loads the scenario (the built-in one if path is NULL) and checks it, so
+// that a typo in a test's scenario fails at once and says where.
+static json_t *scenario_load(const char *path, enum id_style *style) {
+  json_error_t err;
+  json_t *sc = path ? json_load_file(path, 0, &err)
+                    : json_loads(default_scenario, 0, &err);
+  const char *name = path ? path : "(built-in scenario)";
+  if (!sc) {
+    say("%s:%d:%d: %s", name, err.line, err.column, err.text);
+    exit(2);
+  }
+  const char *idst = json_string_value(json_object_get(sc, "id_style"));
+  static const char *const styles[] = {"int", "string", "uuid", NULL};
+  const char *why = NULL;
+  size_t bad = 0;
+  if (!json_is_array(json_object_get(sc, "steps")))
+    why = "a scenario is an object with a steps array";
+  else if (json_object_get(sc, "id_style") && !is_one_of(idst, styles))
+    why = "id_style must be \"int\", \"string\" or \"uuid\"";
+  for (; !why && bad < json_array_size(json_object_get(sc, "steps")); bad++)
+    why = check_step(json_array_get(json_object_get(sc, "steps"), bad));
+  if (why) {
+    say("%s: steps[%zu]: %s", name, bad ? bad - 1 : 0, why);
+    json_decref(sc);
+    exit(2);
+  }
+  *style = !idst || strcmp(idst, "int") == 0 ? ID_INT
+           : strcmp(idst, "string") == 0     ? ID_STRING
+                                             : ID_UUID;
+  return sc;
+}
+
+static void usage(FILE *f) {
+  fputs("usage: " AGENT_NAME " [--scenario FILE]\n"
+        "       " AGENT_NAME " --print-default-scenario | --version\n"
+        "A scripted ACP agent on stdin/stdout, for demos and tests.\n"
+        "Environment: ACP_DEMO_SCENARIO (scenario file, if no --scenario),\n"
+        "ACP_DEMO_TRANSCRIPT (file to append a JSON-lines transcript to).\n"
+        "Scenario format: tests/scenarios/README.md\n",
+        f);
+}
+
+// Returns the scenario path from argv or the environment (NULL for the
+// built-in one); handles the options that print something and exit.
+static const char *parse_args(int argc, char **argv) {
+  const char *path = getenv("ACP_DEMO_SCENARIO");
+  if (path && !*path)
+    path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc) {
+      path = argv[++i];
+    } else if (strncmp(argv[i], "--scenario=", 11) == 0) {
+      path = argv[i] + 11;
+    } else if (strcmp(argv[i], "--print-default-scenario") == 0) {
+      json_t *sc = json_loads(default_scenario, 0, NULL);
+      json_dumpf(sc, stdout, JSON_INDENT(2));
+      fputc('\n', stdout);
+      json_decref(sc);
+      exit(0);
+    } else if (strcmp(argv[i], "--version") == 0) {
+      puts(AGENT_NAME " " AGENT_VERSION);
+      exit(0);
+    } else {
+      usage(strcmp(argv[i], "--help") == 0 ? stdout : stderr);
+      exit(strcmp(argv[i], "--help") == 0 ? 0 : 2);
+    }
+  }
+  return path;
+}
+
+int main(int argc, char **argv) {
+  static struct agent agent; // static: reachable from anywhere at exit()
+  struct agent *a = &agent;
+  const char *path = parse_args(argc, argv);
+  a->scenario = scenario_load(path, &a->id_style);
+  const char *tr = getenv("ACP_DEMO_TRANSCRIPT");
+  if (tr && *tr && !(a->transcript = fopen(tr, "ae"))) {
+    say("cannot open transcript %s: %s", tr, strerror(errno));
+    json_decref(a->scenario);
+    return 2;
+  }
+  srand((unsigned)getpid() ^ (unsigned)time(NULL));
+  setup_signals();
+  say("ready, scenario \"%s\" (%s)",
+      json_string_value(json_object_get(a->scenario, "name"))
+          ? json_string_value(json_object_get(a->scenario, "name"))
+          : "unnamed",
+      path ? path : "built-in");
+  run_loop(a);
+}

@@ -1,0 +1,14 @@
+#pragma once
+// Converts jansson values to msgpack, so the agent's JSON reaches Lua as
+// Lua tables. Pure.
+
+#include <jansson.h>
+#include <msgpack.h>
+
+// Deeper JSON than this is packed as nil (Neovim's decoder would refuse it).
+#define JSONPACK_MAX_DEPTH 64
+
+// Packs v (NULL packs nil) as one msgpack value.
+void jsonpack_pack(msgpack_packer *pk, const json_t *v);
+// Packs a NUL-terminated string (NULL packs nil).
+void jsonpack_str(msgpack_packer *pk, const char *s);

@@ -1,0 +1,103 @@
+#pragma once
+// msgpack-RPC with Neovim over the broker's stdin/stdout.
+//
+// Two layers: a pure decoder (bytes in, validated messages out; no I/O) and
+// the channel, which reads stdin, writes stdout and matches responses to the
+// broker's own requests by msgid. Frames built during one loop iteration are
+// written together when the iteration ends.
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+enum nvim_rpc_type {
+  NVIM_RPC_REQUEST = 0,
+  NVIM_RPC_RESPONSE = 1,
+  NVIM_RPC_NOTIFICATION = 2,
+};
+
+// One validated message; every pointer is borrowed and lives only for the
+// duration of the callback that receives it.
+struct nvim_rpc_msg {
+  enum nvim_rpc_type type;
+  uint32_t msgid;               // request and response
+  const char *method;           // request and notification; not NUL-ended
+  size_t method_len;            // bytes in method
+  const msgpack_object *params; // request and notification: an array
+  const msgpack_object *error;  // response: nil when it succeeded
+  const msgpack_object *result; // response
+};
+
+typedef void (*nvim_rpc_msg_cb)(void *ud, const struct nvim_rpc_msg *msg);
+
+struct nvim_rpc_decoder {
+  msgpack_unpacker unpacker; // streaming unpacker (owns its buffer)
+  msgpack_unpacked result;   // the message being handed out
+  size_t max_message;        // largest frame accepted, in bytes
+};
+
+// Prepares a decoder for frames of up to max_message bytes. Returns 0 or -1.
+int nvim_rpc_decoder_init(struct nvim_rpc_decoder *d, size_t max_message);
+// Frees the decoder.
+void nvim_rpc_decoder_free(struct nvim_rpc_decoder *d);
+// Feeds n bytes and calls cb for each complete, valid message. A frame that
+// is valid msgpack but not a msgpack-RPC message is skipped with a warning
+// in the log. Returns 0, or -1 with a reason in err when the stream itself is
+// broken (bad msgpack, frame too large): the channel cannot go on.
+int nvim_rpc_decoder_feed(struct nvim_rpc_decoder *d, const char *data,
+                          size_t n, nvim_rpc_msg_cb cb, void *ud, char *err,
+                          size_t errlen);
+// Checks that o is a msgpack-RPC message and fills *msg. Returns 0, or -1
+// with a reason in err.
+int nvim_rpc_validate(const msgpack_object *o, struct nvim_rpc_msg *msg,
+                      char *err, size_t errlen);
+// Returns true when o is a str equal to the NUL-terminated s.
+bool nvim_rpc_str_eq(const msgpack_object *o, const char *s);
+
+struct nvim_rpc;
+
+// Called with the response to one of our requests (error is nil on
+// success), or with error == NULL && result == NULL when the channel closed
+// before an answer came.
+typedef void (*nvim_rpc_response_cb)(void *ud, const msgpack_object *error,
+                                     const msgpack_object *result);
+
+struct nvim_rpc_ops {
+  // A request or notification from Neovim (responses are routed to the
+  // callbacks given with each request).
+  void (*on_message)(void *ud, const struct nvim_rpc_msg *msg);
+  // stdin reached EOF or failed: Neovim is gone.
+  void (*on_eof)(void *ud);
+};
+
+// Opens the channel on the given fds (normally 0 and 1). Returns NULL with
+// a reason in err on failure.
+struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
+                               const struct nvim_rpc_ops *ops, void *ud,
+                               char *err, size_t errlen);
+// Starts a request frame [0, msgid, method, params]; the caller packs
+// exactly nparams values with the returned packer, then calls nvim_rpc_end.
+// cb (may be NULL) gets the response.
+msgpack_packer *nvim_rpc_begin_request(struct nvim_rpc *ch, const char *method,
+                                       uint32_t nparams,
+                                       nvim_rpc_response_cb cb, void *cb_ud);
+// Starts a notification frame [2, method, params].
+msgpack_packer *nvim_rpc_begin_notify(struct nvim_rpc *ch, const char *method,
+                                      uint32_t nparams);
+// Starts a response frame [1, msgid, error, result]; the caller packs the
+// error and the result.
+msgpack_packer *nvim_rpc_begin_response(struct nvim_rpc *ch, uint32_t msgid);
+// Finishes the frame; it is written when this loop iteration ends. When
+// more than the output bound is already waiting, a frame marked droppable is
+// discarded instead (counted in the log), so a stalled Neovim cannot make the
+// broker's memory grow without limit.
+void nvim_rpc_end(struct nvim_rpc *ch, bool droppable);
+// Writes everything queued now, without waiting for the loop iteration end.
+void nvim_rpc_flush(struct nvim_rpc *ch);
+// Number of bytes written to stdout but not yet accepted by the pipe.
+size_t nvim_rpc_pending_bytes(const struct nvim_rpc *ch);
+// Stops reading, fails outstanding requests (their callbacks get NULL, NULL)
+// and closes the handles; on_closed (may be NULL) runs once all are closed.
+void nvim_rpc_close(struct nvim_rpc *ch, void (*on_closed)(void *), void *ud);

@@ -1,0 +1,63 @@
+#pragma once
+// The table of permission requests waiting for an answer.
+//
+// Pure: no I/O, no globals. Each entry is keyed by the broker's own token
+// (never the agent's JSON-RPC id, which may collide across agents or be 0).
+// Entries stay in arrival order, so iteration is oldest first. Lookup by
+// token is a binary search (tokens only grow); removal leaves a tombstone
+// that is compacted away later, so answering N requests costs O(N log N).
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pending_entry {
+  uint64_t token;     // broker's token, > 0, increasing
+  bool live;          // false once taken (tombstone)
+  void *conn;         // the agent connection that asked (not owned)
+  json_t *agent_id;   // owned reference: the agent's JSON-RPC id
+  char *session;      // owned: the ACP sessionId
+  char *tool_call_id; // owned: toolCall.toolCallId
+  json_t *options;    // owned reference: the offered options array
+  uint64_t added_ms;  // loop time when the request arrived
+};
+
+struct pending {
+  struct pending_entry *v; // entries, oldest first (tombstones included)
+  size_t len;              // slots used in v
+  size_t cap;              // slots allocated
+  size_t live;             // live entries
+  size_t max;              // most live entries accepted
+  uint64_t next_token;     // token of the next entry
+};
+
+// Prepares an empty table that holds at most max live entries.
+void pending_init(struct pending *p, size_t max);
+// Frees every entry and the table.
+void pending_free(struct pending *p);
+// Adds an entry. Takes ownership of agent_id and options (references) and of
+// session and tool_call_id (malloc'd strings) on every path. Returns the new
+// token, or 0 when the table is full.
+uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
+                     char *session, char *tool_call_id, json_t *options,
+                     uint64_t now_ms);
+// Returns the live entry with this token, or NULL.
+struct pending_entry *pending_find(struct pending *p, uint64_t token);
+// Returns the oldest live entry of conn whose agent id equals id (same JSON
+// type and value), or NULL.
+struct pending_entry *pending_find_agent_id(struct pending *p, const void *conn,
+                                            const json_t *id);
+// Removes the entry with this token, moving its owned fields into *out (the
+// caller releases them with pending_entry_clear). False if no such entry.
+bool pending_take(struct pending *p, uint64_t token, struct pending_entry *out);
+// Releases the owned fields of an entry obtained from pending_take.
+void pending_entry_clear(struct pending_entry *e);
+// Returns the offered option object whose optionId equals option_id, or NULL.
+const json_t *pending_offered(const struct pending_entry *e,
+                              const char *option_id);
+// Returns the first offered option of this kind ("allow_once", ...), or NULL.
+const json_t *pending_first_of_kind(const struct pending_entry *e,
+                                    const char *kind);
+// Returns the number of live entries.
+size_t pending_count(const struct pending *p);

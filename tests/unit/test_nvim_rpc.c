@@ -1,0 +1,198 @@
+// Unit tests for the msgpack-RPC decoder: frames built with msgpack-c's
+// packer, fed whole, at every split point and byte by byte.
+
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "nvim_rpc.h"
+
+struct seen {
+  int count;
+  enum nvim_rpc_type type[16];
+  uint32_t msgid[16];
+  char method[16][32];
+  uint32_t nparams[16];
+};
+
+static void on_msg(void *ud, const struct nvim_rpc_msg *m) {
+  struct seen *s = ud;
+  if (s->count >= 16)
+    return;
+  int i = s->count++;
+  s->type[i] = m->type;
+  s->msgid[i] = m->msgid;
+  s->method[i][0] = '\0';
+  if (m->method)
+    snprintf(s->method[i], sizeof(s->method[i]), "%.*s", (int)m->method_len,
+             m->method);
+  s->nparams[i] = m->params ? m->params->via.array.size : 0;
+}
+
+// A stream of three frames: a notification, a request and a response.
+static void build_stream(msgpack_sbuffer *sb) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_array(&pk, 3); // [2, "acp_prompt", ["demo", "hi"]]
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "acp_prompt", 10);
+  msgpack_pack_array(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "demo", 4);
+  msgpack_pack_str_with_body(&pk, "hi", 2);
+  msgpack_pack_array(&pk, 4); // [0, 7, "acp_x", []]
+  msgpack_pack_int(&pk, 0);
+  msgpack_pack_uint32(&pk, 7);
+  msgpack_pack_str_with_body(&pk, "acp_x", 5);
+  msgpack_pack_array(&pk, 0);
+  msgpack_pack_array(&pk, 4); // [1, 4294967295, nil, true]
+  msgpack_pack_int(&pk, 1);
+  msgpack_pack_uint32(&pk, UINT32_MAX);
+  msgpack_pack_nil(&pk);
+  msgpack_pack_true(&pk);
+}
+
+static void check_stream(const struct seen *s, const char *how) {
+  ok(s->count == 3, "%s: three messages", how);
+  ok(s->type[0] == NVIM_RPC_NOTIFICATION, "%s: notification first", how);
+  ok(!strcmp(s->method[0], "acp_prompt"), "%s: notification method", how);
+  ok(s->nparams[0] == 2, "%s: notification params", how);
+  ok(s->type[1] == NVIM_RPC_REQUEST, "%s: then a request", how);
+  ok(s->msgid[1] == 7, "%s: request msgid", how);
+  ok(!strcmp(s->method[1], "acp_x"), "%s: request method", how);
+  ok(s->type[2] == NVIM_RPC_RESPONSE, "%s: then a response", how);
+  ok(s->msgid[2] == UINT32_MAX, "%s: response msgid", how);
+}
+
+static int feed_split(const char *data, size_t len, size_t split,
+                      struct seen *s) {
+  struct nvim_rpc_decoder d;
+  char err[128];
+  nvim_rpc_decoder_init(&d, 1 << 20);
+  int r = nvim_rpc_decoder_feed(&d, data, split, on_msg, s, err, sizeof(err));
+  if (r == 0)
+    r = nvim_rpc_decoder_feed(&d, data + split, len - split, on_msg, s, err,
+                              sizeof(err));
+  nvim_rpc_decoder_free(&d);
+  return r;
+}
+
+static void test_splits(void) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  build_stream(&sb);
+  int bad = 0;
+  for (size_t split = 0; split <= sb.size; split++) {
+    struct seen s = {0};
+    if (feed_split(sb.data, sb.size, split, &s) != 0 || s.count != 3 ||
+        s.msgid[1] != 7 || strcmp(s.method[0], "acp_prompt") != 0)
+      bad++;
+  }
+  ok(bad == 0, "every split point of %zu bytes decodes the same", sb.size);
+  struct seen whole = {0};
+  feed_split(sb.data, sb.size, sb.size, &whole);
+  check_stream(&whole, "whole");
+
+  struct nvim_rpc_decoder d;
+  char err[128];
+  struct seen bytes = {0};
+  nvim_rpc_decoder_init(&d, 1 << 20);
+  for (size_t i = 0; i < sb.size; i++)
+    nvim_rpc_decoder_feed(&d, sb.data + i, 1, on_msg, &bytes, err, sizeof(err));
+  nvim_rpc_decoder_free(&d);
+  check_stream(&bytes, "byte by byte");
+  msgpack_sbuffer_destroy(&sb);
+}
+
+// Frames that are msgpack but not msgpack-RPC are skipped; the stream goes on.
+static void test_invalid_shapes(void) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_int(&pk, 5); // not an array
+  msgpack_pack_array(&pk, 2);
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_int(&pk, 2); // too short
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_int(&pk, 7); // bad type
+  msgpack_pack_nil(&pk);
+  msgpack_pack_nil(&pk);
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_int(&pk, 9); // method not a string
+  msgpack_pack_array(&pk, 0);
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "m", 1);
+  msgpack_pack_nil(&pk); // params not an array
+  msgpack_pack_array(&pk, 4);
+  msgpack_pack_int(&pk, 0);
+  msgpack_pack_int(&pk, -1); // negative msgid
+  msgpack_pack_str_with_body(&pk, "m", 1);
+  msgpack_pack_array(&pk, 0);
+  msgpack_pack_array(&pk, 3); // finally a good one
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "acp_stop", 8);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_str_with_body(&pk, "demo", 4);
+  struct seen s = {0};
+  is_int(feed_split(sb.data, sb.size, sb.size, &s), 0,
+         "invalid shapes do not break the stream");
+  is_int(s.count, 1, "only the valid frame is delivered");
+  is_str(s.method[0], "acp_stop", "and it is the right one");
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_broken_stream(void) {
+  // 0xc1 is never used in msgpack.
+  const char bad[] = {'\x93', '\x02', '\xc1'};
+  struct seen s = {0};
+  ok(feed_split(bad, sizeof(bad), sizeof(bad), &s) != 0,
+     "a malformed byte is a broken stream");
+
+  // A frame announcing more than the limit fails before it is buffered.
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_int(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "m", 1);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_str(&pk, 4096);
+  char *body = calloc(1, 4096);
+  msgpack_pack_str_body(&pk, body, 4096);
+  free(body);
+  struct nvim_rpc_decoder d;
+  char err[128];
+  nvim_rpc_decoder_init(&d, 1024);
+  int r = 0;
+  for (size_t off = 0; off < sb.size && r == 0; off += 512) {
+    size_t n = sb.size - off < 512 ? sb.size - off : 512;
+    r = nvim_rpc_decoder_feed(&d, sb.data + off, n, on_msg, &s, err,
+                              sizeof(err));
+  }
+  ok(r != 0, "a frame over the size limit is refused: %s", err);
+  nvim_rpc_decoder_free(&d);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_str_eq(void) {
+  msgpack_object o = {.type = MSGPACK_OBJECT_STR,
+                      .via.str = {.size = 3, .ptr = "cmd"}};
+  ok(nvim_rpc_str_eq(&o, "cmd"), "str_eq matches");
+  ok(!nvim_rpc_str_eq(&o, "cm"), "str_eq checks the length");
+  ok(!nvim_rpc_str_eq(&o, "cmdx"), "str_eq checks the length (longer)");
+  o.type = MSGPACK_OBJECT_BIN;
+  ok(!nvim_rpc_str_eq(&o, "cmd"), "str_eq needs a str");
+}
+
+int main(void) {
+  test_splits();
+  test_invalid_shapes();
+  test_broken_stream();
+  test_str_eq();
+  return done_testing();
+}
