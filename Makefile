@@ -7,6 +7,7 @@
 #   make demo       deps, build, open Neovim with the plugin and the demo agent
 #   make asan       the tests under ASan+UBSan only
 #   make valgrind   the unit tests under valgrind
+#   make test-agents  real agents from npm, offline, through Neovim
 #   make fmt        clang-format the C sources; make fmt-check checks them
 
 CC         ?= cc
@@ -44,7 +45,7 @@ BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010
+        demo fmt fmt-check clean nvim010 test-agents
 
 all: check-deps $(BROKER) $(DEMO)
 
@@ -116,6 +117,14 @@ asan: deps
 
 valgrind: all $(UNIT_BIN)
 	@tests/run.sh valgrind $(UNIT_BIN)
+
+# Real agents (Gemini CLI, claude-agent-acp, codex-acp; pinned in
+# tests/agents/package-lock.json) against a fake LLM server, offline in a
+# network namespace, driven through Neovim and the broker.
+test-agents: deps
+	@$(MAKE) --no-print-directory all
+	npm ci --prefix tests/agents --ignore-scripts --no-audit --no-fund
+	tests/agents/run-nvim-matrix.sh $(NVIM)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

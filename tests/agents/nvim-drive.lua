@@ -1,0 +1,99 @@
+-- Drives one real agent through Neovim, the Lua API and the broker, inside
+-- run-agent.sh (which provides ACP_AGENT_CMD, ACP_AGENT_ENV, ACP_WORKSPACE
+-- and ACP_RUN_DIR). ACP_POLICY is allow | reject | cancel:
+--   allow  answers every request with its first allow_once option, by key
+--          in the floating prompt;
+--   reject answers with the first reject_once option (:AcpDeny);
+--   cancel runs :AcpCancel while the first prompt is open.
+-- Writes $ACP_RUN_DIR/nvim-result.json and exits 0 when the run matched the
+-- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no).
+local acp = require('acp')
+local decode = vim.json and vim.json.decode or vim.fn.json_decode
+local encode = vim.json and vim.json.encode or vim.fn.json_encode
+local policy = vim.env.ACP_POLICY or 'allow'
+local ws = vim.env.ACP_WORKSPACE
+
+acp.setup({ ui = { arm_ms = 50 }, log_level = 'debug' })
+
+local result = { policy = policy, requests = {}, answers = {} }
+local turn_end
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'AcpTurnEnd',
+  callback = function()
+    turn_end = vim.g.acp_last_event.data
+  end,
+})
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'AcpPermissionResolved',
+  callback = function()
+    local d = vim.g.acp_last_event.data
+    table.insert(result.answers, { outcome = d.outcome, optionId = d.optionId ~= vim.NIL and d.optionId or nil, by = d.by })
+  end,
+})
+
+local env = decode(vim.env.ACP_AGENT_ENV)
+local cmd = decode(vim.env.ACP_AGENT_CMD)
+acp.start({ cmd = cmd, env = env }, { cwd = ws })
+acp.prompt('Create test.txt, then run touch shell-ran.txt.')
+
+local function float_win()
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(w).relative ~= '' then
+      return w
+    end
+  end
+end
+
+local function first_of(p, kind)
+  for i, o in ipairs(p.options) do
+    if o.kind == kind then
+      return i, o
+    end
+  end
+end
+
+local deadline = vim.loop.now() + 60000
+local seen = {}
+while not turn_end and vim.loop.now() < deadline do
+  vim.wait(100, function()
+    return turn_end ~= nil or (acp.pending()[1] ~= nil and not seen[acp.pending()[1].id])
+  end, 10)
+  local p = acp.pending()[1]
+  if p and not seen[p.id] then
+    seen[p.id] = true
+    local kinds = {}
+    for _, o in ipairs(p.options) do
+      table.insert(kinds, o.optionId .. ':' .. o.kind)
+    end
+    table.insert(result.requests, { title = p.title, kind = p.kind, options = kinds })
+    if policy == 'allow' then
+      -- Answer as a person would: press the option's digit in the float.
+      vim.wait(2000, function() return float_win() ~= nil end, 10)
+      vim.wait(150)
+      local i = first_of(p, 'allow_once')
+      vim.api.nvim_set_current_win(float_win())
+      vim.api.nvim_feedkeys(tostring(i), 'x', false)
+    elseif policy == 'reject' then
+      vim.cmd('AcpDeny')
+    else
+      vim.cmd('AcpCancel')
+    end
+  end
+end
+
+result.stopReason = turn_end and turn_end.stopReason or 'timeout'
+result.message = turn_end and turn_end.message ~= vim.NIL and turn_end.message or nil
+result.test_txt = vim.fn.filereadable(ws .. '/test.txt') == 1
+result.shell_ran = vim.fn.filereadable(ws .. '/shell-ran.txt') == 1
+result.windows_left = float_win() ~= nil
+local f = io.open(vim.env.ACP_RUN_DIR .. '/nvim-result.json', 'w')
+f:write(encode(result))
+f:close()
+io.stdout:write(encode(result) .. '\n')
+
+local want_stop = vim.env.ACP_EXPECT_STOP
+local want_files = vim.env.ACP_EXPECT_FILES
+local ok = result.stopReason == want_stop and not result.windows_left
+  and (want_files == 'yes') == (result.test_txt and result.shell_ran)
+  and (want_files == 'yes' or not result.test_txt)
+vim.cmd(ok and 'qa!' or 'cquit 1')
