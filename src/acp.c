@@ -75,21 +75,28 @@ static int64_t call_add(struct acp_conn *c, enum call_kind kind, char *cwd,
   return id;
 }
 
-static void send_request(struct acp_conn *c, const char *method, json_t *params,
+// Sends a request whose answer is routed by kind; takes params and cwd.
+// Returns false when it could not be sent.
+static bool send_request(struct acp_conn *c, const char *method, json_t *params,
                          enum call_kind kind, char *cwd, struct session *s) {
-  if (c->ncalls >= ACP_MAX_CALLS) {
-    LOG_E("%s: %zu requests unanswered; not sending %s", c->name, c->ncalls,
-          method);
+  if (c->ncalls >= ACP_MAX_CALLS || !params || !c->stdin_open) {
+    LOG_E("%s: not sending %s (%zu requests unanswered)", c->name, method,
+          c->ncalls);
     json_decref(params);
     free(cwd);
-    return;
+    return false;
   }
   size_t len;
   char *line = jsonrpc_request(call_add(c, kind, cwd, s), method, params, &len);
   send_line(c, line, len);
+  return true;
 }
 
 static void emit(struct acp_conn *c, const char *event, json_t *data) {
+  if (!data) {
+    LOG_E("%s: could not build the %s event", c->name, event);
+    return;
+  }
   json_object_set_new(data, "agent", json_string(c->name));
   c->host->emit(c->ud, event, data);
 }
@@ -143,15 +150,18 @@ static void pump_prompts(struct acp_conn *c) {
   json_t *params = json_pack("{s:s,s:[{s:s,s:s}]}", "sessionId", s->id,
                              "prompt", "type", "text", "text", text);
   free(text);
+  if (!send_request(c, "session/prompt", params, CALL_PROMPT, NULL, s)) {
+    emit_turn_end(c, s->id, "error", "the prompt could not be sent");
+    return;
+  }
   s->running = true;
-  send_request(c, "session/prompt", params, CALL_PROMPT, NULL, s);
   emit(c, "turn_start", json_pack("{s:s}", "session", s->id));
 }
 
 static void send_session_new(struct acp_conn *c, char *cwd) {
-  c->creating++;
   json_t *params = json_pack("{s:s,s:[]}", "cwd", cwd, "mcpServers");
-  send_request(c, "session/new", params, CALL_SESSION_NEW, cwd, NULL);
+  if (send_request(c, "session/new", params, CALL_SESSION_NEW, cwd, NULL))
+    c->creating++;
 }
 
 // ---- responses to our requests ----

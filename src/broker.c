@@ -48,7 +48,9 @@ static void shown_cb(void *ud, const msgpack_object *error,
 
 static void send_event(struct broker *b, const char *name, json_t *data,
                        struct shown *request) {
-  if (b->rpc_closed || b->shutting_down) {
+  if (!data)
+    LOG_E("could not build the %s event", name);
+  if (!data || b->rpc_closed || b->shutting_down) {
     json_decref(data);
     free(request);
     return;
@@ -213,12 +215,25 @@ static struct acp_conn *find_conn(struct broker *b, const char *name) {
 
 // ---- methods Lua calls ----
 
+// A copy of a msgpack string, or NULL when o is not one or holds a NUL.
 static char *mp_strdup(const msgpack_object *o) {
   if (!o || (o->type != MSGPACK_OBJECT_STR && o->type != MSGPACK_OBJECT_BIN))
     return NULL;
   if (memchr(o->via.str.ptr, '\0', o->via.str.size))
     return NULL;
   return xstrndup(o->via.str.ptr, o->via.str.size);
+}
+
+// Like mp_strdup, but only valid UTF-8: what goes into JSON must be.
+static char *mp_utf8dup(const msgpack_object *o) {
+  char *s = mp_strdup(o);
+  json_t *probe = s ? json_string(s) : NULL;
+  if (!probe) {
+    free(s);
+    return NULL;
+  }
+  json_decref(probe);
+  return s;
 }
 
 static const msgpack_object *mp_get(const msgpack_object *map,
@@ -333,11 +348,12 @@ static void spawn_conn(struct broker *b, const char *name,
 }
 
 static void m_start(struct broker *b, const struct nvim_rpc_msg *m) {
-  char *name = mp_strdup(arg(m, 0));
+  char *name = mp_utf8dup(arg(m, 0));
   const msgpack_object *spec = arg(m, 1);
-  char *cwd = mp_strdup(mp_get(spec, "cwd"));
+  char *cwd = mp_utf8dup(mp_get(spec, "cwd"));
   if (!name || !cwd || cwd[0] != '/') {
-    emit_error(b, name, "acp_start needs an agent name and an absolute cwd");
+    emit_error(b, name,
+               "acp_start needs an agent name and an absolute cwd (UTF-8)");
   } else {
     struct acp_conn *c = find_conn(b, name);
     if (c)
@@ -350,10 +366,10 @@ static void m_start(struct broker *b, const struct nvim_rpc_msg *m) {
 }
 
 static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
-  char *name = mp_strdup(arg(m, 0));
-  char *text = mp_strdup(arg(m, 1));
+  char *name = mp_utf8dup(arg(m, 0));
+  char *text = mp_utf8dup(arg(m, 1));
   struct acp_conn *c = name ? find_conn(b, name) : NULL;
-  const char *why = !text ? "a prompt must be a string"
+  const char *why = !text ? "a prompt must be UTF-8 text"
                     : !c  ? "that agent is not running (:AcpStart starts it)"
                     : acp_conn_prompt(c, text) != 0
                         ? "too many prompts are waiting"
@@ -370,7 +386,7 @@ static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
 }
 
 static void m_cancel(struct broker *b, const struct nvim_rpc_msg *m) {
-  char *name = mp_strdup(arg(m, 0));
+  char *name = mp_utf8dup(arg(m, 0));
   struct acp_conn *c = name ? find_conn(b, name) : NULL;
   if (c) {
     acp_conn_cancel(c);
@@ -380,7 +396,7 @@ static void m_cancel(struct broker *b, const struct nvim_rpc_msg *m) {
 }
 
 static void m_stop(struct broker *b, const struct nvim_rpc_msg *m) {
-  char *name = mp_strdup(arg(m, 0));
+  char *name = mp_utf8dup(arg(m, 0));
   struct acp_conn *c = name ? find_conn(b, name) : NULL;
   if (c)
     acp_conn_stop(c, BROKER_STOP_GRACE_MS, "the agent was stopped");

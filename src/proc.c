@@ -15,6 +15,9 @@
 // After exit, how long stdout may stay open (held by an escaped child)
 // before the exit is reported anyway.
 #define PROC_DRAIN_MS 200
+// After stdin is closed, how long the agent has to read what is queued
+// (answers to its pending requests) and exit on EOF before SIGTERM.
+#define PROC_EOF_MS 250
 #define PROC_STDERR_LINE_MAX 8192
 #define PROC_READ_SIZE 65536
 
@@ -35,6 +38,8 @@ struct proc {
   bool out_eof;      // stdout reached EOF
   bool reported;     // on_exit was called
   bool stdin_closed; // no more writes
+  bool stopping;     // proc_stop ran
+  uint64_t grace_ms; // SIGTERM → SIGKILL
   bool closing;      // handles are being closed
   bool spawn_failed; // never started: no callbacks
   struct linebuf err_lines;
@@ -198,17 +203,29 @@ static void kill_timer_cb(uv_timer_t *t) {
   kill_group(p, SIGKILL);
 }
 
-void proc_stop(struct proc *p, uint64_t grace_ms) {
-  if (p->closing || p->exited)
+static void term_timer_cb(uv_timer_t *t) {
+  struct proc *p = t->data;
+  if (p->exited)
     return;
+  kill_group(p, SIGTERM);
+  uv_timer_start(&p->timer, kill_timer_cb, p->grace_ms, 0);
+}
+
+void proc_stop(struct proc *p, uint64_t grace_ms) {
+  if (p->closing || p->exited || p->stopping)
+    return;
+  p->stopping = true;
+  p->grace_ms = grace_ms;
+  uint64_t eof_ms = PROC_EOF_MS;
   if (!p->stdin_closed) {
     p->stdin_closed = true;
+    // The shutdown completes once the queued writes are in the pipe; the
+    // agent then sees EOF after reading them.
     if (uv_shutdown(&p->shutdown_req, (uv_stream_t *)&p->in, shutdown_cb))
-      LOG_D("%s: stdin shutdown failed", p->name);
+      eof_ms = 0;
   }
-  kill_group(p, SIGTERM);
   uv_timer_stop(&p->timer);
-  uv_timer_start(&p->timer, kill_timer_cb, grace_ms, 0);
+  uv_timer_start(&p->timer, term_timer_cb, eof_ms, 0);
 }
 
 int proc_pid(const struct proc *p) {

@@ -41,8 +41,9 @@ struct proc *proc_spawn(uv_loop_t *loop, const struct proc_spawn *spec,
 // path). Returns 0, or -1 when stdin is closed or too much is already
 // waiting (the agent is not reading).
 int proc_write(struct proc *p, char *data, size_t len);
-// Closes stdin (after what is queued), sends SIGTERM to the process group,
-// and SIGKILL after grace_ms if it has not exited.
+// Closes stdin (after what is queued), gives the agent a moment to read it
+// and exit on EOF, then sends SIGTERM to the process group, and SIGKILL
+// grace_ms later if it has not exited.
 void proc_stop(struct proc *p, uint64_t grace_ms);
 // Returns the process id (also the process group id).
 int proc_pid(const struct proc *p);

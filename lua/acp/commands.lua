@@ -164,20 +164,17 @@ function H.targets(bang)
 end
 
 function H.first(p, kind)
-  for _, o in ipairs(p.options) do
-    if o.kind == kind then
-      return o
-    end
-  end
-  return nil
+  local _, o = require('acp.state').first_option(p, kind)
+  return o
 end
 
 --- :AcpAllow / :AcpDeny with arguments add rules ("[scope] Tool(spec)").
---- Every rule argument goes through here so the policy can take it over.
+--- Every rule argument goes through here so the policy can take it over;
+--- until it exists, `verb` and `args` are not used.
 ---@param verb 'allow'|'deny'
 ---@param args string
+---@diagnostic disable-next-line: unused-local
 function H.rule(verb, args)
-  local _ = verb and args
   H.error('(acp) rules arrive with the permission policy; see :help acp-rules')
 end
 

@@ -115,6 +115,25 @@ function M.state_path(name)
   return H.join(base, 'acp-broker/' .. name)
 end
 
+--- Sets buffer option `name` of `buf` (nvim_buf_set_option is deprecated
+--- from 0.10; nvim_set_option_value takes `buf` only from 0.8).
+function M.set_buf(buf, name, value)
+  if M.has(10) then
+    vim.api.nvim_set_option_value(name, value, { buf = buf })
+  else
+    vim.api.nvim_buf_set_option(buf, name, value)
+  end
+end
+
+--- Sets window-local option `name` of `win`.
+function M.set_win(win, name, value)
+  if M.has(10) then
+    vim.api.nvim_set_option_value(name, value, { win = win, scope = 'local' })
+  else
+    vim.api.nvim_win_set_option(win, name, value)
+  end
+end
+
 --- Whether the current window is floating.
 ---@param win integer
 ---@return boolean

@@ -30,12 +30,8 @@ function M.start(agent, opts)
   if cwd == nil then
     return H.fail(cwd_err)
   end
-  local running = state.agents[spec.name]
-  if running ~= nil and not running.stopping then
-    -- Reuse the live connection; it becomes the current agent.
-    state.agent_starting(spec.name, running.cwd or cwd)
-    return true
-  end
+  -- The broker reuses a live connection of that name (and its session in
+  -- that directory); the agent becomes the current one either way.
   local ok, send_err = require('acp.broker').start_agent(spec.name, { cmd = spec.cmd, env = spec.env, cwd = cwd })
   if not ok then
     return H.fail(send_err)

@@ -50,6 +50,9 @@ end
 ---@return boolean shown
 function M.open()
   H.hidden = {}
+  if H.selecting ~= nil then
+    return true
+  end
   local req = H.next_candidate()
   if req == nil then
     return false
@@ -101,8 +104,10 @@ end
 function M.hide()
   local n = 0
   for _, req in ipairs(require('acp.state').pending_list()) do
-    H.hidden[req.id] = true
-    n = n + 1
+    if not H.answered[req.id] then
+      H.hidden[req.id] = true
+      n = n + 1
+    end
   end
   H.close(true)
   if n > 0 then
@@ -202,9 +207,9 @@ function H.open_float(req, opts)
   local ui = H.ui()
   local focus = opts.force_focus or (ui.focus and H.normal_mode())
   local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_option(buf, 'bufhidden', 'wipe')
-  vim.api.nvim_buf_set_option(buf, 'swapfile', false)
-  vim.api.nvim_buf_set_option(buf, 'filetype', 'acp-prompt')
+  compat.set_buf(buf, 'bufhidden', 'wipe')
+  compat.set_buf(buf, 'swapfile', false)
+  compat.set_buf(buf, 'filetype', 'acp-prompt')
 
   local v = {
     id = req.id,
@@ -247,6 +252,7 @@ function H.set_win_options(win)
     winhighlight = 'Normal:AcpPromptNormal,NormalFloat:AcpPromptNormal,FloatBorder:AcpPromptBorder',
     wrap = true,
     linebreak = true,
+    breakindent = true,
     cursorline = true,
     number = false,
     relativenumber = false,
@@ -256,7 +262,7 @@ function H.set_win_options(win)
     list = false,
   }
   for k, val in pairs(wo) do
-    vim.api.nvim_win_set_option(win, k, val)
+    compat.set_win(win, k, val)
   end
 end
 
@@ -278,10 +284,10 @@ function H.fill(v, req)
   local max_height = math.max(3, math.floor((vim.o.lines - vim.o.cmdheight - 2) * 0.7))
   local r = H.render(req, { focused = v.focused, width = width, max_height = max_height })
   local buf = v.buf
-  vim.api.nvim_buf_set_option(buf, 'modifiable', true)
+  compat.set_buf(buf, 'modifiable', true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, r.lines)
-  vim.api.nvim_buf_set_option(buf, 'modifiable', false)
-  vim.api.nvim_buf_set_option(buf, 'modified', false)
+  compat.set_buf(buf, 'modifiable', false)
+  compat.set_buf(buf, 'modified', false)
   vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
   for _, hl in ipairs(r.hls) do
     local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
@@ -460,12 +466,7 @@ function H.choose(v, index)
 end
 
 function H.first_of_kind(req, kind)
-  for i, o in ipairs(req.options) do
-    if o.kind == kind then
-      return i
-    end
-  end
-  return nil
+  return (require('acp.state').first_option(req, kind))
 end
 
 -- vim.ui.select --------------------------------------------------------------
@@ -778,9 +779,9 @@ function H.footer(req, focused)
     if not H.ui().focus then
       b.add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } })
     elseif vim.api.nvim_get_mode().mode:match('^[iR]') then
-      b.add({ { 'Finish typing: the prompt takes focus when you leave insert mode (or :AcpPending).', 'AcpPromptFooter' } })
+      b.add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } })
     else
-      b.add({ { 'The prompt takes focus when you are back in normal mode (or :AcpPending).', 'AcpPromptFooter' } })
+      b.add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } })
     end
     return b
   end

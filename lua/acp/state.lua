@@ -51,7 +51,8 @@ M.order = {}
 M.sessions = {}
 
 --- The last events seen, oldest first (bounded): broker events by their
---- protocol name, autocmds by their pattern. For tests and debugging.
+--- protocol name (streamed message chunks left out), autocmds by their
+--- pattern. For tests and debugging.
 ---@type {event: string, data: table}[]
 M.events = {}
 M.max_events = 200
@@ -73,11 +74,16 @@ end
 ---@param data table
 ---@return boolean
 function M.handle(name, data)
-  M.log(name, data)
+  if not H.is_chunk(name, data) then
+    M.log(name, data)
+  end
   local handler = H.handlers[name]
   local effect
   if handler ~= nil then
     effect = handler(data)
+  end
+  if effect == nil and #M.listeners == 0 then
+    return true
   end
   vim.schedule(function()
     if effect ~= nil then
@@ -196,7 +202,7 @@ function M.kind(req)
   return compat.str(req.kind) or compat.str(tc.kind) or 'other'
 end
 
---- The public shape of a pending prompt (design §4).
+--- The public shape of a pending prompt (:help acp-api).
 ---@param req acp.Pending
 function M.public(req)
   local options = {}
@@ -238,6 +244,15 @@ end
 
 H.handlers = {}
 H.seq = 0
+
+--- Streamed text would push everything else out of the bounded event log.
+function H.is_chunk(name, data)
+  if name ~= 'update' or type(data.update) ~= 'table' then
+    return false
+  end
+  local kind = data.update.sessionUpdate
+  return kind == 'agent_message_chunk' or kind == 'agent_thought_chunk' or kind == 'user_message_chunk'
+end
 
 function H.handlers.agent_started(d)
   local name = compat.str(d.agent)
@@ -282,7 +297,11 @@ function H.handlers.update(d)
     return
   end
   local s = H.session(session, d.agent)
-  if u.sessionUpdate == 'tool_call' or u.sessionUpdate == 'tool_call_update' then
+  if u.sessionUpdate == 'agent_message_chunk' and type(u.content) == 'table' and type(u.content.text) == 'string' then
+    -- Only the tail is kept: it is what the turn-end message shows until
+    -- the chat buffer exists.
+    s.reply = ((s.reply or '') .. u.content.text):sub(-600)
+  elseif u.sessionUpdate == 'tool_call' or u.sessionUpdate == 'tool_call_update' then
     H.upsert_tool(s, u)
   elseif u.sessionUpdate == 'current_mode_update' then
     s.current_mode = u.currentModeId
@@ -290,6 +309,10 @@ function H.handlers.update(d)
 end
 
 function H.handlers.turn_start(d)
+  local session = compat.str(d.session)
+  if session ~= nil then
+    H.session(session, d.agent).reply = nil
+  end
   local a = M.agents[d.agent or '']
   if a and a.prompts == 0 then
     -- A prompt this Neovim did not send through prompt() (e.g. another
@@ -304,13 +327,23 @@ function H.handlers.turn_end(d)
     a.prompts = math.max(0, a.prompts - 1)
   end
   local data = { session = d.session, stopReason = d.stopReason, message = d.message }
+  -- Stopping the agent ends its turn with 'error'; that is no news.
+  local quiet = a ~= nil and a.stopping
+  local session = compat.str(d.session)
+  local reply = session and M.sessions[session] and M.sessions[session].reply
   return function()
     compat.fire_user('AcpTurnEnd', H.log_user('AcpTurnEnd', data))
-    if d.stopReason == 'error' then
+    if d.stopReason == 'error' and not quiet then
       vim.notify(
         ('(acp) %s: the turn failed: %s'):format(tostring(d.agent), compat.str(d.message) or 'unknown error'),
         vim.log.levels.ERROR
       )
+    elseif d.stopReason ~= 'error' then
+      local text = reply and vim.trim(reply:gsub('%s+', ' ')) or ''
+      if #text > 200 then
+        text = '…' .. text:sub(-200)
+      end
+      vim.notify(('(acp) %s [%s] %s'):format(tostring(d.agent), tostring(d.stopReason), text), vim.log.levels.INFO)
     end
   end
 end
@@ -365,8 +398,10 @@ function H.handlers.permission_resolved(d)
     return
   end
   H.remove_pending(d.id)
+  -- Counted for the exit message ("1 pending permission prompt was
+  -- cancelled"): the broker cancels them just before agent_exit.
   local a = M.agents[req.agent]
-  if a and d.by == 'agent_exit' then
+  if a and d.outcome ~= 'selected' and (d.by == 'agent_exit' or (a.stopping and d.by == 'cancel')) then
     a.cancelled_by_exit = (a.cancelled_by_exit or 0) + 1
   end
   return H.resolved_effect(req, d.outcome, d.optionId, d.by)
@@ -515,7 +550,16 @@ function H.notify_exit(a, d, n)
   if a.stopping then
     vim.notify(("(acp) agent '%s' stopped%s"):format(a.name, cancelled), vim.log.levels.INFO)
   else
-    local extra = compat.str(d.message) and (': ' .. d.message) or ''
+    -- The broker's message often just repeats the status.
+    local msg = compat.str(d.message)
+    local extra = ''
+    if msg and not msg:match('exited with code') and not msg:match('killed by signal') then
+      extra = ': ' .. msg
+    end
+    if a.session == nil then
+      -- Typically a missing sign-in or a bad flag: the agent's stderr is in the log.
+      extra = extra .. ' before its session was ready; see ' .. require('acp.broker').log_path()
+    end
     vim.notify(("(acp) agent '%s' exited (%s)%s%s"):format(a.name, how, extra, cancelled), vim.log.levels.WARN)
   end
 end
@@ -529,6 +573,21 @@ function H.latest_agent()
     end
   end
   return best
+end
+
+--- The first offered option of a kind ('allow_once', ...): index and option,
+--- or nil. Agents offer several options of one kind; the first one wins.
+---@param req {options: table[]}
+---@param kind string
+---@return integer|nil index
+---@return table|nil option
+function M.first_option(req, kind)
+  for i, o in ipairs(req.options or {}) do
+    if o.kind == kind then
+      return i, o
+    end
+  end
+  return nil, nil
 end
 
 return M

@@ -6,6 +6,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 NVIM=${1:-nvim}
+# run-agent.sh changes directory: make the Neovim path absolute.
+case $NVIM in */*) NVIM=$(cd "$(dirname "$NVIM")" && pwd)/$(basename "$NVIM") ;; esac
 BROKER=${ACP_BROKER_BIN:-$ROOT/build/acp-broker}
 n=0 failed=0
 run() { # agent policy expected-stop expected-files

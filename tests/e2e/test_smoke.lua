@@ -1,0 +1,71 @@
+-- The plugin loads, defines its commands, answers status() with the keys of
+-- :help acp-api and has a health check that runs without a Lua error. Needs no
+-- agent, so it also validates the harness itself.
+local T = require('helpers')
+
+-- The commands of :help acp-commands that exist so far (:AcpChat, :AcpAsk, :AcpRules,
+-- :AcpYolo, :AcpMode, :AcpTrust and :AcpLog arrive with the policy and chat
+-- work; add them here then).
+T.test('plugin/acp.lua defines the commands', function()
+  local cmds = vim.api.nvim_get_commands({})
+  local missing = {}
+  for _, name in ipairs({
+    'AcpStart',
+    'AcpStop',
+    'AcpPrompt',
+    'AcpCancel',
+    'AcpAllow',
+    'AcpDeny',
+    'AcpPending',
+  }) do
+    if cmds[name] == nil then
+      missing[#missing + 1] = name
+    end
+  end
+  T.eq(missing, {}, 'commands missing')
+end)
+
+T.test('loading the plugin does not load the Lua modules', function()
+  -- plugin/ only defines commands; everything else loads on first use (:help acp-commands).
+  T.eq(package.loaded['acp.broker'], nil, 'acp.broker loaded at startup')
+end)
+
+T.test("require('acp') exposes the API of :help acp-api", function()
+  local acp = require('acp')
+  for _, f in ipairs({ 'setup', 'start', 'prompt', 'cancel', 'pending', 'respond', 'status', 'stop' }) do
+    T.eq(type(acp[f]), 'function', 'acp.' .. f)
+  end
+end)
+
+T.test('status() before any agent has the keys and types of :help acp-api', function()
+  local s = require('acp').status()
+  T.eq(s.agent, nil, 'agent')
+  T.eq(s.session, nil, 'session')
+  T.eq(type(s.mode), 'string', 'type of mode')
+  T.eq(type(s.yolo), 'boolean', 'type of yolo')
+  T.eq(type(s.yolo_veto), 'boolean', 'type of yolo_veto')
+  T.eq(type(s.trusted), 'boolean', 'type of trusted')
+  T.eq(s.pending, 0, 'pending')
+  T.eq(s.busy, false, 'busy')
+  local known = { agent = 1, session = 1, mode = 1, yolo = 1, yolo_veto = 1, trusted = 1, pending = 1, busy = 1 }
+  for k in pairs(s) do
+    T.ok(known[k], 'unexpected key in status(): ' .. tostring(k))
+  end
+  T.eq(require('acp').pending(), {}, 'pending()')
+end)
+
+T.test('setup() accepts the options the tests use', function()
+  require('acp').setup({ ui = { arm_ms = 50 } })
+end)
+
+T.test(':checkhealth acp runs without a Lua error', function()
+  local ok, err = pcall(vim.cmd, 'checkhealth acp')
+  T.ok(ok, 'checkhealth raised: ' .. tostring(err))
+  local buf = vim.api.nvim_get_current_buf()
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+  T.ok(not text:find('Failed to run healthcheck', 1, true), 'health check failed:\n' .. text)
+  T.ok(not text:find('No healthcheck found', 1, true), 'no health check for acp:\n' .. text)
+  T.contains(text, 'acp', 'health buffer')
+end)
+
+T.done()
