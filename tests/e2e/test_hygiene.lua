@@ -1,0 +1,103 @@
+-- Protocol hygiene the broker owes the agent: every request gets an answer
+-- (-32601 for a method it does not offer, -32602 for a malformed permission
+-- request, never a selection), lines it cannot use are skipped without
+-- ending the session, and a request the agent withdraws ($/cancel_request)
+-- is answered `cancelled` and its prompt closes.
+local T = require('helpers')
+
+local function permission(id, tcid)
+  return {
+    type = 'permission',
+    id = id,
+    toolCall = { toolCallId = tcid, title = 'Write ok.txt', kind = 'edit' },
+    options = {
+      { optionId = 'ok', name = 'Allow', kind = 'allow_once' },
+      { optionId = 'no', name = 'Reject', kind = 'reject_once' },
+    },
+    on_allow = { type = 'write', path = 'ok.txt', content = 'ok\n' },
+  }
+end
+
+local function raw(line)
+  return { type = 'raw', line = line }
+end
+
+-- Finds the answer the agent received for its request id (exact JSON type).
+local function reply(ctx, id)
+  return T.wait(function()
+    for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in')) do
+      if m.method == nil and m.id == id and type(m.id) == type(id) then
+        return m
+      end
+    end
+  end, nil, 'an answer to request ' .. vim.inspect(id))
+end
+
+T.test('bad lines and unknown methods are answered or skipped; the session goes on', function()
+  local ctx = T.start_demo({
+    name = 'hygiene',
+    steps = {
+      raw('{"jsonrpc":"2.0","id":"u1","method":"_demo/unknown","params":{}}'),
+      raw('{"jsonrpc":"2.0","id":"u2","method":"fs/read_text_file","params":{"sessionId":"x","path":"/etc/passwd"}}'),
+      raw('{"jsonrpc":"2.0","id":"m1","method":"session/request_permission","params":{"sessionId":"not-a-session","toolCall":{"toolCallId":"t"},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}}'),
+      raw('{"jsonrpc":"2.0","id":"m2","method":"session/request_permission","params":{"sessionId":"x"}}'),
+      raw('{this is not json'),
+      raw('[{"jsonrpc":"2.0","method":"session/update"}]'),
+      raw('{"jsonrpc":"2.0","id":999,"result":{}}'),
+      raw('{"jsonrpc":"2.0","method":"_demo/notice","params":{}}'),
+      permission(nil, 'good_${turn}'),
+      { type = 'message', text = 'Still here.' },
+    },
+  })
+  local requests = T.on('AcpPermissionRequest')
+  require('acp').prompt('Misbehave a little')
+  T.eq(reply(ctx, 'u1').error.code, -32601, 'an unknown method')
+  T.eq(reply(ctx, 'u2').error.code, -32601, 'fs/* when the capability was not offered')
+  for _, id in ipairs({ 'm1', 'm2' }) do
+    local r = reply(ctx, id)
+    T.eq(r.error and r.error.code, -32602, 'a malformed permission request ' .. id)
+    T.eq(r.result, nil, 'no selection for ' .. id)
+  end
+  -- Only the well-formed request reached the person.
+  T.answer_with_keys('good_1', 'a')
+  T.eq(T.answer(ctx, 'good_1').result, { outcome = { outcome = 'selected', optionId = 'ok' } }, 'answer')
+  T.wait(function()
+    return not require('acp').status().busy
+  end, nil, 'the turn to end')
+  T.eq(#requests, 1, 'AcpPermissionRequest count')
+  T.ok(T.exists(ctx.project .. '/ok.txt'), 'ok.txt written after the bad lines')
+  -- Nothing the broker sent was an answer to the notification or the stray
+  -- response.
+  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in')) do
+    T.ok(m.id ~= 999, 'no answer to a response')
+  end
+end)
+
+T.test('$/cancel_request withdraws a pending prompt: answered cancelled, window closed', function()
+  local step = permission('w1', 'withdrawn_${turn}')
+  step.wait = false
+  local ctx = T.start_demo({
+    name = 'withdraw',
+    steps = {
+      step,
+      { type = 'sleep', ms = 400 },
+      raw('{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"w1"}}'),
+      { type = 'sleep', ms = 200 },
+      { type = 'message', text = 'Never mind.' },
+    },
+  })
+  local resolved = T.on('AcpPermissionResolved')
+  require('acp').prompt('Ask, then change your mind')
+  T.wait_prompt('withdrawn_1')
+  T.eq(reply(ctx, 'w1').result, { outcome = { outcome = 'cancelled' } }, 'answer to the withdrawn request')
+  T.wait(function()
+    return #resolved == 1
+  end, nil, 'AcpPermissionResolved')
+  T.eq({ resolved[1].outcome, resolved[1].by }, { 'cancelled', 'agent' }, '{outcome, by}')
+  T.wait(function()
+    return #T.floats() == 0
+  end, nil, 'the prompt window to close')
+  T.eq(require('acp').pending(), {}, 'pending() after the withdrawal')
+end)
+
+T.done()
