@@ -298,10 +298,17 @@ function H.handlers.update(d)
   end
   local s = H.session(session, d.agent)
   if u.sessionUpdate == 'agent_message_chunk' and type(u.content) == 'table' and type(u.content.text) == 'string' then
-    -- Only the tail is kept: it is what the turn-end message shows until
-    -- the chat buffer exists.
+    -- The agent's last message of the turn is what the turn-end note shows
+    -- (until the chat buffer exists). A new messageId, or a tool call in
+    -- between, starts a new message; only a bounded tail is kept.
+    local id = compat.str(u.messageId)
+    if s.reply_done or (id ~= nil and id ~= s.reply_id) then
+      s.reply, s.reply_done = nil, false
+    end
+    s.reply_id = id
     s.reply = ((s.reply or '') .. u.content.text):sub(-600)
   elseif u.sessionUpdate == 'tool_call' or u.sessionUpdate == 'tool_call_update' then
+    s.reply_done = true
     H.upsert_tool(s, u)
   elseif u.sessionUpdate == 'current_mode_update' then
     s.current_mode = u.currentModeId
@@ -339,11 +346,13 @@ function H.handlers.turn_end(d)
         vim.log.levels.ERROR
       )
     elseif d.stopReason ~= 'error' then
-      local text = reply and vim.trim(reply:gsub('%s+', ' ')) or ''
-      if #text > 200 then
-        text = '…' .. text:sub(-200)
+      local msg = ('(acp) %s [%s] %s'):format(tostring(d.agent), tostring(d.stopReason), H.one_line(reply))
+      -- One screen line: a wrapped message would stop for "Press ENTER".
+      local max = vim.o.columns - 12
+      if vim.fn.strdisplaywidth(msg) > max then
+        msg = vim.fn.strcharpart(msg, 0, max - 1) .. '…'
       end
-      vim.notify(('(acp) %s [%s] %s'):format(tostring(d.agent), tostring(d.stopReason), text), vim.log.levels.INFO)
+      vim.notify(msg, vim.log.levels.INFO)
     end
   end
 end
@@ -423,6 +432,10 @@ function H.handlers.error(d)
     -- An answer the broker refused leaves its prompt pending: show it again.
     require('acp.prompt').on_error()
   end
+end
+
+function H.one_line(text)
+  return text and vim.trim((text:gsub('%s+', ' '))) or ''
 end
 
 function H.session(id, agent)

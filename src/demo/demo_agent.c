@@ -408,7 +408,11 @@ static void send_update(struct agent *a, struct session *s, json_t *update) {
 
 // Streams text as a few agent_message_chunk updates, cut on UTF-8 character
 // boundaries, so that clients see it arrive in pieces as from a real model.
+// Each text is one message with its own messageId, as real agents mark them.
 static void send_text(struct agent *a, struct session *s, const char *text) {
+  static unsigned long messages;
+  char id[48];
+  snprintf(id, sizeof(id), "msg_%ld_%lu", (long)getpid(), ++messages);
   size_t len = strlen(text);
   size_t size = len / MAX_CHUNKS > CHUNK_BYTES ? len / MAX_CHUNKS : CHUNK_BYTES;
   for (size_t i = 0; i < len;) {
@@ -416,9 +420,9 @@ static void send_text(struct agent *a, struct session *s, const char *text) {
     while (i + n < len && (text[i + n] & 0xC0) == 0x80)
       n++;
     send_update(a, s,
-                json_pack("{s:s,s:{s:s,s:o}}", "sessionUpdate",
-                          "agent_message_chunk", "content", "type", "text",
-                          "text", text_json(text + i, n)));
+                json_pack("{s:s,s:s,s:{s:s,s:o}}", "sessionUpdate",
+                          "agent_message_chunk", "messageId", id, "content",
+                          "type", "text", "text", text_json(text + i, n)));
     i += n;
   }
 }
