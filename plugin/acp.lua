@@ -47,13 +47,63 @@ command('AcpPending', function()
   cmds().pending()
 end, { nargs = 0, desc = 'List pending permission prompts and open the oldest' })
 
+local function complete_rule(arglead, cmdline, cursorpos)
+  return require('acp.commands').complete_rule(arglead, cmdline, cursorpos)
+end
+
 command('AcpAllow', function(o)
   cmds().allow(o.bang, o.args)
-end, { nargs = '*', bang = true, desc = 'Allow once the oldest pending prompt (! = all)' })
+end, {
+  nargs = '*',
+  bang = true,
+  desc = 'Allow once the oldest pending prompt (! = all), or add an allow rule',
+  complete = complete_rule,
+})
 
 command('AcpDeny', function(o)
   cmds().deny(o.bang, o.args)
-end, { nargs = '*', bang = true, desc = 'Reject once the oldest pending prompt (! = all)' })
+end, {
+  nargs = '*',
+  bang = true,
+  desc = 'Reject once the oldest pending prompt (! = all), or add a deny rule',
+  complete = complete_rule,
+})
+
+command('AcpAsk', function(o)
+  cmds().ask(o.args)
+end, { nargs = '+', desc = 'Add an ask rule', complete = complete_rule })
+
+command('AcpRules', function()
+  cmds().rules()
+end, { nargs = 0, desc = 'Show the effective permission rules, mode, yolo and trust' })
+
+command('AcpYolo', function(o)
+  cmds().yolo(o.fargs[1])
+end, {
+  nargs = '?',
+  desc = "Turn this project's yolo mode on, off or toggle it (no argument: show it)",
+  complete = function(arglead)
+    return require('acp.commands').complete_yolo(arglead)
+  end,
+})
+
+command('AcpMode', function(o)
+  cmds().mode(o.fargs[1])
+end, {
+  nargs = '?',
+  desc = "Set this project's permission mode (no argument: show it)",
+  complete = function(arglead)
+    return require('acp.commands').complete_mode(arglead)
+  end,
+})
+
+command('AcpTrust', function()
+  cmds().trust()
+end, { nargs = 0, desc = "Review and trust this project's permissive settings" })
+
+command('AcpLog', function()
+  cmds().log()
+end, { nargs = 0, desc = 'Open the decision audit log' })
 
 vim.keymap.set('n', '<Plug>(acp-allow)', function()
   cmds().allow(false, '')

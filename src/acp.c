@@ -559,3 +559,14 @@ bool acp_conn_alive(const struct acp_conn *c) {
 int acp_conn_pid(const struct acp_conn *c) {
   return proc_pid(c->proc);
 }
+
+const char *acp_conn_session_cwd(const struct acp_conn *c, const char *sid) {
+  for (struct session *s = c->sessions; s; s = s->next)
+    if (strcmp(s->id, sid) == 0)
+      return s->cwd;
+  return NULL;
+}
+
+const char *acp_conn_current_session(const struct acp_conn *c) {
+  return c->sessions ? c->sessions->id : NULL;
+}

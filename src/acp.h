@@ -59,3 +59,7 @@ const char *acp_conn_name(const struct acp_conn *c);
 bool acp_conn_alive(const struct acp_conn *c);
 // The agent's process id.
 int acp_conn_pid(const struct acp_conn *c);
+// The cwd of one of the connection's sessions, or NULL.
+const char *acp_conn_session_cwd(const struct acp_conn *c, const char *sid);
+// The newest session's id (the one prompts go to), or NULL.
+const char *acp_conn_current_session(const struct acp_conn *c);

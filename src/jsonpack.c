@@ -66,3 +66,69 @@ void jsonpack_str(msgpack_packer *pk, const char *s) {
   else
     msgpack_pack_nil(pk);
 }
+
+static json_t *unpack(const msgpack_object *o, int depth);
+
+static json_t *unpack_map(const msgpack_object *o, int depth) {
+  json_t *obj = json_object();
+  for (uint32_t i = 0; i < o->via.map.size; i++) {
+    const msgpack_object *k = &o->via.map.ptr[i].key;
+    if (k->type != MSGPACK_OBJECT_STR)
+      goto fail;
+    char key[256];
+    if (k->via.str.size >= sizeof(key) ||
+        memchr(k->via.str.ptr, '\0', k->via.str.size))
+      goto fail;
+    memcpy(key, k->via.str.ptr, k->via.str.size);
+    key[k->via.str.size] = '\0';
+    json_t *v = unpack(&o->via.map.ptr[i].val, depth + 1);
+    if (!v || json_object_set_new(obj, key, v) != 0)
+      goto fail;
+  }
+  return obj;
+fail:
+  json_decref(obj);
+  return NULL;
+}
+
+static json_t *unpack(const msgpack_object *o, int depth) {
+  if (depth > JSONPACK_MAX_DEPTH)
+    return NULL;
+  switch (o->type) {
+  case MSGPACK_OBJECT_NIL:
+    return json_null();
+  case MSGPACK_OBJECT_BOOLEAN:
+    return json_boolean(o->via.boolean);
+  case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    return o->via.u64 > INT64_MAX ? json_real((double)o->via.u64)
+                                  : json_integer((json_int_t)o->via.u64);
+  case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+    return json_integer(o->via.i64);
+  case MSGPACK_OBJECT_FLOAT32:
+  case MSGPACK_OBJECT_FLOAT64:
+    return json_real(o->via.f64);
+  case MSGPACK_OBJECT_STR:
+  case MSGPACK_OBJECT_BIN:
+    return json_stringn(o->via.str.ptr, o->via.str.size);
+  case MSGPACK_OBJECT_ARRAY: {
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < o->via.array.size; i++) {
+      json_t *v = unpack(&o->via.array.ptr[i], depth + 1);
+      if (!v) {
+        json_decref(a);
+        return NULL;
+      }
+      json_array_append_new(a, v);
+    }
+    return a;
+  }
+  case MSGPACK_OBJECT_MAP:
+    return unpack_map(o, depth);
+  default:
+    return NULL;
+  }
+}
+
+json_t *jsonpack_unpack(const msgpack_object *o) {
+  return unpack(o, 0);
+}

@@ -12,3 +12,6 @@
 void jsonpack_pack(msgpack_packer *pk, const json_t *v);
 // Packs a NUL-terminated string (NULL packs nil).
 void jsonpack_str(msgpack_packer *pk, const char *s);
+// Converts a msgpack value to JSON (a new reference; NULL when too deep or
+// not representable: map keys must be strings, text must be UTF-8).
+json_t *jsonpack_unpack(const msgpack_object *o);

@@ -11,14 +11,24 @@
 #include <uv.h>
 
 #include "broker.h"
+#include "cli.h"
 #include "log.h"
+#include "policy.h"
 
 static const char usage[] =
     "usage: acp-broker [--version | --help]\n"
+    "       acp-broker decide --cwd DIR [--session ID] --request FILE|-\n"
+    "       acp-broker rules --cwd DIR\n"
+    "       acp-broker trust --cwd DIR\n"
+    "       acp-broker rule-check RULE\n"
     "\n"
     "acp-broker is the core of the acp Neovim plugin. Neovim starts it and\n"
     "talks to it over stdin/stdout (msgpack-RPC); it is not meant to be run\n"
-    "by hand. See :help acp in Neovim.\n"
+    "by hand, except for its subcommands: decide evaluates one\n"
+    "session/request_permission params object with the settings a session\n"
+    "in DIR would have; rules shows the effective rules and where they come\n"
+    "from; trust trusts DIR's current permissive settings; rule-check\n"
+    "checks the syntax of one rule. See :help acp in Neovim.\n"
     "\n"
     "environment:\n"
     "  ACP_BROKER_LOG       log level: debug, info, warn, error, off\n"
@@ -61,6 +71,21 @@ int main(int argc, char **argv) {
     fputs(usage, stdout);
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "rule-check") == 0) {
+    char err[512];
+    if (argc != 3) {
+      fprintf(stderr, "usage: acp-broker rule-check RULE\n");
+      return 2;
+    }
+    if (policy_rule_check(argv[2], err, sizeof(err)) != 0) {
+      printf("%s\n", err);
+      return 1;
+    }
+    printf("ok\n");
+    return 0;
+  }
+  if (argc > 1 && argv[1][0] != '-')
+    return cli_main(argc, argv);
   if (argc > 1) {
     fprintf(stderr, "acp-broker: unknown argument '%s'\n\n%s", argv[1], usage);
     return 2;

@@ -81,9 +81,10 @@ bool pending_take(struct pending *p, uint64_t token,
 void pending_entry_clear(struct pending_entry *e) {
   json_decref(e->agent_id);
   json_decref(e->options);
+  json_decref(e->info);
   free(e->session);
   free(e->tool_call_id);
-  e->agent_id = e->options = NULL;
+  e->agent_id = e->options = e->info = NULL;
   e->session = e->tool_call_id = NULL;
   e->live = false;
 }

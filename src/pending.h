@@ -20,6 +20,7 @@ struct pending_entry {
   char *session;      // owned: the ACP sessionId
   char *tool_call_id; // owned: toolCall.toolCallId
   json_t *options;    // owned reference: the offered options array
+  json_t *info;       // owned reference: the owner's data, or NULL
   uint64_t added_ms;  // loop time when the request arrived
 };
 

@@ -4,6 +4,7 @@
 #   tests/run.sh unit BIN...                 C unit-test binaries
 #   tests/run.sh e2e NVIM BROKER DEMO        every tests/e2e/test_*.lua on that nvim
 #   tests/run.sh valgrind BIN...             unit binaries under valgrind
+#   tests/run.sh conformance BROKER         tests/fixtures/policy.jsonl through `decide`
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
 #   tests/run.sh all BUILD                   BUILD/tests/*, e2e on `nvim` and on
@@ -163,6 +164,15 @@ bins_in() {
 	[ $n -gt 0 ] || printf '%s\n' "$1/*"
 }
 
+# suite_conformance PREFIX BROKER: every case of tests/fixtures/policy.jsonl
+# through `acp-broker decide` (tests/conformance.py).
+suite_conformance() {
+	prefix=$1 broker=$(abspath "$2")
+	timeout -k 5 600 python3 "$ROOT/tests/conformance.py" "$broker" \
+		"$ROOT/tests/fixtures/policy.jsonl" </dev/null >"$WORK/out" 2>&1
+	tally "$prefix" "$WORK/out" "$?" "conformance"
+}
+
 suite_asan() {
 	build=$1
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
@@ -170,6 +180,7 @@ suite_asan() {
 	export ASAN_OPTIONS UBSAN_OPTIONS
 	# shellcheck disable=SC2046
 	suite_unit asan $(bins_in "$build/asan/tests")
+	suite_conformance "asan conformance" "$build/asan/acp-broker"
 	ACP_E2E_SANITIZER_LOGS=1
 	export ACP_E2E_SANITIZER_LOGS
 	suite_e2e "asan e2e" nvim "$build/asan/acp-broker" "$build/asan/acp-demo-agent"
@@ -186,6 +197,10 @@ unit)
 valgrind)
 	suite_valgrind "$@"
 	;;
+conformance)
+	[ $# -eq 1 ] || usage
+	suite_conformance conformance "$1"
+	;;
 e2e)
 	[ $# -eq 3 ] || usage
 	suite_e2e e2e "$1" "$2" "$3"
@@ -199,6 +214,7 @@ all)
 	build=$1
 	# shellcheck disable=SC2046
 	suite_unit unit $(bins_in "$build/tests")
+	suite_conformance conformance "$build/acp-broker"
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
 	suite_asan "$build"

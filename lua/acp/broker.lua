@@ -52,7 +52,17 @@ function M.ensure()
   end
   M.chan = id
   H.create_autocommands()
+  -- The setup() options that take part in decisions go before anything
+  -- else, so the first session is governed by them.
+  H.send_config(id)
   return id
+end
+
+--- Sends the current setup() options to a running broker (after setup()).
+function M.configure()
+  if M.chan ~= nil then
+    H.send_config(M.chan)
+  end
 end
 
 --- Sends a notification to the broker, starting it when needed.
@@ -113,6 +123,42 @@ function M.stop_agent(name)
   return M.notify_if_running('acp_stop', name)
 end
 
+--- Adds a rule (answer: `rule_added` or `error`).
+---@param scope 'session'|'project'|'user'
+---@param list 'allow'|'ask'|'deny'
+---@param rule string
+---@param ctx {cwd: string, agent: string|nil}
+function M.rule(scope, list, rule, ctx)
+  return M.notify('acp_rule', scope, list, rule, H.map(ctx))
+end
+
+--- Per-project runtime yolo (answer: `settings`, or `error` when vetoed).
+---@param cwd string
+---@param action 'on'|'off'|'toggle'|'status'
+---@param agent string|nil
+function M.yolo(cwd, action, agent)
+  return M.notify('acp_yolo', cwd, action, agent == nil and vim.NIL or agent)
+end
+
+--- Runtime policy mode of a project; nil only asks (answer: `settings`).
+---@param cwd string
+---@param mode string|nil
+function M.mode(cwd, mode)
+  return M.notify('acp_mode', cwd, mode == nil and vim.NIL or mode)
+end
+
+--- Asks for the effective rules of a project (answer: `rules`).
+---@param cwd string
+function M.rules(cwd)
+  return M.notify('acp_rules', cwd)
+end
+
+--- Trusts a project's current permissive settings (answer: `trusted`).
+---@param cwd string
+function M.trust(cwd)
+  return M.notify('acp_trust', cwd)
+end
+
 --- Stops the broker itself (no notification about its exit).
 function M.shutdown()
   if M.chan ~= nil then
@@ -167,6 +213,13 @@ function H.map(t)
     return vim.empty_dict()
   end
   return t
+end
+
+function H.send_config(chan)
+  local ok, err = pcall(vim.rpcnotify, chan, 'acp_config', config.policy())
+  if not ok then
+    vim.notify(('(acp) could not send the settings to the broker: %s'):format(tostring(err)), vim.log.levels.ERROR)
+  end
 end
 
 function H.keep_stderr(lines)

@@ -67,7 +67,8 @@ function M.pending()
   require('acp.prompt').open()
 end
 
---- :AcpAllow[!] [rule]: allow once the oldest pending prompt (! = all).
+--- :AcpAllow[!]: allow once the oldest pending prompt (! = all).
+--- :AcpAllow [scope] {rule}: add an allow rule.
 ---@param bang boolean
 ---@param args string
 function M.allow(bang, args)
@@ -95,8 +96,9 @@ function M.allow(bang, args)
   end
 end
 
---- :AcpDeny[!] [rule]: reject once the oldest pending prompt (! = all);
+--- :AcpDeny[!]: reject once the oldest pending prompt (! = all);
 --- reject_always when that is all that is offered, else `cancelled`.
+--- :AcpDeny [scope] {rule}: add a deny rule.
 ---@param bang boolean
 ---@param args string
 function M.deny(bang, args)
@@ -114,6 +116,201 @@ function M.deny(bang, args)
   end
 end
 
+--- :AcpAsk [scope] {rule}: add an ask rule.
+---@param args string
+function M.ask(args)
+  if args == nil or not args:match('%S') then
+    H.error('(acp) :AcpAsk needs a rule, e.g. :AcpAsk Bash(git push *)')
+    return
+  end
+  H.rule('ask', args)
+end
+
+--- :AcpRules: the effective rules of the project in a scratch buffer.
+function M.rules()
+  local root = M.root()
+  local state = require('acp.state')
+  if H.send(require('acp.broker').rules(root)) then
+    state.expect('rules', root, M.show_rules)
+  end
+end
+
+--- :AcpYolo [on|off|toggle]: per-project yolo (no argument: show it).
+---@param arg string|nil
+function M.yolo(arg)
+  local action = (arg == nil or arg == '') and 'status' or arg
+  if not vim.tbl_contains({ 'on', 'off', 'toggle', 'status' }, action) then
+    H.error(("(acp) :AcpYolo takes on, off or toggle, not '%s'"):format(action))
+    return
+  end
+  local root = M.root()
+  local a = require('acp.state').agent()
+  if H.send(require('acp.broker').yolo(root, action, a and a.name or nil)) then
+    require('acp.state').expect('settings', root, function(st)
+      local msg = ('(acp) yolo is %s in %s'):format(st.yolo and 'on' or 'off', H.short(st.root))
+      if st.yolo and st.yoloSource then
+        msg = msg .. ' (' .. H.short(st.yoloSource) .. ')'
+      end
+      if st.veto then
+        msg = msg .. ': vetoed by ' .. H.short(st.vetoSource or 'a Gemini settings file') .. ' (security.disableYoloMode)'
+      end
+      vim.notify(msg, vim.log.levels.INFO)
+    end)
+  end
+end
+
+--- :AcpMode [mode]: the project's policy mode (no argument: show it).
+---@param arg string|nil
+function M.mode(arg)
+  local mode = (arg ~= nil and arg ~= '') and arg or nil
+  local config = require('acp.config')
+  if mode ~= nil and not vim.tbl_contains(config.modes, mode) then
+    H.error(("(acp) unknown mode '%s': use one of %s"):format(mode, table.concat(config.modes, ', ')))
+    return
+  end
+  local root = M.root()
+  if H.send(require('acp.broker').mode(root, mode)) then
+    require('acp.state').expect('settings', root, function(st)
+      vim.notify(('(acp) mode %s in %s'):format(st.mode, H.short(st.root)), vim.log.levels.INFO)
+    end)
+  end
+end
+
+--- :AcpTrust: show what trusting the project enables, ask, then trust it.
+function M.trust()
+  local root = M.root()
+  local state = require('acp.state')
+  if not H.send(require('acp.broker').rules(root)) then
+    return
+  end
+  state.expect('rules', root, function(d)
+    H.confirm_trust(d, root)
+  end)
+end
+
+--- :AcpLog: the decision audit log, read-only, at its end.
+function M.log()
+  local path = require('acp.compat').state_path('audit.jsonl')
+  if vim.fn.filereadable(path) ~= 1 then
+    H.echo(('acp: no decision logged yet (%s does not exist)'):format(H.short(path)))
+    return
+  end
+  vim.cmd('sview ' .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  local compat = require('acp.compat')
+  compat.set_buf(buf, 'modifiable', false)
+  compat.set_buf(buf, 'swapfile', false)
+  compat.set_buf(buf, 'autoread', true)
+  vim.cmd('silent! checktime')
+  vim.api.nvim_win_set_cursor(0, { math.max(1, vim.api.nvim_buf_line_count(buf)), 0 })
+end
+
+--- The project directory commands act on: the current agent's, else the
+--- nearest ancestor of the current directory holding a project marker, else
+--- the current directory.
+---@return string
+function M.root()
+  local a = require('acp.state').agent()
+  if a and a.cwd then
+    return a.cwd
+  end
+  local compat, config = require('acp.compat'), require('acp.config')
+  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
+  return compat.find_up(here, config.root_markers) or here
+end
+
+--- Opens (or refreshes) the scratch buffer of :AcpRules for `rules` event
+--- data `d`.
+---@param d table
+function M.show_rules(d)
+  local lines = H.rules_lines(d)
+  local compat = require('acp.compat')
+  local buf
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local b = vim.api.nvim_win_get_buf(win)
+    if vim.bo[b].filetype == 'acp-rules' then
+      buf = b
+      vim.api.nvim_set_current_win(win)
+      break
+    end
+  end
+  if buf == nil then
+    vim.cmd('botright new')
+    buf = vim.api.nvim_get_current_buf()
+    compat.set_buf(buf, 'buftype', 'nofile')
+    compat.set_buf(buf, 'bufhidden', 'wipe')
+    compat.set_buf(buf, 'swapfile', false)
+    compat.set_buf(buf, 'filetype', 'acp-rules')
+    pcall(vim.api.nvim_buf_set_name, buf, 'acp://rules')
+    vim.keymap.set('n', 'q', function()
+      if not pcall(vim.cmd, 'close') then
+        vim.cmd('bwipeout')
+      end
+    end, { buffer = buf, nowait = true, silent = true, desc = 'acp: close' })
+  end
+  compat.set_buf(buf, 'modifiable', true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  compat.set_buf(buf, 'modifiable', false)
+  compat.set_buf(buf, 'modified', false)
+  local height = math.min(#lines, math.max(5, math.floor(vim.o.lines / 2)))
+  pcall(vim.api.nvim_win_set_height, 0, height)
+  pcall(vim.api.nvim_win_set_cursor, 0, { 1, 0 })
+end
+
+--- Completion of :AcpAllow, :AcpAsk and :AcpDeny: scopes, then tool names;
+--- a rule that looks complete is checked by the broker binary, and an
+--- invalid one gets no completion and its reason echoed.
+function M.complete_rule(arglead, cmdline, cursorpos)
+  arglead = arglead or ''
+  local before = (cmdline or ''):sub(1, cursorpos or #(cmdline or ''))
+  local rest = before:match('^%s*%S-Acp%a+!?%s+(.*)$') or ''
+  local scope, rule = rest:match('^(%S+)%s+(.*)$')
+  if scope == nil or not vim.tbl_contains(H.scopes, scope) then
+    rule = rest
+  end
+  local first = rule == rest and not rest:find('%s')
+  if not rule:find('[%(%s]') then
+    local candidates = vim.deepcopy(H.tools)
+    if first then
+      -- Only allow rules can be kept for a session.
+      local allow = before:match('^%s*%S-AcpAllow') ~= nil
+      local scopes = vim.tbl_filter(function(sc)
+        return allow or sc ~= 'session'
+      end, H.scopes)
+      candidates = vim.list_extend(scopes, candidates)
+    end
+    if vim.tbl_contains(H.bare_tools, rule) then
+      if not H.check_rule(rule) then
+        return {}
+      end
+    end
+    return H.filter(candidates, arglead)
+  end
+  local kind = rule:match('^Kind%((%w*)$')
+  if kind ~= nil then
+    return H.filter(
+      vim.tbl_map(function(k)
+        return 'Kind(' .. k .. ')'
+      end, H.kinds),
+      arglead
+    )
+  end
+  if rule:sub(-1) == ')' then
+    H.check_rule(rule)
+  end
+  return {}
+end
+
+--- Completion of :AcpYolo.
+function M.complete_yolo(arglead)
+  return H.filter({ 'on', 'off', 'toggle' }, arglead)
+end
+
+--- Completion of :AcpMode.
+function M.complete_mode(arglead)
+  return H.filter(require('acp.config').modes, arglead)
+end
+
 --- Completion: built-in presets and configured agents.
 function M.complete_agents(arglead)
   return H.filter(require('acp.config').agent_names(), arglead)
@@ -125,6 +322,39 @@ function M.complete_running(arglead)
   table.sort(names)
   return H.filter(names, arglead)
 end
+
+-- Helper data ================================================================
+
+H.scopes = { 'session', 'project', 'user' }
+
+H.lists = { 'deny', 'ask', 'allow' }
+
+--- Offered after the scope (Claude names, Gemini aliases, the broker's
+--- Kind()); those without "(" are complete rules by themselves.
+H.tools = {
+  'Bash(',
+  'Read(',
+  'Edit(',
+  'Write(',
+  'WebFetch(domain:',
+  'WebSearch',
+  'Kind(',
+  'mcp__',
+  'run_shell_command(',
+  'read_file(',
+  'write_file',
+  'replace',
+  'web_fetch',
+  'google_web_search',
+}
+
+H.bare_tools = { 'Bash', 'Read', 'Edit', 'Write', 'WebFetch', 'WebSearch', 'write_file', 'replace', 'web_fetch', 'google_web_search' }
+
+H.kinds = { 'read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other' }
+
+--- rule-check answers by rule text (the check runs a process).
+H.checked = {}
+H.nchecked = 0
 
 -- Helper functionality =======================================================
 
@@ -168,14 +398,230 @@ function H.first(p, kind)
   return o
 end
 
---- :AcpAllow / :AcpDeny with arguments add rules ("[scope] Tool(spec)").
---- Every rule argument goes through here so the policy can take it over;
---- until it exists, `verb` and `args` are not used.
----@param verb 'allow'|'deny'
+--- :AcpAllow / :AcpAsk / :AcpDeny with arguments add rules
+--- ("[scope] Tool(spec)"). The broker validates the rule and answers
+--- `rule_added` or an `error` naming the reason.
+---@param list 'allow'|'ask'|'deny'
 ---@param args string
----@diagnostic disable-next-line: unused-local
-function H.rule(verb, args)
-  H.error('(acp) rules arrive with the permission policy; see :help acp-rules')
+function H.rule(list, args)
+  args = vim.trim(args)
+  local scope, rule = args:match('^(%S+)%s+(.*)$')
+  if scope == nil or not vim.tbl_contains(H.scopes, scope) then
+    if vim.tbl_contains(H.scopes, args) then
+      local name = (list:gsub('^%l', string.upper))
+      H.error(('(acp) :Acp%s %s needs a rule, e.g. Bash(npm test)'):format(name, args))
+      return
+    end
+    scope, rule = 'project', args
+  end
+  rule = vim.trim(rule)
+  local a = require('acp.state').agent()
+  if scope == 'session' and (a == nil or a.session == nil) then
+    H.error('(acp) no session to add a session rule to: :AcpStart first')
+    return
+  end
+  H.send(require('acp.broker').rule(scope, list, rule, { cwd = M.root(), agent = a and a.name or nil }))
+end
+
+--- Reports a failed send; returns whether it was sent.
+function H.send(ok, err)
+  if not ok then
+    H.error(err or '(acp) the broker is not running')
+  end
+  return ok
+end
+
+function H.short(path)
+  if type(path) ~= 'string' or not path:find('/', 1, true) then
+    return tostring(path)
+  end
+  return vim.fn.fnamemodify(path, ':~')
+end
+
+--- Runs `<broker> rule-check <rule>` (cached). Echoes the reason and
+--- returns false when the broker refuses the rule; true when it accepts it
+--- or cannot tell (binary missing, older broker).
+function H.check_rule(rule)
+  local r = H.checked[rule]
+  if r == nil then
+    local bin = require('acp.config').broker_bin()
+    if vim.fn.executable(bin) ~= 1 then
+      return true
+    end
+    local ok, out = pcall(vim.fn.system, { bin, 'rule-check', rule })
+    if not ok then
+      return true
+    end
+    r = { ok = vim.v.shell_error ~= 1, reason = vim.trim(out or '') }
+    if H.nchecked > 200 then
+      H.checked, H.nchecked = {}, 0
+    end
+    H.checked[rule], H.nchecked = r, H.nchecked + 1
+  end
+  if not r.ok then
+    local reason = r.reason ~= '' and r.reason or 'invalid rule'
+    -- Kept in :messages: the reason is worth reading again.
+    vim.api.nvim_echo({ { ('acp: %s: %s'):format(rule, (reason:gsub('\n', ' '))), 'ErrorMsg' } }, true, {})
+  end
+  return r.ok
+end
+
+--- The text of :AcpRules: what decides, and where each piece comes from.
+function H.rules_lines(d)
+  local compat, state = require('acp.compat'), require('acp.state')
+  local root = compat.str(d.root) or '?'
+  local st = state.settings_for(root) or {}
+  local lines = {}
+  local function add(l)
+    lines[#lines + 1] = l
+  end
+  -- Files inside the project are shown relative to its root.
+  local function rel(path)
+    path = compat.str(path)
+    if path and path:sub(1, #root + 1) == root .. '/' then
+      return path:sub(#root + 2)
+    end
+    return H.short(path)
+  end
+  local function src(s)
+    s = compat.str(s)
+    return s and (' (' .. rel(s) .. ')') or ''
+  end
+  add('Permission settings of ' .. H.short(root))
+  add('')
+  add('Mode:   ' .. (compat.str(d.mode) or 'default') .. (compat.str(d.modeSource) and src(d.modeSource) or ' (default)'))
+  local yolo
+  if d.veto == true then
+    yolo = 'off: vetoed by ' .. rel(compat.str(d.vetoSource) or 'a Gemini settings file') .. ' (security.disableYoloMode: true)'
+  elseif d.yolo == true then
+    yolo = 'on' .. src(d.yoloSource) .. ': allowed unless a deny or ask rule, an opaque command or a protected path says otherwise'
+  else
+    yolo = 'off'
+  end
+  add('Yolo:   ' .. yolo)
+  local trust
+  if d.trusted == true and st.hasPermissive == false then
+    trust = 'nothing to trust: the project files only restrict'
+  elseif d.trusted == true then
+    trust = "trusted: the project's allow rules, yolo and acceptEdits apply"
+  else
+    trust = "NOT trusted: the project's allow rules, yolo and acceptEdits are ignored (:AcpTrust shows and enables them)"
+  end
+  add('Trust:  ' .. trust)
+  add('')
+
+  local rules = type(d.rules) == 'table' and d.rules or {}
+  add(('Rules (%d; deny wins over ask, ask over allow):'):format(#rules))
+  if #rules == 0 then
+    add('  none: every request not allowed by the mode is asked')
+  end
+  local width = 0
+  for _, r in ipairs(rules) do
+    width = math.max(width, vim.fn.strdisplaywidth(compat.str(r.rule) or '?'))
+  end
+  for _, list in ipairs(H.lists) do
+    for _, r in ipairs(rules) do
+      if type(r) == 'table' and r.list == list then
+        local text = compat.str(r.rule) or '?'
+        local pad = (' '):rep(width - vim.fn.strdisplaywidth(text))
+        add(('  %-5s  %s%s  %s'):format(list, text, pad, rel(compat.str(r.source) or '?')))
+      end
+    end
+  end
+
+  local memory = type(d.memory) == 'table' and d.memory or {}
+  if #memory > 0 then
+    add('')
+    add('Allowed for a session (the prompt\'s "allow for this session", :AcpAllow session):')
+    for _, m in ipairs(memory) do
+      if type(m) == 'table' then
+        local who = compat.str(m.agent) and (compat.str(m.agent) .. ', ') or ''
+        add(('  %s  (%ssession %s)'):format(compat.str(m.rule) or '?', who, compat.str(m.session) or '?'))
+      end
+    end
+  end
+
+  -- Agents trusted with the prompt's "trust this agent" (user settings).
+  local trusted_agents = {}
+  if type(d.agents) == 'table' then
+    for name, v in pairs(d.agents) do
+      if v == true or (type(v) == 'table' and v.yolo == true) then
+        trusted_agents[#trusted_agents + 1] = tostring(name)
+      end
+    end
+  end
+  if #trusted_agents > 0 then
+    table.sort(trusted_agents)
+    add('')
+    add('Agents in yolo everywhere ("trust this agent"; :AcpYolo off ends it):')
+    for _, name in ipairs(trusted_agents) do
+      add('  ' .. name)
+    end
+  end
+
+  local function list_of(title, v)
+    local items = {}
+    for _, x in ipairs(type(v) == 'table' and v or {}) do
+      if compat.str(x) then
+        items[#items + 1] = x
+      end
+    end
+    if #items > 0 then
+      add('')
+      add(title)
+      for _, x in ipairs(items) do
+        add('  ' .. x)
+      end
+    end
+  end
+  list_of('Errors (these files are skipped until fixed):', d.errors)
+  list_of('Warnings:', d.warnings)
+  if d.trusted ~= true and st.permissive ~= nil then
+    list_of('Trusting the project would enable:', state.describe_permissive(st.permissive))
+  end
+  add('')
+  add('q: close · :AcpLog: past decisions · :help acp-rules')
+  return lines
+end
+
+--- :AcpTrust, once the broker said what the project's settings hold.
+function H.confirm_trust(d, root)
+  local compat, state = require('acp.compat'), require('acp.state')
+  root = compat.str(d.root) or root
+  local st = state.settings_for(root) or {}
+  local permissive = compat.present(d.permissive) and d.permissive or st.permissive
+  local has = d.hasPermissive
+  if has == nil then
+    has = st.hasPermissive
+  end
+  local items = state.describe_permissive(permissive)
+  if has == false or (has == nil and #items == 0 and d.trusted == true) then
+    H.echo(("acp: nothing to trust in %s: its settings files only restrict"):format(H.short(root)))
+    return
+  end
+  if d.trusted == true then
+    H.echo(('acp: %s is trusted already%s'):format(H.short(root), #items > 0 and (': ' .. table.concat(items, ', ')) or ''))
+    return
+  end
+  local msg = {
+    ('Trust the permission settings of %s?'):format(H.short(root)),
+    '',
+    'This enables:',
+  }
+  if #items == 0 then
+    items = { "the project's allow rules, yolo and acceptEdits (:AcpRules lists the files)" }
+  end
+  for _, i in ipairs(items) do
+    msg[#msg + 1] = '  ' .. i
+  end
+  msg[#msg + 1] = ''
+  msg[#msg + 1] = 'If these files change, you are asked again.'
+  local choice = vim.fn.confirm(table.concat(msg, '\n'), '&Trust\n&No', 2, 'Question')
+  if choice ~= 1 then
+    H.echo('acp: not trusted')
+    return
+  end
+  H.send(require('acp.broker').trust(root))
 end
 
 return M

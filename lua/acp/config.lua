@@ -14,6 +14,9 @@ local H = {}
 ---@field reject_once string
 ---@field reject_always string
 ---@field hide string
+---@field remember_session string
+---@field remember_project string
+---@field trust_agent string
 
 ---@class acp.Config
 M.defaults = {
@@ -25,8 +28,12 @@ M.defaults = {
   agents = {},
   -- Path of the broker binary; nil = <plugin root>/build/acp-broker.
   broker = nil,
-  -- Permission rules (applied by the broker's policy).
+  -- Permission rules (applied by the broker's policy; :help acp-rules).
+  -- `defaultMode` (nil, 'default', 'acceptEdits', 'plan' or 'yolo') may be
+  -- set too.
   permissions = { allow = {}, ask = {}, deny = {} },
+  -- Yolo in every project (deny and ask rules still apply; a Gemini
+  -- `security.disableYoloMode: true` vetoes it).
   yolo = false,
   ui = {
     backend = 'float', -- 'float' | 'select'
@@ -40,6 +47,10 @@ M.defaults = {
       reject_once = 'r',
       reject_always = 'R',
       hide = 'q',
+      -- The broker's extras (:help acp-prompt-extras).
+      remember_session = 's',
+      remember_project = 'p',
+      trust_agent = 't',
     },
   },
   log_level = 'info',
@@ -53,6 +64,9 @@ M.presets = {
 }
 
 M.log_levels = { 'error', 'warn', 'info', 'debug', 'trace' }
+
+--- Broker policy modes (`permissions.defaultMode`, :AcpMode).
+M.modes = { 'default', 'acceptEdits', 'plan', 'yolo' }
 
 --- Root markers for the project directory of a session.
 M.root_markers = { '.git', '.acp', '.gemini', '.claude' }
@@ -207,6 +221,29 @@ function M.log_level()
   return M.options.log_level
 end
 
+--- The options that take part in permission decisions, as `acp_config`
+--- sends them (doc/protocol.md): lists stay lists, empty maps are maps.
+---@return table
+function M.policy()
+  local o = M.options
+  local permissions = {
+    allow = vim.deepcopy(o.permissions.allow),
+    ask = vim.deepcopy(o.permissions.ask),
+    deny = vim.deepcopy(o.permissions.deny),
+    defaultMode = o.permissions.defaultMode,
+  }
+  local agents = {}
+  for name, a in pairs(o.agents) do
+    if a.yolo ~= nil then
+      agents[name] = { yolo = a.yolo }
+    end
+  end
+  if next(agents) == nil then
+    agents = vim.empty_dict()
+  end
+  return { permissions = permissions, yolo = o.yolo, agents = agents }
+end
+
 --- Default location of the broker's debug log.
 ---@return string
 function M.log_path()
@@ -218,8 +255,17 @@ end
 H.known = {
   top = { 'default_agent', 'agents', 'broker', 'permissions', 'yolo', 'ui', 'log_level' },
   ui = { 'backend', 'focus', 'border', 'arm_ms', 'width', 'keys' },
-  keys = { 'allow_once', 'allow_always', 'reject_once', 'reject_always', 'hide' },
-  permissions = { 'allow', 'ask', 'deny' },
+  keys = {
+    'allow_once',
+    'allow_always',
+    'reject_once',
+    'reject_always',
+    'hide',
+    'remember_session',
+    'remember_project',
+    'trust_agent',
+  },
+  permissions = { 'allow', 'ask', 'deny', 'defaultMode' },
 }
 
 H.borders = { 'none', 'single', 'double', 'rounded', 'solid', 'shadow' }
@@ -315,8 +361,14 @@ function H.validate(c)
   end
   H.check_type('broker', c.broker, 'string', true)
   H.check_type('permissions', c.permissions, 'table')
-  for _, k in ipairs(H.known.permissions) do
+  for _, k in ipairs({ 'allow', 'ask', 'deny' }) do
     H.check_string_list('permissions.' .. k, c.permissions[k])
+  end
+  if c.permissions.defaultMode ~= nil then
+    H.check_type('permissions.defaultMode', c.permissions.defaultMode, 'string')
+    -- `bypassPermissions` is Claude's name for yolo.
+    local modes = vim.list_extend(vim.deepcopy(M.modes), { 'bypassPermissions' })
+    H.check_one_of('permissions.defaultMode', c.permissions.defaultMode, modes)
   end
   H.check_type('yolo', c.yolo, 'boolean')
   H.check_type('log_level', c.log_level, 'string')

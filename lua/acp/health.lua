@@ -69,8 +69,56 @@ function M.check()
     end
   end
 
+  h.start('acp: permission settings')
+  H.check_settings(h, config, bin)
+
   h.start('acp: logs')
   h.info('broker log: ' .. broker.log_path() .. ' (level ' .. config.log_level() .. ')')
+  local audit = require('acp.compat').state_path('audit.jsonl')
+  if vim.fn.filereadable(audit) == 1 then
+    h.info('audit log of decisions: ' .. audit .. ' (:AcpLog)')
+  else
+    h.info('audit log of decisions: ' .. audit .. ' (nothing decided yet)')
+  end
+end
+
+--- Runs `<broker> rules --cwd <project root>` and reports malformed settings
+--- files (errors) and ignored rules (warnings).
+function H.check_settings(h, config, bin)
+  local root = require('acp.commands').root()
+  if vim.fn.executable(bin) ~= 1 then
+    h.warn('cannot check the settings files: the broker is not built')
+    return
+  end
+  local ok, out = pcall(vim.fn.system, { bin, 'rules', '--cwd', root })
+  local code = vim.v.shell_error
+  local decoded, data = false, nil
+  if ok and code == 0 then
+    decoded, data = pcall(vim.fn.json_decode, out)
+  end
+  if not decoded or type(data) ~= 'table' then
+    h.warn(
+      ('could not check the settings files of %s (`%s rules` failed)'):format(root, vim.fn.fnamemodify(bin, ':t')),
+      { 'rebuild the broker with `make`; see ' .. require('acp.broker').log_path() }
+    )
+    return
+  end
+  local errors = type(data.errors) == 'table' and data.errors or {}
+  local warnings = type(data.warnings) == 'table' and data.warnings or {}
+  for _, e in ipairs(errors) do
+    h.error('malformed settings file (skipped; it loosens nothing): ' .. tostring(e), { 'fix the file; :AcpRules shows what applies' })
+  end
+  for _, w in ipairs(warnings) do
+    h.warn(tostring(w), { 'the rule is ignored; see :help acp-rules for the syntax' })
+  end
+  if #errors == 0 and #warnings == 0 then
+    h.ok(('settings files of %s parse'):format(root))
+  end
+  local rules = type(data.rules) == 'table' and #data.rules or 0
+  local mode = type(data.mode) == 'string' and data.mode or 'default'
+  local yolo = data.veto == true and 'vetoed' or (data.yolo == true and 'on' or 'off')
+  local trusted = data.trusted == true and 'trusted' or 'not trusted'
+  h.info(('%d rule%s, mode %s, yolo %s, project %s (:AcpRules for details)'):format(rules, rules == 1 and '' or 's', mode, yolo, trusted))
 end
 
 function H.check_agent(h, config, name)

@@ -14,6 +14,7 @@ M.links = {
   AcpPromptReject = 'DiffDelete',
   AcpPromptOption = 'Normal',
   AcpPromptKey = 'Special',
+  AcpPromptExtra = 'DiffChange',
   AcpPromptFooter = 'Comment',
   AcpPromptDiffAdd = 'DiffAdd',
   AcpPromptDiffDelete = 'DiffDelete',

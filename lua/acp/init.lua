@@ -11,6 +11,12 @@ local H = {}
 function M.setup(opts)
   require('acp.config').setup(opts)
   require('acp.highlight').setup()
+  -- A running broker gets the new permissions at once; one that starts
+  -- later gets them when it starts.
+  local broker = package.loaded['acp.broker']
+  if broker ~= nil then
+    broker.configure()
+  end
 end
 
 --- Starts (or reuses) the agent connection and a session in the project.
@@ -125,14 +131,15 @@ end
 function M.status()
   local state = require('acp.state')
   local a = state.agent()
+  -- The project's effective settings as the broker last reported them.
+  local s = a and state.settings_for(a.cwd) or {}
   return {
     agent = a and a.name or nil,
     session = a and a.session or nil,
-    -- Placeholders until the permission policy reports them.
-    mode = 'default',
-    yolo = false,
-    yolo_veto = false,
-    trusted = false,
+    mode = require('acp.compat').str(s.mode) or 'default',
+    yolo = s.yolo == true,
+    yolo_veto = s.veto == true,
+    trusted = s.trusted == true,
     pending = #state.order,
     busy = state.busy(),
   }

@@ -149,6 +149,14 @@ H.ns = vim.api.nvim_create_namespace('acp-prompt')
 
 H.kind_order = { 'allow_once', 'allow_always', 'reject_once', 'reject_always' }
 
+--- The broker's extras (design §5): each answers the first allow_once
+--- option and records something (`respond(id, optionId, {remember = ...})`).
+H.extra_kinds = {
+  { remember = 'session', key = 'remember_session', desc = 'allow for this session' },
+  { remember = 'project', key = 'remember_project', desc = "add to the project's rules" },
+  { remember = 'agent', key = 'trust_agent', desc = 'trust this agent' },
+}
+
 -- Helper functionality =======================================================
 
 function H.state()
@@ -426,6 +434,20 @@ function H.set_keymaps(v, req)
       end
     end
   end
+  for _, e in ipairs(H.extra_kinds) do
+    local lhs = keys[e.key]
+    if lhs ~= nil and lhs ~= '' then
+      if H.extra(req, e.remember) ~= nil then
+        map(lhs, function(view)
+          H.choose(view, e.remember)
+        end, 'acp: ' .. e.desc)
+      else
+        map(lhs, function()
+          H.echo(('acp: "%s" is not offered for this request'):format(e.desc), 'WarningMsg')
+        end, 'acp: ' .. e.desc .. ' (not offered)')
+      end
+    end
+  end
   map('<CR>', function(view)
     local row = vim.api.nvim_win_get_cursor(view.win)[1]
     local index = view.option_rows[row]
@@ -456,13 +478,63 @@ function H.on_key(buf, fn)
   fn(v)
 end
 
+--- Answers with option `index`, or (a string) with the extra that
+--- remembers for 'session', 'project' or 'agent'.
 function H.choose(v, index)
   local req = H.state().pending[v.id]
-  local o = req and req.options[index]
+  if req == nil then
+    return
+  end
+  if type(index) == 'string' then
+    local e = H.extra(req, index)
+    if e ~= nil then
+      require('acp').respond(v.id, e.optionId, { remember = index })
+    end
+    return
+  end
+  local o = req.options[index]
   if o == nil then
     return
   end
   require('acp').respond(v.id, o.optionId)
+end
+
+--- The broker's extra `remember` ('session'|'project'|'agent') for `req`:
+--- {remember, optionId (the first allow_once), label}, or nil when it is not
+--- offered (no allow_once option; for session/project, no narrow rule).
+function H.extra(req, remember)
+  local _, o = H.state().first_option(req, 'allow_once')
+  if o == nil or compat.str(o.optionId) == nil then
+    return nil
+  end
+  local narrow = table.concat(req.narrow or {}, ', ')
+  local label
+  if remember == 'session' then
+    label = 'allow for this session: ' .. narrow
+  elseif remember == 'project' then
+    label = "add to the project's rules: " .. narrow
+  elseif remember == 'agent' then
+    label = ('trust this agent: yolo for %s from now on'):format(req.agent)
+  else
+    return nil
+  end
+  if remember ~= 'agent' and narrow == '' then
+    return nil
+  end
+  return { remember = remember, optionId = o.optionId, label = label }
+end
+
+--- The extras offered for `req`, in display order, each with its key.
+function H.extras(req)
+  local list, keys = {}, H.ui().keys
+  for _, e in ipairs(H.extra_kinds) do
+    local x = H.extra(req, e.remember)
+    if x ~= nil then
+      x.key = keys[e.key] ~= '' and keys[e.key] or nil
+      list[#list + 1] = x
+    end
+  end
+  return list
 end
 
 function H.first_of_kind(req, kind)
@@ -497,11 +569,25 @@ function H.select(req, opts)
   if cmd ~= nil and cmd ~= state.title(req) then
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')
   end
+  if req.reason or req.rule then
+    prompt = prompt .. ' (why: ' .. state.why(req) .. ')'
+  end
+  -- The agent's options, then the broker's extras.
+  local items = {}
+  for _, o in ipairs(req.options) do
+    items[#items + 1] = o
+  end
+  for _, e in ipairs(H.extras(req)) do
+    items[#items + 1] = { extra = e }
+  end
   H.selecting = req.id
-  vim.ui.select(req.options, {
+  vim.ui.select(items, {
     prompt = prompt,
     kind = 'acp-permission',
     format_item = function(o)
+      if o.extra then
+        return 'acp: ' .. o.extra.label
+      end
       return compat.str(o.name) or compat.str(o.optionId) or '?'
     end,
   }, function(choice)
@@ -509,6 +595,8 @@ function H.select(req, opts)
     if choice == nil then
       H.hidden[req.id] = true
       H.echo('acp: prompt left pending: :AcpPending reopens it', 'WarningMsg')
+    elseif state.pending[req.id] ~= nil and choice.extra then
+      require('acp').respond(req.id, choice.extra.optionId, { remember = choice.extra.remember })
     elseif state.pending[req.id] ~= nil then
       require('acp').respond(req.id, choice.optionId)
     end
@@ -593,6 +681,9 @@ function H.render_body(req, o)
   local head = H.block()
   head.add({ { ('Permission %d/%d · %s'):format(pos or 1, math.max(total, 1), req.agent), 'AcpPromptHeader' } })
   head.text(state.title(req), 'AcpPromptTitle')
+  if req.reason or req.rule then
+    head.text(state.why(req), nil, 'Why: ', '     ')
+  end
   head.add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
 
   local details = H.details(req, tc)
@@ -770,6 +861,15 @@ function H.options(req)
     b.add(chunks)
     b.option_rows[#b.lines] = i
   end
+  local extras = H.extras(req)
+  if #extras > 0 then
+    b.add({ { 'acp can also remember:', 'AcpPromptLabel' } })
+    for _, e in ipairs(extras) do
+      local chunks = { { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }
+      b.add(chunks)
+      b.option_rows[#b.lines] = e.remember
+    end
+  end
   return b
 end
 
@@ -790,6 +890,11 @@ function H.footer(req, focused)
   for _, kind in ipairs(H.kind_order) do
     if H.first_of_kind(req, kind) and keys[kind] ~= nil and keys[kind] ~= '' then
       letters[#letters + 1] = keys[kind]
+    end
+  end
+  for _, e in ipairs(H.extras(req)) do
+    if e.key then
+      letters[#letters + 1] = e.key
     end
   end
   local n = math.min(9, #req.options)

@@ -38,6 +38,10 @@ M.current = nil
 ---@field kind any
 ---@field options table[]
 ---@field toolCall table
+---@field reason string|nil why the person is asked (the broker's words)
+---@field rule string|nil the rule that made it ask, if one did
+---@field source string|nil that rule's file, or the mode
+---@field narrow string[] rules "allow for the session/project" would record
 ---@field t number arrival (ms, monotonic)
 
 ---@type table<integer, acp.Pending>
@@ -59,6 +63,23 @@ M.max_events = 200
 
 --- Most tool calls remembered per session (for titles and prompt bodies).
 M.max_tools = 500
+
+---@class acp.Settings
+---@field root string
+---@field mode string
+---@field yolo boolean
+---@field yoloSource string|nil what turned yolo on
+---@field veto boolean
+---@field vetoSource string|nil
+---@field trusted boolean
+---@field hasPermissive boolean
+---@field permissive any what trusting would enable (the broker's shape)
+---@field errors string[]
+---@field warnings string[]
+
+--- Project root -> the effective settings the broker last reported.
+---@type table<string, acp.Settings>
+M.settings = {}
 
 --- Functions called as fn(name, data) after each broker event (after the
 --- mirror is updated, from the scheduled effects). For other modules.
@@ -219,6 +240,56 @@ function M.public(req)
   }
 end
 
+--- The settings of the project `dir` belongs to: the reported root equal to
+--- `dir`, else the longest one that contains it. Nil when none is known.
+---@param dir string|nil
+---@return acp.Settings|nil
+function M.settings_for(dir)
+  if dir == nil then
+    return nil
+  end
+  if M.settings[dir] ~= nil then
+    return M.settings[dir]
+  end
+  local best
+  for root, s in pairs(M.settings) do
+    if (dir:sub(1, #root + 1) == root .. '/' or root == '/') and (best == nil or #root > #best.root) then
+      best = s
+    end
+  end
+  return best
+end
+
+--- Calls fn(data) with the next broker event `event` ('rules' or
+--- 'settings') about `root` (an answer to a command just sent). Waiters
+--- expire after a few seconds and are dropped by an `error` event (a
+--- refused command gets no other answer).
+---@param event string
+---@param root string
+---@param fn fun(data: table)
+function M.expect(event, root, fn)
+  table.insert(H.waiters, { event = event, root = root, fn = fn, t = compat.now_ms() })
+end
+
+--- What trusting a project would enable, as lines for a person
+--- (`permissive` of the `settings` event, whatever its exact shape).
+---@param p any
+---@param opts {sources: boolean|nil}|nil sources = false leaves out the files
+---@return string[]
+function M.describe_permissive(p, opts)
+  local items = {}
+  H.describe(p, nil, items, not (opts and opts.sources == false))
+  return items
+end
+
+--- Why the broker decided or asks, for a person: its `reason`, plus the
+--- rule and its source when the reason does not name them.
+---@param d {reason: string|nil, rule: string|nil, source: string|nil, by: string|nil}
+---@return string
+function M.why(d)
+  return H.why(d)
+end
+
 --- The broker died: clean up as if every agent exited.
 ---@param code integer
 function M.broker_exited(code)
@@ -238,12 +309,23 @@ function M.broker_exited(code)
     return true
   end, 'broker_exit')
   vim.schedule(leftover)
+  -- Runtime yolo and modes die with the broker.
+  M.settings = {}
+  H.waiters = {}
 end
 
 -- Helper functionality =======================================================
 
 H.handlers = {}
 H.seq = 0
+
+--- Commands waiting for the broker's answer (see M.expect).
+H.waiters = {}
+H.waiter_ms = 5000
+
+--- What the person has been told already, so each notice comes once per
+--- Neovim session: untrusted roots, settings errors and warnings by text.
+H.told = { untrusted = {}, errors = {}, warnings = {} }
 
 --- Streamed text would push everything else out of the bounded event log.
 function H.is_chunk(name, data)
@@ -378,6 +460,10 @@ function H.handlers.permission(d)
     kind = d.kind,
     options = options,
     toolCall = tc,
+    reason = compat.str(d.reason),
+    rule = compat.str(d.rule),
+    source = compat.str(d.source),
+    narrow = H.strings(d.narrow),
     t = compat.now_ms(),
   }
   if M.pending[id] == nil then
@@ -424,7 +510,129 @@ function H.handlers.agent_exit(d)
   return H.agent_gone(name, d)
 end
 
+function H.handlers.decided(d)
+  local session = compat.str(d.session) or ''
+  local tcid = compat.str(d.toolCallId) or ''
+  local s = M.sessions[session]
+  local known = s and s.tools[tcid] or {}
+  local data = {
+    agent = compat.str(d.agent),
+    session = session,
+    toolCallId = tcid,
+    title = compat.str(d.title) or compat.str(known.title) or compat.str(d.kind) or 'a tool call',
+    kind = compat.str(d.kind) or compat.str(known.kind) or 'other',
+    decision = compat.str(d.decision) or '?',
+    optionId = compat.str(d.optionId),
+    reason = compat.str(d.reason),
+    rule = compat.str(d.rule),
+    source = compat.str(d.source),
+    by = compat.str(d.by),
+  }
+  return function()
+    compat.fire_user('AcpPermissionDecided', H.log_user('AcpPermissionDecided', data))
+    if data.decision == 'deny' then
+      vim.notify(('(acp) denied %s: %s'):format(H.one_line(data.title), H.why(data)), vim.log.levels.WARN)
+    elseif data.decision == 'allow' then
+      H.echo_allowed(('acp: allowed %s: %s'):format(H.one_line(data.title), H.why(data)))
+    end
+  end
+end
+
+function H.handlers.settings(d)
+  local root = compat.str(d.root)
+  if root == nil then
+    return
+  end
+  local st = {
+    root = root,
+    mode = compat.str(d.mode) or 'default',
+    yolo = d.yolo == true,
+    yoloSource = compat.str(d.yoloSource),
+    veto = d.veto == true,
+    vetoSource = compat.str(d.vetoSource),
+    trusted = d.trusted == true,
+    hasPermissive = d.hasPermissive == true,
+    permissive = compat.present(d.permissive) and d.permissive or nil,
+    errors = H.strings(d.errors),
+    warnings = H.strings(d.warnings),
+  }
+  M.settings[root] = st
+  local errors, warnings = H.news(H.told.errors, st.errors), H.news(H.told.warnings, st.warnings)
+  local untrusted = false
+  if st.hasPermissive and not st.trusted then
+    untrusted = not H.told.untrusted[root]
+    H.told.untrusted[root] = true
+  else
+    -- Trusted now: a later change of the files is worth telling again.
+    H.told.untrusted[root] = nil
+  end
+  local waiter = H.take_waiter('settings', root)
+  return function()
+    if #errors > 0 then
+      -- One message; the broker's text names file:line:column.
+      local what = #errors == 1 and 'this settings file is' or 'these settings files are'
+      vim.notify(
+        ('(acp) %s; %s ignored until fixed (never loosening anything)'):format(table.concat(errors, '; '), what),
+        vim.log.levels.ERROR
+      )
+    end
+    if #warnings > 0 then
+      vim.notify('(acp) settings: ' .. table.concat(warnings, '; '), vim.log.levels.WARN)
+    end
+    if untrusted then
+      local items = M.describe_permissive(st.permissive, { sources = false })
+      local what = #items > 0 and (' (' .. H.shorten(items, 3) .. ')') or ''
+      vim.notify(
+        ("(acp) this project's settings allow more%s but are not trusted: :AcpTrust to review and enable them"):format(what),
+        vim.log.levels.WARN
+      )
+    end
+    if waiter then
+      waiter(st)
+    end
+  end
+end
+
+function H.handlers.rules(d)
+  local root = compat.str(d.root) or ''
+  local waiter = H.take_waiter('rules', root)
+  return function()
+    if waiter then
+      waiter(d)
+    else
+      require('acp.commands').show_rules(d)
+    end
+  end
+end
+
+function H.handlers.rule_added(d)
+  local list, rule, scope = compat.str(d.list) or '?', compat.str(d.rule) or '?', compat.str(d.scope)
+  local file = compat.str(d.file)
+  local where
+  if scope == 'session' then
+    where = 'for this session'
+  elseif file then
+    where = 'to ' .. vim.fn.fnamemodify(file, ':~:.')
+  else
+    where = ('(%s)'):format(scope or '?')
+  end
+  return function()
+    vim.notify(('(acp) added %s rule %s %s'):format(list, rule, where), vim.log.levels.INFO)
+  end
+end
+
+function H.handlers.trusted(d)
+  local root = compat.str(d.root) or '?'
+  local items = M.describe_permissive(d.enabled)
+  return function()
+    local what = #items > 0 and ('; now in force: ' .. table.concat(items, ', ')) or '; it enables nothing beyond the defaults'
+    vim.notify(('(acp) trusted the settings of %s%s'):format(vim.fn.fnamemodify(root, ':~'), what), vim.log.levels.INFO)
+  end
+end
+
 function H.handlers.error(d)
+  -- A refused command gets this instead of the answer it waited for.
+  H.waiters = {}
   return function()
     local who = compat.str(d.agent)
     local msg = compat.str(d.message) or 'unknown error'
@@ -436,6 +644,163 @@ end
 
 function H.one_line(text)
   return text and vim.trim((text:gsub('%s+', ' '))) or ''
+end
+
+--- A list of the non-empty strings in `v` (a list from the broker, or nil).
+function H.strings(v)
+  local list = {}
+  if type(v) == 'table' then
+    for _, x in ipairs(v) do
+      if compat.str(x) then
+        list[#list + 1] = compat.str(x)
+      end
+    end
+  end
+  return list
+end
+
+--- The entries of `list` not in the set `seen` (which learns them).
+function H.news(seen, list)
+  local new = {}
+  for _, x in ipairs(list) do
+    if not seen[x] then
+      seen[x] = true
+      new[#new + 1] = x
+    end
+  end
+  return new
+end
+
+function H.take_waiter(event, root)
+  local now, keep, pick = compat.now_ms(), {}, nil
+  for _, w in ipairs(H.waiters) do
+    if now - w.t <= H.waiter_ms then
+      keep[#keep + 1] = w
+    end
+  end
+  -- The one about this root, else the oldest for this event (the broker may
+  -- name the root differently than the command did).
+  for _, w in ipairs(keep) do
+    if w.event == event and w.root == root then
+      pick = w
+      break
+    end
+  end
+  if pick == nil then
+    for _, w in ipairs(keep) do
+      if w.event == event then
+        pick = w
+        break
+      end
+    end
+  end
+  H.waiters = vim.tbl_filter(function(w)
+    return w ~= pick
+  end, keep)
+  return pick and pick.fn
+end
+
+--- Why the broker decided: its reason, plus the rule and its file when the
+--- reason does not name them.
+function H.why(d)
+  local why = d.reason or (d.by and ('by ' .. d.by)) or 'no reason given'
+  if d.rule and not why:find(d.rule, 1, true) then
+    why = why .. ' (rule ' .. d.rule .. ')'
+  end
+  -- The broker's reasons name the file relative to the project root.
+  local tail = d.source and d.source:match('[^/]+/[^/]+$') or d.source
+  if d.source and not why:find(tail, 1, true) then
+    local src = d.source:find('/', 1, true) and vim.fn.fnamemodify(d.source, ':~:.') or d.source
+    why = why .. ' [' .. src .. ']'
+  end
+  return why
+end
+
+--- Echoes one line about automatic allows without a hit-enter prompt:
+--- allows that come in a burst are folded into one message.
+function H.echo_allowed(msg)
+  H.allowed = H.allowed or { n = 0 }
+  local a = H.allowed
+  a.n, a.last = a.n + 1, msg
+  if a.timer then
+    return
+  end
+  a.timer = true
+  vim.defer_fn(function()
+    local text = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, a.last:gsub('^acp: allowed ', '')) or a.last
+    a.n, a.last, a.timer = 0, nil, false
+    local max = vim.o.columns - 12
+    if vim.fn.strdisplaywidth(text) > max then
+      text = vim.fn.strcharpart(text, 0, math.max(1, max - 1)) .. '…'
+    end
+    vim.api.nvim_echo({ { text, 'None' } }, true, {})
+  end, 30)
+end
+
+--- The first `n` items joined, with "…" when there are more.
+function H.shorten(items, n)
+  local head = {}
+  for i = 1, math.min(n, #items) do
+    head[i] = items[i]
+  end
+  return table.concat(head, ', ') .. (#items > n and ', …' or '')
+end
+
+--- Describes `p` into `items`. The broker sends `{["<file>"] = {allow =
+--- {...}, defaultMode = 'acceptEdits', yolo = true}}`; lists, rule records
+--- and strings are understood too. `list` is the rule list `p` belongs to,
+--- `from` the file it comes from, when known.
+function H.describe(p, list, items, sources, from)
+  local function src(path)
+    path = compat.str(path) or from
+    return (sources and path) and (' (' .. vim.fn.fnamemodify(path, ':~:.') .. ')') or ''
+  end
+  if not compat.present(p) or p == false then
+    return
+  end
+  if type(p) == 'string' then
+    items[#items + 1] = ((list and list ~= 'allow') and (list .. ' ') or '') .. p .. src(nil)
+  elseif type(p) ~= 'table' then
+    items[#items + 1] = tostring(p) .. src(nil)
+  elseif compat.islist(p) then
+    for _, x in ipairs(p) do
+      H.describe(x, list, items, sources, from)
+    end
+  elseif compat.str(p.rule) then
+    local l = compat.str(p.list) or list
+    items[#items + 1] = ((l and l ~= 'allow') and (l .. ' ') or '') .. p.rule .. src(p.source)
+  else
+    local keys = vim.tbl_keys(p)
+    table.sort(keys, function(x, y)
+      return tostring(x) < tostring(y)
+    end)
+    for _, k in ipairs(keys) do
+      local v = p[k]
+      if k == 'allow' or k == 'rules' then
+        H.describe(v, 'allow', items, sources, from)
+      elseif k == 'yolo' then
+        if v == true then
+          items[#items + 1] = 'yolo' .. src(nil)
+        elseif compat.str(v) then
+          items[#items + 1] = 'yolo' .. src(v)
+        elseif type(v) == 'table' then
+          items[#items + 1] = 'yolo' .. src(v.source)
+        end
+      elseif k == 'mode' or k == 'defaultMode' then
+        if type(v) == 'table' then
+          items[#items + 1] = 'mode ' .. tostring(compat.str(v.mode) or '?') .. src(v.source)
+        elseif compat.str(v) then
+          items[#items + 1] = 'mode ' .. v .. src(nil)
+        end
+      elseif type(v) == 'table' and not compat.islist(v) then
+        -- Keyed by the file it comes from.
+        H.describe(v, list, items, sources, tostring(k))
+      elseif compat.present(v) and v ~= false then
+        local ok, json = pcall(vim.fn.json_encode, v)
+        items[#items + 1] = tostring(k) .. ': ' .. (ok and json or tostring(v)) .. src(nil)
+      end
+    end
+  end
 end
 
 function H.session(id, agent)

@@ -17,6 +17,12 @@ T.test('plugin/acp.lua defines the commands', function()
     'AcpAllow',
     'AcpDeny',
     'AcpPending',
+    'AcpAsk',
+    'AcpRules',
+    'AcpYolo',
+    'AcpMode',
+    'AcpTrust',
+    'AcpLog',
   }) do
     if cmds[name] == nil then
       missing[#missing + 1] = name

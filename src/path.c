@@ -1,0 +1,391 @@
+#include "path.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+#define LINKS_MAX 40
+#define SEGS_MAX (PATH_LEN_MAX / 2 + 1)
+
+struct seg {
+  const char *s;
+  size_t n;
+};
+
+struct buf {
+  char s[PATH_LEN_MAX + 1];
+  size_t n;
+  bool over;
+};
+
+static bool collapse(const char *in, struct buf *out);
+static void buf_add(struct buf *b, const char *s, size_t n);
+static void buf_pop(struct buf *b);
+static size_t split(const char *p, struct seg *v, size_t max);
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
+                      bool fold);
+static bool one_match(const char *p, size_t pn, char c, bool fold, size_t *adv);
+static bool class_match(const char *p, size_t pn, char c, bool fold,
+                        size_t *adv);
+static bool is_starstar(struct seg g);
+static char *relative_pattern(const char *spec, const char *root,
+                              bool for_allow);
+static char *join3(const char *a, const char *b, const char *c);
+
+char *path_normalize(const char *base, const char *p, const char *home) {
+  if (!p || !*p)
+    return NULL;
+  char *full;
+  if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
+    full = join3(home, "/", p + 1);
+  else if (p[0] == '/')
+    full = xstrdup(p);
+  else if (base && base[0] == '/')
+    full = join3(base, "/", p);
+  else
+    return NULL;
+  struct buf *b = xmalloc(sizeof(*b));
+  char *r = collapse(full, b) ? xstrdup(b->s) : NULL;
+  free(b);
+  free(full);
+  return r;
+}
+
+char *path_resolve(const char *abs) {
+  if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
+    return NULL;
+  // The components still to walk, as a path: links are spliced in front.
+  char *todo = xstrdup(abs);
+  struct buf *out = xcalloc(1, sizeof(*out));
+  bool missing = false;
+  int links = 0;
+  char *rest = todo;
+  while (*rest && !out->over) {
+    while (*rest == '/')
+      rest++;
+    size_t n = strcspn(rest, "/");
+    if (!n)
+      break;
+    const char *name = rest;
+    rest += n;
+    if (n == 1 && name[0] == '.')
+      continue;
+    if (n == 2 && name[0] == '.' && name[1] == '.') {
+      buf_pop(out);
+      continue;
+    }
+    size_t mark = out->n;
+    buf_add(out, "/", 1);
+    buf_add(out, name, n);
+    struct stat st;
+    if (missing || out->over)
+      continue;
+    if (lstat(out->s, &st) != 0) {
+      missing = true; // a new file (or unreadable): the rest as written
+      continue;
+    }
+    if (!S_ISLNK(st.st_mode))
+      continue;
+    char target[PATH_LEN_MAX + 1];
+    ssize_t tn = readlink(out->s, target, sizeof(target) - 1);
+    if (tn <= 0 || ++links > LINKS_MAX) {
+      free(todo);
+      free(out);
+      return NULL;
+    }
+    target[tn] = '\0';
+    out->n = target[0] == '/' ? 0 : mark;
+    out->s[out->n] = '\0';
+    char *next = join3(target, "/", rest);
+    free(todo);
+    todo = rest = next;
+  }
+  char *r = out->over ? NULL : xstrdup(out->n ? out->s : "/");
+  free(todo);
+  free(out);
+  return r;
+}
+
+bool path_within(const char *path, const char *dir) {
+  if (!path || !dir)
+    return false;
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/')
+    n--;
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool path_match(const char *pattern, const char *path, bool fold,
+                bool dir_self) {
+  if (!pattern || !path || pattern[0] != '/' || path[0] != '/')
+    return false;
+  struct seg *pv = xcalloc(SEGS_MAX, sizeof(*pv));
+  struct seg *sv = xcalloc(SEGS_MAX, sizeof(*sv));
+  size_t m = split(pattern, pv, SEGS_MAX), n = split(path, sv, SEGS_MAX);
+  bool *cur = xcalloc(n + 1, sizeof(*cur)), *next = xcalloc(n + 1, 1);
+  // cur[j]: the pattern segments so far match the first j path segments.
+  cur[0] = true;
+  for (size_t i = 0; i < m; i++) {
+    if (is_starstar(pv[i])) {
+      // Zero or more segments; a trailing one needs at least one.
+      bool need_one = i + 1 == m && !dir_self, any = false;
+      for (size_t j = 0; j <= n; j++) {
+        if (need_one)
+          next[j] = any;
+        any = any || cur[j];
+        if (!need_one)
+          next[j] = any;
+      }
+    } else {
+      next[0] = false;
+      for (size_t j = 0; j < n; j++)
+        next[j + 1] =
+            cur[j] && seg_match(pv[i].s, pv[i].n, sv[j].s, sv[j].n, fold);
+    }
+    bool *t = cur;
+    cur = next;
+    next = t;
+  }
+  bool r = cur[n];
+  free(pv);
+  free(sv);
+  free(cur);
+  free(next);
+  return r;
+}
+
+char *path_rule_pattern(const char *spec, const char *root, const char *home,
+                        bool for_allow, char *err, size_t errlen) {
+  const char *why = NULL;
+  char *pat = NULL;
+  if (!spec || !*spec)
+    why = "empty path";
+  else if (strlen(spec) > PATH_LEN_MAX)
+    why = "path too long";
+  else if (spec[0] == '/' && spec[1] == '/')
+    pat = xstrdup(spec + 1);
+  else if (spec[0] == '~' && (spec[1] == '/' || !spec[1])) {
+    if (home && home[0] == '/')
+      pat = join3(home, "", spec + 1);
+    else
+      why = "no home directory for ~/";
+  } else if (spec[0] == '~')
+    why = "~user is not supported: write ~/path or //absolute/path";
+  else if (!root || root[0] != '/')
+    why = "no project root for a root-relative path";
+  else if (spec[0] == '/')
+    pat = join3(root, "", spec);
+  else
+    pat = relative_pattern(spec, root, for_allow);
+  if (why) {
+    snprintf(err, errlen, "%s", why);
+    return NULL;
+  }
+  // A trailing slash names a directory: everything below it.
+  size_t n = strlen(pat);
+  if (n && pat[n - 1] == '/') {
+    pat[n - 1] = '\0';
+    char *t = join3(pat, "/", "**");
+    free(pat);
+    pat = t;
+  }
+  struct buf *b = xmalloc(sizeof(*b));
+  char *r = collapse(pat, b) ? xstrdup(b->s) : NULL;
+  free(b);
+  free(pat);
+  if (!r)
+    snprintf(err, errlen, "path too long");
+  return r;
+}
+
+char *path_escape(const char *path) {
+  size_t n = strlen(path);
+  char *r = xmalloc(2 * n + 1), *o = r;
+  for (const char *p = path; *p; p++) {
+    if (strchr("*?[]\\", *p))
+      *o++ = '\\';
+    *o++ = *p;
+  }
+  *o = '\0';
+  return r;
+}
+
+// Collapses "//", "." and ".." of an absolute path into out.
+static bool collapse(const char *in, struct buf *out) {
+  out->n = 0;
+  out->over = false;
+  out->s[0] = '\0';
+  if (in[0] != '/')
+    return false;
+  for (const char *p = in; *p;) {
+    while (*p == '/')
+      p++;
+    size_t n = strcspn(p, "/");
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      buf_pop(out);
+    else if (n && !(n == 1 && p[0] == '.')) {
+      buf_add(out, "/", 1);
+      buf_add(out, p, n);
+    }
+    p += n;
+  }
+  if (!out->n)
+    buf_add(out, "/", 1);
+  return !out->over;
+}
+
+static void buf_add(struct buf *b, const char *s, size_t n) {
+  if (b->over || b->n + n > PATH_LEN_MAX) {
+    b->over = true;
+    return;
+  }
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = '\0';
+}
+
+// Drops the last component ("/a/b" -> "/a"; "/a" -> "").
+static void buf_pop(struct buf *b) {
+  while (b->n && b->s[b->n - 1] != '/')
+    b->n--;
+  if (b->n)
+    b->n--;
+  b->s[b->n] = '\0';
+}
+
+static size_t split(const char *p, struct seg *v, size_t max) {
+  size_t n = 0;
+  while (*p && n < max) {
+    while (*p == '/')
+      p++;
+    size_t len = strcspn(p, "/");
+    if (len)
+      v[n++] = (struct seg){p, len};
+    p += len;
+  }
+  return n;
+}
+
+static bool is_starstar(struct seg g) {
+  return g.n == 2 && g.s[0] == '*' && g.s[1] == '*';
+}
+
+// One segment against one glob segment: `*` backtracks to the last star.
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
+                      bool fold) {
+  size_t pi = 0, si = 0, star = SIZE_MAX, star_s = 0;
+  while (si < sn) {
+    size_t adv = 0;
+    if (pi < pn && p[pi] == '*') {
+      star = ++pi;
+      star_s = si;
+    } else if (pi < pn && one_match(p + pi, pn - pi, s[si], fold, &adv)) {
+      pi += adv;
+      si++;
+    } else if (star != SIZE_MAX) {
+      pi = star;
+      si = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < pn && p[pi] == '*')
+    pi++;
+  return pi == pn;
+}
+
+static char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool one_match(const char *p, size_t pn, char c, bool fold,
+                      size_t *adv) {
+  *adv = 1;
+  if (p[0] == '?')
+    return true;
+  if (p[0] == '[' && class_match(p, pn, c, fold, adv))
+    return true;
+  if (p[0] == '[' && *adv > 1)
+    return false; // a well-formed class that does not hold c
+  *adv = 1;
+  char want = p[0];
+  if (p[0] == '\\' && pn > 1) {
+    want = p[1];
+    *adv = 2;
+  }
+  return fold ? lower(want) == lower(c) : want == c;
+}
+
+// A bracket class at p. *adv is its length when it is well formed (else 1:
+// the `[` is then literal).
+static bool class_match(const char *p, size_t pn, char c, bool fold,
+                        size_t *adv) {
+  size_t i = 1;
+  bool neg = i < pn && (p[i] == '!' || p[i] == '^');
+  if (neg)
+    i++;
+  bool hit = false;
+  size_t first = i;
+  for (; i < pn && (p[i] != ']' || i == first); i++) {
+    char lo = p[i], hi = lo;
+    if (i + 2 < pn && p[i + 1] == '-' && p[i + 2] != ']') {
+      hi = p[i + 2];
+      i += 2;
+    }
+    char x = fold ? lower(c) : c;
+    if ((c >= lo && c <= hi) || (fold && x >= lower(lo) && x <= lower(hi)))
+      hit = true;
+  }
+  if (i >= pn) {
+    *adv = 1;
+    return false;
+  }
+  *adv = i + 1;
+  return hit != neg;
+}
+
+// A relative specifier (`./x` or bare `x`) made absolute under root.
+static char *relative_pattern(const char *spec, const char *root,
+                              bool for_allow) {
+  while (spec[0] == '.' && spec[1] == '/')
+    spec += 2;
+  char *s = xstrdup(spec);
+  size_t n = strlen(s);
+  bool dir = false;
+  while (n && s[n - 1] == '/') {
+    s[--n] = '\0';
+    dir = true;
+  }
+  if (dir) {
+    char *t = join3(s, "/", "**");
+    free(s);
+    s = t;
+  }
+  char *slash = strchr(s, '/');
+  bool single_dir = slash && strcmp(slash, "/**") == 0 && slash != s;
+  const char *mid = "/";
+  if (!*s)
+    mid = "/**";
+  else if (!slash || (single_dir && !for_allow))
+    mid = "/**/";
+  char *r = join3(root, mid, s);
+  free(s);
+  return r;
+}
+
+static char *join3(const char *a, const char *b, const char *c) {
+  size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+  char *r = xmalloc(na + nb + nc + 1);
+  memcpy(r, a, na);
+  memcpy(r + na, b, nb);
+  memcpy(r + na + nb, c, nc + 1);
+  return r;
+}

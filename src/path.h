@@ -1,0 +1,43 @@
+#pragma once
+// Paths in permission rules and requests (permission-rules §5.4): lexical
+// normalisation, symlink resolution, gitignore-style globs and the anchors
+// of Read/Edit specifiers.
+//
+// Everything here is pure except path_resolve, which reads the filesystem
+// (lstat, readlink) and nothing else.
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PATH_LEN_MAX 4096 // longer paths are refused (the caller fails closed)
+
+// Makes p absolute and lexically normal: a relative p is joined to base
+// (absolute), a leading "~" or "~/" is replaced by home (when home is not
+// NULL), and "//", "." and ".." are collapsed ("/a/../../b" is "/b").
+// Returns a new string, or NULL when there is no absolute result or it is
+// longer than PATH_LEN_MAX.
+char *path_normalize(const char *base, const char *p, const char *home);
+// Follows the symlinks of an absolute, normal path component by component
+// (at most 40 links); from the first component that does not exist the rest
+// is appended as written, so a new file resolves through its parent. Returns
+// a new string, or NULL on a link loop or an overlong result.
+char *path_resolve(const char *abs);
+// True when path is dir or lies below it (both absolute and normal).
+bool path_within(const char *path, const char *dir);
+// Matches an absolute glob against an absolute, normal path. Per segment:
+// `*` any run, `?` one character, `[...]` a class, `\x` a literal x; a
+// segment `**` matches any number of segments. A trailing "/**" needs at
+// least one segment below, unless dir_self (then the directory itself
+// matches too). fold compares ASCII letters case-insensitively.
+bool path_match(const char *pattern, const char *path, bool fold,
+                bool dir_self);
+// The absolute pattern of a Read/Edit specifier: `//abs`, `~/home-rel`,
+// `/root-rel`, `./rel` or bare `rel` (relative to root). A relative pattern
+// without a slash matches at any depth ("x" is "**/x"); a single-segment
+// "dir/**" (or "dir/") is "<root>/dir/**" for allow and any depth
+// otherwise. Returns a new string, or NULL with the reason in err.
+char *path_rule_pattern(const char *spec, const char *root, const char *home,
+                        bool for_allow, char *err, size_t errlen);
+// A copy of path with the glob characters escaped, so that the result used
+// as a pattern matches exactly path.
+char *path_escape(const char *path);

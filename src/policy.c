@@ -1,0 +1,1071 @@
+#include "policy.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mem.h"
+#include "path.h"
+#include "request.h"
+#include "rules.h"
+#include "shell.h"
+
+#define POLICY_RULES_MAX 4096 // rules past this are ignored with a warning
+#define NARROW_MAX 32         // more narrow rules: none (too wide a request)
+
+struct prule {
+  struct rules_rule r;
+  enum policy_list list;
+  char *text;
+  char *source;
+  char *pat; // READ, EDIT with a specifier: the absolute pattern
+};
+
+struct protect {
+  char *pat;
+  int tier; // 1: always ask; 2: ask unless yolo
+};
+
+struct policy {
+  struct prule *rules;
+  size_t nrules;
+  enum policy_mode mode;
+  bool yolo;
+  char *root, *home;
+  struct protect *prot;
+  size_t nprot;
+};
+
+struct policy_request {
+  struct request r;
+};
+
+// One decision in progress.
+struct eval {
+  const struct policy *p, *mem;
+  const struct request *r;
+  struct policy_result *out;
+};
+
+struct warnings {
+  char **v;
+  size_t n;
+};
+
+// Tier 1: files that govern permissions (an agent writing them could
+// loosen its own rules). Under the project root at any depth, and in home.
+static const char *const tier1_dirs[] = {".gemini", ".claude", ".codex",
+                                         ".acp"};
+static const char *const tier1_home[] = {".gemini/**", ".claude/**",
+                                         ".codex/**"};
+// Tier 2: files that run code or hold secrets (Claude Code's protected
+// directories, shell start-up files, ssh).
+static const char *const tier2_dirs[] = {".git",   ".vscode", ".idea",
+                                         ".husky", ".cargo",  ".devcontainer",
+                                         ".yarn",  ".mvn"};
+static const char *const tier2_home[] = {
+    ".bashrc", ".bash_profile", ".bash_login",    ".bash_logout",   ".profile",
+    ".zshrc",  ".zshenv",       ".zprofile",      ".zlogin",        ".zlogout",
+    ".ssh/**", ".gitconfig",    ".config/git/**", ".config/fish/**"};
+
+static void compile_rule(struct policy *p, const struct policy_rule_text *t,
+                         struct warnings *w);
+static void compile_protect(struct policy *p, const struct policy_input *in);
+static void add_protect(struct policy *p, const char *a, const char *b,
+                        const char *c, const char *d, int tier);
+static void warn(struct warnings *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool step_deny(struct eval *e);
+static bool step_ask(struct eval *e);
+static bool step_opaque(struct eval *e);
+static bool step_protected(struct eval *e);
+static bool step_switch_mode(struct eval *e);
+static bool step_plan(struct eval *e);
+static bool step_breaker(struct eval *e);
+static bool step_allow(struct eval *e);
+struct tally;
+static void count(const struct eval *e, struct tally *t);
+static void step_default(struct eval *e);
+static const struct prule *first_hit(const struct policy *p,
+                                     enum policy_list list,
+                                     const struct request *r,
+                                     enum shell_match want,
+                                     const struct request_atom **atom);
+static enum shell_match hit(const struct prule *pr,
+                            const struct request_atom *a);
+static bool allows(const struct prule *pr, const struct request_atom *a,
+                   const char *path);
+static const struct prule *find_allow(const struct eval *e,
+                                      const struct request_atom *a,
+                                      const char *path, bool *memory);
+static const struct prule *covered(const struct eval *e,
+                                   const struct request_atom *a, bool *memory);
+static bool mode_covers(const struct eval *e, const struct request_atom *a);
+static bool needs_cover(const struct request_atom *a);
+static bool names_match(const char *glob, const struct request_atom *a,
+                        bool for_allow);
+static int tier_of(const struct policy *p, const struct request_atom *a);
+static int tier_of_path(const struct policy *p, const char *path);
+static const char *critical(const struct policy *p, const char *path);
+static const char *glob_critical(const struct policy *p, const char *glob,
+                                 char *buf, size_t n);
+static void result(struct eval *e, enum policy_decision d, enum policy_by by,
+                   const struct prule *pr, const char *source, const char *fmt,
+                   ...) __attribute__((format(printf, 6, 7)));
+static void describe(const struct eval *e, const struct request_atom *a,
+                     char *buf, size_t n);
+static const char *shown(const struct policy *p, const char *path, char *buf,
+                         size_t n);
+static void command_text(const struct shell_atom *a, char *buf, size_t n);
+static char *narrow_rule(const struct request_atom *a, const char *path);
+static bool narrow_covers(char **rules, size_t n, const struct request *r);
+
+struct policy *policy_new(const struct policy_input *in, char ***warnings,
+                          size_t *nwarnings) {
+  struct policy *p = xcalloc(1, sizeof(*p));
+  struct warnings w = {0};
+  p->mode = in->mode;
+  p->yolo = in->yolo || in->mode == POLICY_MODE_YOLO;
+  p->root = in->root ? path_normalize(NULL, in->root, NULL) : NULL;
+  p->home = in->home ? path_normalize(NULL, in->home, NULL) : NULL;
+  size_t n = in->nrules;
+  if (n > POLICY_RULES_MAX) {
+    warn(&w, "%zu rules: only the first %d are used", n, POLICY_RULES_MAX);
+    n = POLICY_RULES_MAX;
+  }
+  p->rules = xcalloc(n, sizeof(*p->rules));
+  for (size_t i = 0; i < n; i++)
+    compile_rule(p, &in->rules[i], &w);
+  compile_protect(p, in);
+  if (warnings)
+    *warnings = w.v;
+  else {
+    for (size_t i = 0; i < w.n; i++)
+      free(w.v[i]);
+    free(w.v);
+  }
+  if (nwarnings)
+    *nwarnings = w.n;
+  return p;
+}
+
+void policy_free(struct policy *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nrules; i++) {
+    rules_rule_free(&p->rules[i].r);
+    free(p->rules[i].text);
+    free(p->rules[i].source);
+    free(p->rules[i].pat);
+  }
+  for (size_t i = 0; i < p->nprot; i++)
+    free(p->prot[i].pat);
+  free(p->rules);
+  free(p->prot);
+  free(p->root);
+  free(p->home);
+  free(p);
+}
+
+int policy_rule_check(const char *text, char *err, size_t errlen) {
+  struct rules_rule r;
+  if (rules_parse(text, &r, err, errlen) != 0)
+    return -1;
+  rules_rule_free(&r);
+  return 0;
+}
+
+int policy_rule_check_list(const char *text, enum policy_list list, char *err,
+                           size_t errlen) {
+  struct rules_rule r;
+  if (rules_parse(text, &r, err, errlen) != 0)
+    return -1;
+  int rc = 0;
+  if (list == POLICY_LIST_ALLOW && r.unanchored) {
+    snprintf(err, errlen,
+             "an allow rule cannot use a tool-name pattern "
+             "unless it starts with mcp__<server>__");
+    rc = -1;
+  } else if (list == POLICY_LIST_ALLOW && r.no_allow) {
+    snprintf(err, errlen, "PowerShell rules are for deny and ask only");
+    rc = -1;
+  }
+  rules_rule_free(&r);
+  return rc;
+}
+
+struct policy_request *policy_request_new(const json_t *params, const char *cwd,
+                                          const char *home) {
+  struct policy_request *r = xcalloc(1, sizeof(*r));
+  request_init(&r->r, params, cwd, home);
+  return r;
+}
+
+void policy_request_free(struct policy_request *r) {
+  if (!r)
+    return;
+  request_clear(&r->r);
+  free(r);
+}
+
+const char *policy_request_command(const struct policy_request *r) {
+  return r->r.command;
+}
+
+json_t *policy_request_paths(const struct policy_request *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->r.natoms; i++) {
+    const struct request_atom *at = &r->r.atoms[i];
+    const char *v[2] = {at->lex, at->res};
+    for (size_t k = 0; k < 2; k++) {
+      bool dup = !v[k];
+      for (size_t j = 0; !dup && j < json_array_size(a); j++)
+        dup = strcmp(json_string_value(json_array_get(a, j)), v[k]) == 0;
+      if (!dup)
+        json_array_append_new(a, json_string(v[k]));
+    }
+  }
+  return a;
+}
+
+char **policy_request_narrow_rules(const struct policy_request *rq, size_t *n) {
+  const struct request *r = &rq->r;
+  *n = 0;
+  if (r->opaque)
+    return NULL;
+  char **v = xcalloc(NARROW_MAX, sizeof(*v));
+  size_t k = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+                 a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
+    for (int t = 0; ok && t < (twice ? 2 : 1); t++) {
+      char *rule = narrow_rule(a, t ? a->res : a->lex);
+      bool dup = !rule;
+      for (size_t j = 0; rule && j < k && !dup; j++)
+        dup = strcmp(v[j], rule) == 0;
+      ok = rule && (dup || k < NARROW_MAX);
+      if (ok && !dup)
+        v[k++] = rule;
+      else
+        free(rule);
+    }
+  }
+  if (!ok || !k || !narrow_covers(v, k, r)) {
+    for (size_t i = 0; i < k; i++)
+      free(v[i]);
+    free(v);
+    return NULL;
+  }
+  *n = k;
+  return v;
+}
+
+void policy_decide(const struct policy *p, const struct policy *memory,
+                   const struct policy_request *r, struct policy_result *out) {
+  static const struct policy none = {0}; // read-only: a policy of no rules
+  *out =
+      (struct policy_result){.decision = POLICY_ASK, .by = POLICY_BY_DEFAULT};
+  if (!r) {
+    snprintf(out->reason, sizeof(out->reason), "no request");
+    return;
+  }
+  struct eval e = {.p = p ? p : &none, .mem = memory, .r = &r->r, .out = out};
+  if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
+      step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
+      step_allow(&e))
+    return;
+  step_default(&e);
+}
+
+const char *policy_pick_option(const json_t *options,
+                               enum policy_decision *decision) {
+  static const char *const want[][2] = {
+      [POLICY_ALLOW] = {"allow_once", NULL},
+      [POLICY_ASK] = {NULL, NULL},
+      [POLICY_DENY] = {"reject_once", "reject_always"}};
+  if ((unsigned)*decision > POLICY_DENY)
+    *decision = POLICY_ASK;
+  for (int pass = 0; pass < 2; pass++) {
+    const char *kind = want[*decision][pass];
+    size_t i;
+    const json_t *o;
+    json_array_foreach(options, i, o) {
+      const char *id = json_string_value(json_object_get(o, "optionId"));
+      const char *k = json_string_value(json_object_get(o, "kind"));
+      if (kind && id && k && strcmp(k, kind) == 0)
+        return id;
+    }
+  }
+  if (*decision == POLICY_ALLOW)
+    *decision = POLICY_ASK; // never a silent allow_always
+  return NULL;
+}
+
+const char *policy_decision_name(enum policy_decision d) {
+  static const char *const names[] = {"allow", "ask", "deny"};
+  return (unsigned)d < 3 ? names[d] : "ask";
+}
+
+const char *policy_mode_name(enum policy_mode m) {
+  static const char *const names[] = {"default", "acceptEdits", "plan", "yolo"};
+  return (unsigned)m < 4 ? names[m] : "default";
+}
+
+const char *policy_by_name(enum policy_by b) {
+  static const char *const names[] = {"rule", "memory", "mode", "yolo",
+                                      "default"};
+  return (unsigned)b < 5 ? names[b] : "default";
+}
+
+int policy_mode_parse(const char *s, enum policy_mode *out) {
+  static const struct {
+    const char *name;
+    enum policy_mode mode;
+  } modes[] = {{"default", POLICY_MODE_DEFAULT},
+               {"acceptEdits", POLICY_MODE_ACCEPT_EDITS},
+               {"plan", POLICY_MODE_PLAN},
+               {"yolo", POLICY_MODE_YOLO},
+               {"bypassPermissions", POLICY_MODE_YOLO}};
+  for (size_t i = 0; s && i < sizeof(modes) / sizeof(*modes); i++) {
+    if (strcmp(s, modes[i].name) == 0) {
+      *out = modes[i].mode;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------
+// Compiling
+
+static void compile_rule(struct policy *p, const struct policy_rule_text *t,
+                         struct warnings *w) {
+  const char *src = t->source ? t->source : "?";
+  char err[512];
+  struct prule pr = {.list = t->list};
+  if (rules_parse(t->text, &pr.r, err, sizeof(err)) != 0) {
+    warn(w, "%s: %s (%s)", t->text ? t->text : "(null)", err, src);
+    return;
+  }
+  if (pr.r.note)
+    warn(w, "%s: %s (%s)", t->text, pr.r.note, src);
+  const char *skip = NULL;
+  if (t->list == POLICY_LIST_ALLOW && pr.r.unanchored)
+    skip = "allow rules take tool-name patterns only after a literal "
+           "mcp__<server>__; ignored";
+  else if (t->list == POLICY_LIST_ALLOW && pr.r.no_allow)
+    skip = "PowerShell rules are for deny and ask only; ignored";
+  else if ((pr.r.cls == RULES_READ || pr.r.cls == RULES_EDIT) && pr.r.spec &&
+           !(pr.pat = path_rule_pattern(pr.r.spec, p->root, p->home,
+                                        t->list == POLICY_LIST_ALLOW, err,
+                                        sizeof(err))))
+    skip = err;
+  if (skip) {
+    warn(w, "%s: %s (%s)", t->text, skip, src);
+    rules_rule_free(&pr.r);
+    return;
+  }
+  pr.text = xstrdup(t->text);
+  pr.source = xstrdup(src);
+  p->rules[p->nrules++] = pr;
+}
+
+static void compile_protect(struct policy *p, const struct policy_input *in) {
+  size_t n1 = sizeof(tier1_dirs) / sizeof(*tier1_dirs);
+  size_t n2 = sizeof(tier2_dirs) / sizeof(*tier2_dirs);
+  size_t h1 = sizeof(tier1_home) / sizeof(*tier1_home);
+  size_t h2 = sizeof(tier2_home) / sizeof(*tier2_home);
+  size_t np = in->protect ? in->nprotect : 0;
+  p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + np, sizeof(*p->prot));
+  for (size_t i = 0; p->root && i < n1; i++)
+    add_protect(p, p->root, "/**/", tier1_dirs[i], "/**", 1);
+  for (size_t i = 0; p->home && i < h1; i++)
+    add_protect(p, p->home, "/", tier1_home[i], "", 1);
+  for (size_t i = 0; i < np; i++) {
+    char *lex =
+        in->protect[i] ? path_normalize(NULL, in->protect[i], NULL) : NULL;
+    char *esc = lex ? path_escape(lex) : NULL;
+    if (esc)
+      add_protect(p, esc, "", "", "", 1);
+    free(esc);
+    free(lex);
+  }
+  for (size_t i = 0; p->root && i < n2; i++)
+    add_protect(p, p->root, "/**/", tier2_dirs[i], "/**", 2);
+  if (p->root)
+    add_protect(p, p->root, "/**/", ".envrc", "", 2);
+  for (size_t i = 0; p->home && i < h2; i++)
+    add_protect(p, p->home, "/", tier2_home[i], "", 2);
+}
+
+static void add_protect(struct policy *p, const char *a, const char *b,
+                        const char *c, const char *d, int tier) {
+  size_t n = strlen(a) + strlen(b) + strlen(c) + strlen(d) + 1;
+  char *s = xmalloc(n);
+  snprintf(s, n, "%s%s%s%s", a, b, c, d);
+  p->prot[p->nprot++] = (struct protect){.pat = s, .tier = tier};
+}
+
+static void warn(struct warnings *w, const char *fmt, ...) {
+  char buf[RULES_TEXT_MAX + 1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  w->v = xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
+  w->v[w->n++] = xstrdup(buf);
+}
+
+// ---------------------------------------------------------------------------
+// Deciding (permission-rules §5.6, in this order)
+
+static bool step_deny(struct eval *e) {
+  const struct request_atom *a;
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++) {
+    const struct prule *pr =
+        first_hit(ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
+    if (pr) {
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_DENY, i ? POLICY_BY_MEMORY : POLICY_BY_RULE, pr, NULL,
+             "denied by %s: %s", pr->text, what);
+      return true;
+    }
+  }
+  return false;
+}
+
+// An ask rule that matches, or a deny or ask rule that might match.
+static bool step_ask(struct eval *e) {
+  static const struct {
+    enum policy_list list;
+    enum shell_match want;
+  } order[] = {{POLICY_LIST_ASK, SHELL_YES},
+               {POLICY_LIST_DENY, SHELL_MAYBE},
+               {POLICY_LIST_ASK, SHELL_MAYBE}};
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++) {
+    for (int i = 0; i < 2; i++) {
+      const struct request_atom *a;
+      const struct prule *pr =
+          first_hit(ps[i], order[k].list, e->r, order[k].want, &a);
+      if (!pr)
+        continue;
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
+      if (k == 0)
+        result(e, POLICY_ASK, by, pr, NULL, "ask rule %s: %s", pr->text, what);
+      else
+        result(e, POLICY_ASK, by, pr, NULL, "might match %s rule %s: %s",
+               k == 1 ? "deny" : "ask", pr->text, what);
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool step_opaque(struct eval *e) {
+  if (!e->r->opaque)
+    return false;
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "%s", e->r->reason);
+  return true;
+}
+
+// An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
+static bool step_protected(struct eval *e) {
+  for (int tier = 1; tier <= 2; tier++) {
+    if (tier == 2 && e->p->yolo)
+      break;
+    for (size_t i = 0; i < e->r->natoms; i++) {
+      const struct request_atom *a = &e->r->atoms[i];
+      if (a->cls != REQUEST_EDIT || tier_of(e->p, a) != tier)
+        continue;
+      char buf[PATH_LEN_MAX + 1];
+      if (a->where != REQUEST_KNOWN)
+        result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+               "writes to %s, which could be a protected file",
+               a->text && *a->text ? a->text : "a path that cannot be known");
+      else
+        result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+               "protected path %s%s", shown(e->p, a->lex, buf, sizeof(buf)),
+               tier == 1 ? " (permission settings: always asked)"
+                         : " (asked unless yolo)");
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool step_switch_mode(struct eval *e) {
+  bool mode_change = false;
+  for (size_t i = 0; i < e->r->natoms; i++)
+    mode_change =
+        mode_change || (e->r->atoms[i].cls == REQUEST_KIND &&
+                        strcmp(e->r->atoms[i].kind, "switch_mode") == 0);
+  if (!mode_change)
+    return false;
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++)
+    for (size_t j = 0; ps[i] && j < ps[i]->nrules; j++) {
+      const struct prule *pr = &ps[i]->rules[j];
+      if (pr->list == POLICY_LIST_ALLOW && pr->r.cls == RULES_KIND &&
+          strcmp(pr->r.spec, "switch_mode") == 0)
+        return false;
+    }
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+         "mode change (switch_mode): always asked unless "
+         "Kind(switch_mode) is allowed");
+  return true;
+}
+
+// Plan mode denies edits and commands that are not read-only, before any
+// allow rule is looked at.
+static bool step_plan(struct eval *e) {
+  if (e->p->mode != POLICY_MODE_PLAN)
+    return false;
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (a->cls == REQUEST_EDIT || (a->cls == REQUEST_BASH && !a->read_only)) {
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_DENY, POLICY_BY_MODE, NULL, "plan", "plan mode: %s (%s)",
+             a->cls == REQUEST_EDIT ? "no edits" : "not a read-only command",
+             what);
+      return true;
+    }
+  }
+  return false;
+}
+
+// rm, rmdir, mv, chmod -R, chown -R, chgrp -R, find -delete/-exec whose
+// target is /, $HOME, the project root or a parent of them: asked in every
+// mode, whatever the rules say.
+static bool step_breaker(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    for (size_t j = 0; j < a->ntargets; j++) {
+      const struct request_target *t = &a->targets[j];
+      const char *what = NULL;
+      char desc[128];
+      if (t->where == REQUEST_UNKNOWN)
+        what = "a target that cannot be known";
+      else if (t->where == REQUEST_GLOB)
+        what = glob_critical(e->p, t->lex, desc, sizeof(desc));
+      else if (!(what = critical(e->p, t->lex)))
+        what = critical(e->p, t->res);
+      if (!what)
+        continue;
+      char cmd[120], buf[PATH_LEN_MAX + 1];
+      command_text(a->cmd, cmd, sizeof(cmd));
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+             "circuit breaker: %s: %s (%s)", cmd, what,
+             t->where == REQUEST_KNOWN ? shown(e->p, t->lex, buf, sizeof(buf))
+                                       : t->text);
+      return true;
+    }
+  }
+  return false;
+}
+
+// How the atoms of a request are covered.
+struct tally {
+  size_t need, by_mode, by_mem;
+  bool all;
+  const struct prule *first;
+  char rules[256]; // the covering rules, ", "-separated
+};
+
+static void count(const struct eval *e, struct tally *t) {
+  *t = (struct tally){.all = true};
+  for (size_t i = 0; i < e->r->natoms && t->all; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    t->need++;
+    bool mem = false;
+    const struct prule *pr = covered(e, a, &mem);
+    if (!pr) {
+      t->all = mode_covers(e, a);
+      t->by_mode += t->all;
+      continue;
+    }
+    t->by_mem += mem;
+    t->first = t->first ? t->first : pr;
+    size_t used = strlen(t->rules);
+    if (!strstr(t->rules, pr->text) &&
+        used + strlen(pr->text) + 3 < sizeof(t->rules))
+      snprintf(t->rules + used, sizeof(t->rules) - used, "%s%s",
+               used ? ", " : "", pr->text);
+  }
+}
+
+// Every atom covered by allow rules (or the session's memory); else yolo;
+// else every atom covered by rules or by the mode (reads inside the
+// project; edits inside it in acceptEdits).
+static bool step_allow(struct eval *e) {
+  struct tally t;
+  count(e, &t);
+  bool all = t.all && t.need;
+  if (all && !t.by_mode) {
+    result(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
+           t.first, NULL, "allowed by %s", t.rules);
+  } else if (e->p->yolo) {
+    result(e, POLICY_ALLOW, POLICY_BY_YOLO, NULL, "yolo", "yolo");
+  } else if (all && !t.first) {
+    result(e, POLICY_ALLOW, POLICY_BY_MODE, NULL, policy_mode_name(e->p->mode),
+           e->p->mode == POLICY_MODE_ACCEPT_EDITS
+               ? "%s inside the project (acceptEdits)"
+               : "%s inside the project",
+           e->p->mode == POLICY_MODE_ACCEPT_EDITS ? "edits and reads"
+                                                  : "reads");
+  } else if (all) {
+    result(e, POLICY_ALLOW, POLICY_BY_MODE, t.first, NULL,
+           "allowed by %s, the rest inside the project (%s)", t.rules,
+           policy_mode_name(e->p->mode));
+  } else {
+    return false;
+  }
+  if (t.first && all)
+    snprintf(e->out->rule, sizeof(e->out->rule), "%s", t.rules);
+  return true;
+}
+
+static void step_default(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    bool mem;
+    if (!needs_cover(a) || covered(e, a, &mem) || mode_covers(e, a))
+      continue;
+    char what[160];
+    describe(e, a, what, sizeof(what));
+    if (a->cls == REQUEST_KIND && strcmp(a->kind, "other") == 0)
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "unknown tool: %s",
+             a->name ? a->name : "?");
+    else
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "no rule matched: %s",
+             what);
+    return;
+  }
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "no rule matched");
+}
+
+// ---------------------------------------------------------------------------
+// Matching
+
+// The first rule of list (in order) that gives want on some atom.
+static const struct prule *first_hit(const struct policy *p,
+                                     enum policy_list list,
+                                     const struct request *r,
+                                     enum shell_match want,
+                                     const struct request_atom **atom) {
+  for (size_t i = 0; p && i < p->nrules; i++) {
+    const struct prule *pr = &p->rules[i];
+    if (pr->list != list)
+      continue;
+    for (size_t j = 0; j < r->natoms; j++) {
+      if (hit(pr, &r->atoms[j]) == want) {
+        *atom = &r->atoms[j];
+        return pr;
+      }
+    }
+  }
+  return NULL;
+}
+
+// A deny or ask rule against an atom: the wide semantics (every atom,
+// either path of a symlink, case folded, unknown paths "maybe").
+static enum shell_match hit(const struct prule *pr,
+                            const struct request_atom *a) {
+  const char *spec = pr->r.spec;
+  switch (pr->r.cls) {
+  case RULES_BASH:
+    if (a->cls != REQUEST_BASH)
+      return SHELL_NO;
+    return shell_pattern_match(spec ? spec : "*", a->cmd, false);
+  case RULES_READ:
+  case RULES_EDIT:
+    if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
+      return SHELL_NO;
+    if (!spec)
+      return SHELL_YES;
+    if (a->where != REQUEST_KNOWN)
+      return SHELL_MAYBE;
+    return path_match(pr->pat, a->lex, true, true) ||
+                   path_match(pr->pat, a->res, true, true)
+               ? SHELL_YES
+               : SHELL_NO;
+  case RULES_WEBFETCH:
+    return a->cls == REQUEST_FETCH && (!spec || rules_host_match(spec, a->name))
+               ? SHELL_YES
+               : SHELL_NO;
+  case RULES_WEBSEARCH:
+    return a->cls == REQUEST_SEARCH ? SHELL_YES : SHELL_NO;
+  case RULES_TOOL:
+    return names_match(spec, a, false) ? SHELL_YES : SHELL_NO;
+  case RULES_KIND:
+    return strcmp(spec, a->kind) == 0 ? SHELL_YES : SHELL_NO;
+  }
+  return SHELL_NO;
+}
+
+// An allow rule against an atom (path: the lexical or the resolved path of
+// a Read/Edit atom, or NULL): the narrow semantics.
+static bool allows(const struct prule *pr, const struct request_atom *a,
+                   const char *path) {
+  const char *spec = pr->r.spec;
+  if (pr->list != POLICY_LIST_ALLOW)
+    return false;
+  if (a->cls == REQUEST_BASH && a->cmd->never_allow)
+    return false; // find -exec/-delete: no allow rule covers it
+  switch (pr->r.cls) {
+  case RULES_BASH:
+    return a->cls == REQUEST_BASH &&
+           shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
+  case RULES_READ:
+  case RULES_EDIT:
+    if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
+      return false;
+    return !spec || (path && path_match(pr->pat, path, false, false));
+  case RULES_WEBFETCH:
+    return a->cls == REQUEST_FETCH &&
+           (!spec || rules_host_match(spec, a->name));
+  case RULES_WEBSEARCH:
+    return a->cls == REQUEST_SEARCH;
+  case RULES_TOOL:
+    return !pr->r.unanchored && names_match(spec, a, true);
+  case RULES_KIND:
+    if (strcmp(spec, a->kind) != 0)
+      return false;
+    return a->cls != REQUEST_BASH ||
+           shell_pattern_match("*", a->cmd, true) == SHELL_YES;
+  }
+  return false;
+}
+
+static const struct prule *find_allow(const struct eval *e,
+                                      const struct request_atom *a,
+                                      const char *path, bool *memory) {
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++)
+    for (size_t j = 0; ps[i] && j < ps[i]->nrules; j++)
+      if (allows(&ps[i]->rules[j], a, path)) {
+        *memory = *memory || i == 1;
+        return &ps[i]->rules[j];
+      }
+  return NULL;
+}
+
+// The allow rule that covers an atom, or NULL. A known path needs both its
+// lexical and its resolved form allowed (a symlink and its target).
+static const struct prule *covered(const struct eval *e,
+                                   const struct request_atom *a, bool *memory) {
+  *memory = false;
+  bool path = a->cls == REQUEST_READ || a->cls == REQUEST_EDIT;
+  if (!path || a->where != REQUEST_KNOWN)
+    return find_allow(e, a, NULL, memory);
+  const struct prule *lex = find_allow(e, a, a->lex, memory);
+  return lex && find_allow(e, a, a->res, memory) ? lex : NULL;
+}
+
+// Reads inside the project, in every mode; edits inside it in acceptEdits.
+static bool mode_covers(const struct eval *e, const struct request_atom *a) {
+  const struct policy *p = e->p;
+  bool read = a->cls == REQUEST_READ;
+  bool edit = a->cls == REQUEST_EDIT && p->mode == POLICY_MODE_ACCEPT_EDITS;
+  return (read || edit) && a->where == REQUEST_KNOWN && p->root &&
+         path_within(a->lex, p->root) && path_within(a->res, p->root);
+}
+
+// Atoms an allow must cover: not the deny-only ones (the full command
+// carries the allow), nor a harmless bare assignment.
+static bool needs_cover(const struct request_atom *a) {
+  if (a->deny_only)
+    return false;
+  return !(a->cls == REQUEST_BASH && !a->cmd->nwords && !a->cmd->unsafe_assign);
+}
+
+// A tool-name glob against an atom's names. A Gemini MCP name
+// mcp_<server>_<tool> splits at any `_`: deny needs one split to match,
+// allow every split.
+static bool names_match(const char *glob, const struct request_atom *a,
+                        bool for_allow) {
+  if (strcmp(glob, "*") == 0)
+    return !for_allow;
+  if (a->cls == REQUEST_MCP && a->gemini_name) {
+    const char *rest = a->name + 4;
+    bool any = false, all = true;
+    for (const char *u = strchr(rest, '_'); u; u = strchr(u + 1, '_')) {
+      char name[RULES_TEXT_MAX + 8];
+      snprintf(name, sizeof(name), "mcp__%.*s__%s", (int)(u - rest), rest,
+               u + 1);
+      bool m = u > rest && u[1] && rules_glob(glob, name, !for_allow);
+      any = any || m;
+      all = all && m;
+    }
+    return for_allow ? any && all : any;
+  }
+  if (a->cls == REQUEST_MCP || a->cls == REQUEST_KIND)
+    return a->name && rules_glob(glob, a->name, !for_allow);
+  static const enum rules_class cls_of[] = {[REQUEST_BASH] = RULES_BASH,
+                                            [REQUEST_READ] = RULES_READ,
+                                            [REQUEST_EDIT] = RULES_EDIT,
+                                            [REQUEST_FETCH] = RULES_WEBFETCH,
+                                            [REQUEST_SEARCH] = RULES_WEBSEARCH};
+  const char *names[16];
+  size_t n = rules_class_names(cls_of[a->cls], names, 16);
+  for (size_t i = 0; i < n; i++)
+    if (rules_glob(glob, names[i], !for_allow))
+      return true;
+  return false;
+}
+
+// The protection tier of an Edit atom (0: none). An unknown path could be
+// anything (tier 1); a glob is probed with its wildcard segments replaced
+// by a plain name, since a shell glob never matches a leading dot.
+static int tier_of(const struct policy *p, const struct request_atom *a) {
+  if (a->where == REQUEST_UNKNOWN)
+    return 1;
+  if (a->where == REQUEST_KNOWN) {
+    int t1 = tier_of_path(p, a->lex), t2 = tier_of_path(p, a->res);
+    return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
+  }
+  char probe[PATH_LEN_MAX + 1] = "";
+  size_t n = 0;
+  for (const char *s = a->lex; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    bool glob = strcspn(s, "*?[") < len;
+    if (glob && s[0] == '.')
+      return 1;
+    if (len && n + len + 2 < sizeof(probe))
+      n += (size_t)snprintf(probe + n, sizeof(probe) - n, "/%.*s",
+                            glob ? 1 : (int)len, glob ? "x" : s);
+    s += len;
+  }
+  return tier_of_path(p, n ? probe : "/");
+}
+
+static int tier_of_path(const struct policy *p, const char *path) {
+  int best = 0;
+  for (size_t i = 0; path && i < p->nprot; i++)
+    if ((!best || p->prot[i].tier < best) &&
+        path_match(p->prot[i].pat, path, true, true))
+      best = p->prot[i].tier;
+  return best;
+}
+
+// What a target path is, when the breaker must fire for it.
+static const char *critical(const struct policy *p, const char *path) {
+  if (!path)
+    return NULL;
+  if (strcmp(path, "/") == 0)
+    return "the filesystem root";
+  if (p->root && strcmp(path, p->root) == 0)
+    return "the project root";
+  if (p->home && strcmp(path, p->home) == 0)
+    return "the home directory";
+  if (path_within(p->root, path))
+    return "a parent of the project root";
+  if (path_within(p->home, path))
+    return "a parent of the home directory";
+  return NULL;
+}
+
+// A glob target is critical when it can match a critical directory, or
+// when its last segment is a bare `*` (or `.*`) in one: everything in it.
+// Returns the description (into buf), or NULL.
+static const char *glob_critical(const struct policy *p, const char *glob,
+                                 char *buf, size_t n) {
+  const char *dirs[3] = {p->root, p->home, "/"};
+  const char *last = strrchr(glob, '/');
+  bool all = last && (strcmp(last, "/*") == 0 || strcmp(last, "/.*") == 0 ||
+                      strcmp(last, "/**") == 0);
+  char parent[PATH_LEN_MAX + 1];
+  snprintf(parent, sizeof(parent), "%.*s",
+           last && last != glob ? (int)(last - glob) : 1, glob);
+  for (int i = 0; i < 3; i++) {
+    // Every ancestor of the root and of home (and / itself) is critical.
+    char c[PATH_LEN_MAX + 1];
+    snprintf(c, sizeof(c), "%s", dirs[i] ? dirs[i] : "/");
+    for (;;) {
+      bool self = path_match(glob, c, false, false);
+      if (self || (all && path_match(parent, c, false, false))) {
+        snprintf(buf, n, "%s%s", self ? "" : "everything in ", critical(p, c));
+        return buf;
+      }
+      char *s = strrchr(c, '/');
+      if (!s || c[1] == '\0')
+        break;
+      s[s == c ? 1 : 0] = '\0';
+    }
+  }
+  return NULL;
+}
+
+// ---------------------------------------------------------------------------
+// Results and texts
+
+static void result(struct eval *e, enum policy_decision d, enum policy_by by,
+                   const struct prule *pr, const char *source, const char *fmt,
+                   ...) {
+  struct policy_result *out = e->out;
+  out->decision = d;
+  out->by = by;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  va_end(ap);
+  snprintf(out->rule, sizeof(out->rule), "%s", pr ? pr->text : "");
+  snprintf(out->source, sizeof(out->source), "%s",
+           source ? source
+           : pr   ? pr->source
+                  : "");
+  if (pr) {
+    char buf[PATH_LEN_MAX + 1];
+    size_t n = strlen(out->reason);
+    snprintf(out->reason + n, sizeof(out->reason) - n, " (%s)",
+             shown(e->p, pr->source, buf, sizeof(buf)));
+  }
+}
+
+// A short text for an atom, for reasons.
+static void describe(const struct eval *e, const struct request_atom *a,
+                     char *buf, size_t n) {
+  char path[PATH_LEN_MAX + 1];
+  const char *where = a->where == REQUEST_KNOWN
+                          ? shown(e->p, a->lex, path, sizeof(path))
+                      : a->text && *a->text ? a->text
+                                            : "(path unknown)";
+  switch (a->cls) {
+  case REQUEST_BASH:
+    command_text(a->cmd, buf, n);
+    return;
+  case REQUEST_READ:
+  case REQUEST_EDIT:
+    snprintf(buf, n, "%s %s", a->cls == REQUEST_READ ? "read" : "edit", where);
+    return;
+  case REQUEST_FETCH:
+    snprintf(buf, n, "fetch %s", a->name);
+    return;
+  case REQUEST_SEARCH:
+    snprintf(buf, n, "web search");
+    return;
+  case REQUEST_MCP:
+    snprintf(buf, n, "%s", a->name);
+    return;
+  case REQUEST_KIND:
+    snprintf(buf, n, "%s%s%s", a->kind, a->name ? " " : "",
+             a->name ? a->name : "");
+    return;
+  }
+}
+
+// A path as a person reads it: relative to the project root, ~/ for home.
+static const char *shown(const struct policy *p, const char *path, char *buf,
+                         size_t n) {
+  const char *dirs[2] = {p->root, p->home};
+  for (int i = 0; path && i < 2; i++) {
+    size_t len = dirs[i] ? strlen(dirs[i]) : 0;
+    if (len > 1 && path_within(path, dirs[i])) {
+      snprintf(buf, n, "%s%s", i ? "~" : ".", path + len);
+      if (!i && path[len] == '/')
+        snprintf(buf, n, "%s", path + len + 1);
+      return buf;
+    }
+  }
+  snprintf(buf, n, "%s", path ? path : "?");
+  return buf;
+}
+
+static void command_text(const struct shell_atom *a, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < a->nwords && used + 4 < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "",
+                             a->words[i].text);
+  if (used >= n - 1 && n > 4)
+    memcpy(buf + n - 4, "...", 4);
+  if (!a->nwords)
+    snprintf(buf, n, "(assignment)");
+}
+
+// ---------------------------------------------------------------------------
+// Narrow rules
+
+// The exact rule for one atom (path: for Read/Edit, the path to name), or
+// NULL when no rule can name exactly this.
+static char *narrow_rule(const struct request_atom *a, const char *path) {
+  char buf[RULES_TEXT_MAX + 1];
+  size_t used = 0;
+  switch (a->cls) {
+  case REQUEST_BASH:
+    if (a->cmd->never_allow || !a->cmd->nwords)
+      return NULL;
+    used = (size_t)snprintf(buf, sizeof(buf), "Bash(");
+    for (size_t i = 0; i < a->cmd->nwords; i++) {
+      const struct shell_word *w = &a->cmd->words[i];
+      // A `*` would widen the rule; a dynamic word has no exact text.
+      if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
+        return NULL;
+      used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+                               i ? " " : "", w->text);
+    }
+    if (used + 2 > sizeof(buf))
+      return NULL;
+    snprintf(buf + used, sizeof(buf) - used, ")");
+    return xstrdup(buf);
+  case REQUEST_READ:
+  case REQUEST_EDIT: {
+    if (a->where != REQUEST_KNOWN)
+      return NULL;
+    char *esc = path_escape(path);
+    snprintf(buf, sizeof(buf), "%s(/%s)",
+             a->cls == REQUEST_READ ? "Read" : "Edit", esc);
+    free(esc);
+    return xstrdup(buf);
+  }
+  case REQUEST_FETCH:
+    snprintf(buf, sizeof(buf), "WebFetch(domain:%s)", a->name);
+    return xstrdup(buf);
+  case REQUEST_SEARCH:
+    return xstrdup("WebSearch");
+  case REQUEST_MCP:
+    return xstrdup(a->name);
+  case REQUEST_KIND:
+    if (strcmp(a->kind, "other") == 0)
+      return NULL; // Kind(other) would allow every unknown tool
+    snprintf(buf, sizeof(buf), "Kind(%s)", a->kind);
+    return xstrdup(buf);
+  }
+  return NULL;
+}
+
+// True when the rules, compiled as allow rules, cover every atom that
+// needs it (so a rule that would not parse or not match is never offered).
+static bool narrow_covers(char **rules, size_t n, const struct request *r) {
+  struct policy_rule_text *t = xcalloc(n, sizeof(*t));
+  for (size_t i = 0; i < n; i++)
+    t[i] = (struct policy_rule_text){rules[i], POLICY_LIST_ALLOW, "session"};
+  struct policy_input in = {.rules = t, .nrules = n};
+  size_t nw = 0;
+  struct policy *p = policy_new(&in, NULL, &nw);
+  struct eval e = {.p = p, .r = r};
+  bool ok = nw == 0 && p->nrules == n;
+  for (size_t i = 0; ok && i < r->natoms; i++) {
+    bool mem;
+    ok = !needs_cover(&r->atoms[i]) || covered(&e, &r->atoms[i], &mem);
+  }
+  policy_free(p);
+  free(t);
+  return ok;
+}

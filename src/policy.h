@@ -1,0 +1,118 @@
+#pragma once
+// Permission decisions: rules in Claude Code syntax, modes, yolo, protected
+// paths and the circuit breaker, applied to one session/request_permission
+// (permission-rules §5; the project's README and doc/acp.txt describe it
+// for users).
+//
+// policy_decide is pure. policy_request_new is the only place that looks at
+// the filesystem (to resolve symlinks in request paths).
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum policy_decision { POLICY_ALLOW, POLICY_ASK, POLICY_DENY };
+
+enum policy_list { POLICY_LIST_ALLOW, POLICY_LIST_ASK, POLICY_LIST_DENY };
+
+enum policy_mode {
+  POLICY_MODE_DEFAULT,
+  POLICY_MODE_ACCEPT_EDITS, // edits inside the project root are allowed
+  POLICY_MODE_PLAN,         // edits and non-read-only commands are denied
+  POLICY_MODE_YOLO,         // allowed unless deny/ask/opaque/tier-1/breaker
+};
+
+// Who or what made a decision (the audit log's `by`).
+enum policy_by {
+  POLICY_BY_RULE,    // a rule from a settings file or setup()
+  POLICY_BY_MEMORY,  // a rule remembered for the session
+  POLICY_BY_MODE,    // acceptEdits, plan, reads inside the project
+  POLICY_BY_YOLO,    // yolo
+  POLICY_BY_DEFAULT, // nothing allowed it: ask (opaque, protected, no rule)
+};
+
+// One rule as settings provide it.
+struct policy_rule_text {
+  const char *text;      // e.g. "Bash(npm run test:*)"
+  enum policy_list list; // allow, ask or deny
+  const char *source;    // the file it came from, "setup", "session", ...
+};
+
+struct policy_input {
+  const struct policy_rule_text *rules;
+  size_t nrules;
+  enum policy_mode mode;
+  bool yolo;        // effective yolo (already vetoed or not by settings)
+  const char *root; // the project root (absolute, no trailing slash)
+  const char *home; // $HOME
+  // Extra tier-1 protected files (absolute): the broker's own user
+  // settings and trust store. May be NULL.
+  const char *const *protect;
+  size_t nprotect;
+};
+
+struct policy;
+
+// Compiles the input. Invalid rules are skipped; each gets a line in
+// *warnings (a malloc'd array of malloc'd "rule: reason" strings, or NULL;
+// the caller frees them). Never fails.
+struct policy *policy_new(const struct policy_input *in, char ***warnings,
+                          size_t *nwarnings);
+// Frees a compiled policy.
+void policy_free(struct policy *p);
+// Checks one rule's syntax: 0, or -1 with the reason in err (for commands
+// that add rules: an invalid rule is refused as it is typed).
+int policy_rule_check(const char *text, char *err, size_t errlen);
+// The same for a rule meant for list: an allow rule is also refused when
+// allow lists ignore it (a tool-name pattern such as `*` or `mcp__*`).
+int policy_rule_check_list(const char *text, enum policy_list list, char *err,
+                           size_t errlen);
+
+struct policy_request;
+
+// Extracts the atoms of a session/request_permission params object (kind,
+// title, rawInput, content, locations; permission-rules §5.5). cwd is the
+// session cwd. Never fails: what cannot be understood makes it opaque.
+struct policy_request *policy_request_new(const json_t *params, const char *cwd,
+                                          const char *home);
+// Frees a request.
+void policy_request_free(struct policy_request *r);
+// The shell command of the request, or NULL (for the audit log).
+const char *policy_request_command(const struct policy_request *r);
+// The paths of the request, normalised (a new JSON array of strings).
+json_t *policy_request_paths(const struct policy_request *r);
+// The narrowest rules that allow exactly this request: the exact command
+// per shell atom (`Bash(npm test)`), the exact path (`Edit(//abs/path)`),
+// the host (`WebFetch(domain:h)`). A malloc'd array of malloc'd strings;
+// *n = 0 and NULL when the request cannot be covered by rules (opaque).
+char **policy_request_narrow_rules(const struct policy_request *r, size_t *n);
+
+struct policy_result {
+  enum policy_decision decision;
+  enum policy_by by;
+  char reason[256]; // for a person: "denied by Bash(rm *)", "no rule
+                    // matched", "opaque command: eval", "protected path"
+  char rule[256];   // the rule that decided, or ""
+  char source[512]; // its source (file, "session"), or the mode, or ""
+};
+
+// Decides. memory (may be NULL) holds the rules remembered for this
+// session; they count as allow rules with by = POLICY_BY_MEMORY.
+void policy_decide(const struct policy *p, const struct policy *memory,
+                   const struct policy_request *r, struct policy_result *out);
+
+// The option to answer with: for ALLOW the first offered allow_once (when
+// there is none, *decision becomes POLICY_ASK and NULL is returned); for
+// DENY the first reject_once, else reject_always, else NULL (outcome
+// cancelled). Options of unknown kinds are never chosen. The returned
+// string is borrowed from options.
+const char *policy_pick_option(const json_t *options,
+                               enum policy_decision *decision);
+
+// Names used in settings files, output and the audit log.
+const char *policy_decision_name(enum policy_decision d); // "allow", ...
+const char *policy_mode_name(enum policy_mode m);         // "acceptEdits"
+const char *policy_by_name(enum policy_by b);             // "rule", ...
+// Parses a mode name ("default", "acceptEdits", "plan", "yolo",
+// "bypassPermissions"); returns -1 when unknown.
+int policy_mode_parse(const char *s, enum policy_mode *out);

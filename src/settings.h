@@ -1,0 +1,82 @@
+#pragma once
+// Settings: every source of rules, modes and yolo, pooled (design: the
+// README's "Permissions" section and doc/acp.txt describe them for users),
+// and the trust store that keeps a repository from loosening its own
+// permissions.
+//
+// Sources: setup() options (passed in as JSON), the user files
+// $XDG_CONFIG_HOME/acp-broker/settings.json, ~/.claude/settings.json and
+// ~/.gemini/settings.json, and the project files .acp/settings.json,
+// .claude/settings.json, .claude/settings.local.json and
+// .gemini/settings.json. HOME and the XDG variables decide where the user
+// files are. Project content is split into restrictive (deny and ask rules,
+// disableYoloMode: true, plan) which always applies, and permissive (allow
+// rules, a yolo request, acceptEdits) which applies only when the person
+// trusted exactly that content (a hash kept per project root in
+// $XDG_STATE_HOME/acp-broker/trust.json).
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy.h"
+
+struct settings_rule {
+  char *text;            // the rule as written
+  enum policy_list list; // allow, ask, deny
+  char *source;          // the file (absolute path) or "setup"
+};
+
+struct settings {
+  char *root;                  // the project root
+  char *home;                  // $HOME
+  struct settings_rule *rules; // effective rules (untrusted permissive
+  size_t nrules;               // project content already left out)
+  enum policy_mode mode;
+  char *mode_source;   // where the mode came from, or NULL for the default
+  bool yolo;           // effective: requested and not vetoed
+  char *yolo_source;   // what requested it, or NULL
+  bool veto;           // security.disableYoloMode: true in a Gemini file
+  char *veto_source;   // that file
+  bool trusted;        // the project's permissive content is trusted (true
+                       // when it has none)
+  bool has_permissive; // the project has permissive content
+  json_t *permissive;  // that content, as trusting would enable it
+                       // (for :AcpTrust to show); owned
+  json_t *agents_yolo; // {"name": true} from the user settings; owned
+  char **errors;       // "file:line:col: message" per malformed file
+  size_t nerrors;
+  char **warnings; // e.g. an invalid rule, with its file
+  size_t nwarnings;
+  char **protect; // the broker's own files, tier-1 protected
+  size_t nprotect;
+};
+
+// The project root for cwd: the nearest ancestor (cwd included) holding
+// .git, .acp, .gemini or .claude, else cwd itself. Returns a new string.
+char *settings_find_root(const char *cwd);
+// Loads every source for the project at root. setup (may be NULL) is the
+// JSON of setup()'s {permissions, yolo, agents}. Never fails: a malformed
+// file is skipped (it never loosens anything) and reported in errors.
+void settings_load(const char *root, const json_t *setup, struct settings *s);
+// Frees what settings_load allocated.
+void settings_free(struct settings *s);
+// The policy input for these settings (borrowing from s).
+struct policy_input settings_policy_input(const struct settings *s,
+                                          struct policy_rule_text **texts);
+// Trusts the project's current permissive content (writes trust.json).
+// Returns 0, or -1 with a reason in err.
+int settings_trust(const char *root, char *err, size_t errlen);
+// Adds rule to the allow/ask/deny list of the project's .acp/settings.json
+// (project = true) or of the user file; keeps the project trusted when it
+// was (the hash is updated). Returns 0, or -1 with a reason in err (an
+// invalid rule, an unwritable file).
+int settings_add_rule(const char *root, bool project, enum policy_list list,
+                      const char *rule, char *err, size_t errlen);
+// Sets "agents": {"<name>": {"yolo": on}} in the user settings file.
+int settings_set_agent_yolo(const char *name, bool on, char *err,
+                            size_t errlen);
+// The effective settings as JSON, for `acp-broker rules` and :AcpRules:
+// {root, mode, modeSource, yolo, yoloSource, veto, vetoSource, trusted,
+//  rules: [{rule, list, source}], errors: [...], warnings: [...]}.
+json_t *settings_to_json(const struct settings *s);

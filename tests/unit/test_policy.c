@@ -1,0 +1,779 @@
+// policy: the decision order (deny, ask/maybe, opaque, protected paths,
+// switch_mode, plan, circuit breaker, allow rules and memory, yolo, modes)
+// over request shapes of every agent, the option answered (R cases), the
+// narrow rules offered for "remember", warnings, names.
+//
+// Requests name the project root {P} and home {H}: a fresh temp directory
+// with a symlink or two, so that path resolution is exercised for real.
+
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static char root[512], home[512];
+
+enum shape {
+  CB, // Claude adapter Bash: rawInput.command, title, kind execute
+  GB, // Gemini shell: toolCallId run_shell_command__, title = command
+  OB, // claude-code-acp 0.16: rawInput.command, title in backticks, no kind
+  CX, // codex-acp: rawInput.command is an argv (arg: a JSON array)
+  CE, // Claude Edit: file_path + old_string/new_string, diff, locations
+  CR, // Claude Read: file_path, kind read, locations
+  GE, // Gemini replace: diff content and locations, no rawInput
+  WF, // Claude WebFetch: rawInput.url
+  MC, // Claude MCP: title = tool name, kind other, _meta toolName
+  GM, // Gemini MCP: toolCallId <fqn>__call_1, kind other
+  SM, // ExitPlanMode: kind switch_mode
+  UK, // unknown tool: kind other
+  GK, // generic agent: kind = arg, title, one location {P}/x or {H}/notes
+  RAW // arg is the toolCall object
+};
+
+// Replaces {P} and {H} (into a static buffer: one use at a time).
+static const char *sub(const char *s) {
+  static char out[8192];
+  size_t n = 0;
+  for (; *s && n < sizeof(out) - 600; s++) {
+    if (s[0] == '{' && (s[1] == 'P' || s[1] == 'H') && s[2] == '}') {
+      n += (size_t)snprintf(out + n, sizeof(out) - n, "%s",
+                            s[1] == 'P' ? root : home);
+      s += 2;
+    } else {
+      out[n++] = *s;
+    }
+  }
+  out[n] = '\0';
+  return out;
+}
+
+static json_t *opts(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId",
+                   "allow_always", "name", "Always Allow", "kind",
+                   "allow_always", "optionId", "allow", "name", "Allow", "kind",
+                   "allow_once", "optionId", "reject", "name", "Reject", "kind",
+                   "reject_once");
+}
+
+static json_t *tool_call(enum shape s, const char *arg) {
+  char *a = strdup(sub(arg));
+  json_t *tc = NULL;
+  switch (s) {
+  case CB:
+    tc = json_pack("{s:s,s:{s:s},s:s,s:s}", "toolCallId", "toolu_1", "rawInput",
+                   "command", a, "title", a, "kind", "execute");
+    break;
+  case GB: {
+    char cwd[700];
+    snprintf(cwd, sizeof(cwd), "[current working directory %s] (run)", root);
+    tc = json_pack("{s:s,s:s,s:s,s:s,s:[{s:s,s:{s:s,s:s}}],s:[]}", "toolCallId",
+                   "run_shell_command__call_1", "status", "pending", "title", a,
+                   "kind", "execute", "content", "type", "content", "content",
+                   "type", "text", "text", cwd, "locations");
+    break;
+  }
+  case OB: {
+    char title[1024];
+    snprintf(title, sizeof(title), "`%s`", a);
+    tc = json_pack("{s:s,s:{s:s},s:s}", "toolCallId", "toolu_1", "rawInput",
+                   "command", a, "title", title);
+    break;
+  }
+  case CX:
+    tc = json_pack("{s:s,s:s,s:{s:o,s:s}}", "toolCallId", "call_1", "kind",
+                   "execute", "rawInput", "command", json_loads(a, 0, NULL),
+                   "cwd", root);
+    break;
+  case CE:
+    tc = json_pack("{s:s,s:{s:s,s:s,s:s},s:s,s:s,s:[{s:s,s:s,s:s,s:s}],"
+                   "s:[{s:s}]}",
+                   "toolCallId", "toolu_1", "rawInput", "file_path", a,
+                   "old_string", "a", "new_string", "b", "title", "Edit",
+                   "kind", "edit", "content", "type", "diff", "path", a,
+                   "oldText", "a", "newText", "b", "locations", "path", a);
+    break;
+  case CR:
+    tc =
+        json_pack("{s:s,s:{s:s},s:s,s:s,s:[],s:[{s:s,s:i}]}", "toolCallId",
+                  "toolu_1", "rawInput", "file_path", a, "title", "Read",
+                  "kind", "read", "content", "locations", "path", a, "line", 1);
+    break;
+  case GE:
+    tc = json_pack("{s:s,s:s,s:s,s:[{s:s,s:s,s:s,s:s}],s:[{s:s}]}",
+                   "toolCallId", "replace__call_1", "title", "x: a => b",
+                   "kind", "edit", "content", "type", "diff", "path", a,
+                   "oldText", "a", "newText", "b", "locations", "path", a);
+    break;
+  case WF:
+    tc = json_pack("{s:s,s:{s:s,s:s},s:s,s:s}", "toolCallId", "toolu_1",
+                   "rawInput", "url", a, "prompt", "sum up", "title", "Fetch",
+                   "kind", "fetch");
+    break;
+  case MC:
+    tc = json_pack("{s:s,s:{},s:s,s:s,s:{s:{s:s}}}", "toolCallId", "toolu_1",
+                   "rawInput", "title", a, "kind", "other", "_meta",
+                   "claudeCode", "toolName", a);
+    break;
+  case GM: {
+    char id[512];
+    snprintf(id, sizeof(id), "%s__call_1", a);
+    tc = json_pack("{s:s,s:s,s:s}", "toolCallId", id, "title", "MCP tool",
+                   "kind", "other");
+    break;
+  }
+  case SM:
+    tc = json_pack("{s:s,s:{s:s},s:s,s:s}", "toolCallId", "toolu_1", "rawInput",
+                   "plan", "## Plan", "title", "Ready to code?", "kind",
+                   "switch_mode");
+    break;
+  case UK:
+    tc = json_pack("{s:s,s:{s:s},s:s,s:s}", "toolCallId", "toolu_1", "rawInput",
+                   "target", "all", "title", "Frobnicate", "kind", "other");
+    break;
+  case GK: {
+    const char *kind = a, *path = strchr(a, ' ');
+    char k[64];
+    snprintf(k, sizeof(k), "%.*s", path ? (int)(path - kind) : 63, kind);
+    tc = json_pack("{s:s,s:s,s:s,s:[]}", "toolCallId", "call_9", "title",
+                   "Some tool", "kind", k, "content");
+    if (path)
+      json_object_set_new(tc, "locations",
+                          json_pack("[{s:s}]", "path", path + 1));
+    break;
+  }
+  case RAW:
+    tc = json_loads(a, 0, NULL);
+    break;
+  }
+  free(a);
+  return tc;
+}
+
+static struct policy_request *request(enum shape s, const char *arg) {
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", "s1", "options",
+                             opts(), "toolCall", tool_call(s, arg));
+  struct policy_request *r = policy_request_new(params, root, home);
+  json_decref(params);
+  return r;
+}
+
+// rules: "allow:Bash(x)|deny:Read(y)|...".
+static struct policy *compile(const char *rules, int mode, bool yolo,
+                              const char *source) {
+  struct policy_rule_text t[16];
+  char *copy = strdup(rules ? rules : ""), *save = NULL;
+  size_t n = 0;
+  for (char *s = strtok_r(copy, "|", &save); s && n < 16;
+       s = strtok_r(NULL, "|", &save)) {
+    enum policy_list l = strncmp(s, "deny:", 5) == 0  ? POLICY_LIST_DENY
+                         : strncmp(s, "ask:", 4) == 0 ? POLICY_LIST_ASK
+                                                      : POLICY_LIST_ALLOW;
+    t[n++] = (struct policy_rule_text){strchr(s, ':') + 1, l, source};
+  }
+  struct policy_input in = {.rules = t,
+                            .nrules = n,
+                            .mode = (enum policy_mode)mode,
+                            .yolo = yolo,
+                            .root = root,
+                            .home = home};
+  char **w = NULL;
+  size_t nw = 0;
+  struct policy *p = policy_new(&in, &w, &nw);
+  for (size_t i = 0; i < nw; i++)
+    free(w[i]);
+  free(w);
+  free(copy);
+  return p;
+}
+
+enum {
+  D = POLICY_MODE_DEFAULT,
+  AE = POLICY_MODE_ACCEPT_EDITS,
+  PL = POLICY_MODE_PLAN
+};
+enum { ALLOW = POLICY_ALLOW, ASK = POLICY_ASK, DENY = POLICY_DENY };
+enum {
+  RULE = POLICY_BY_RULE,
+  MEM = POLICY_BY_MEMORY,
+  MODE = POLICY_BY_MODE,
+  YOLO = POLICY_BY_YOLO,
+  DEF = POLICY_BY_DEFAULT
+};
+
+static const struct row {
+  const char *rules;
+  int mode;
+  bool yolo;
+  enum shape shape;
+  const char *arg;
+  int want, by;
+  const char *reason;
+} cases[] = {
+    // Rules, precedence, compound commands.
+    {"allow:Bash(npm run build)", D, 0, CB, "npm run build", ALLOW, RULE,
+     "allowed by Bash(npm run build) (.acp/settings.json)"},
+    {"allow:Bash(npm run build)", D, 0, CB, "npm run build --prod", ASK, DEF,
+     "no rule matched: npm run build --prod"},
+    {"allow:Bash(npm run test:*)", D, 0, GB, "npm run test -- --watch", ALLOW,
+     RULE, "allowed by"},
+    {"allow:Bash(npm run test:*)", D, 0, CB, "npm run test:unit", ASK, DEF,
+     "no rule"},
+    {"allow:Bash(git:*)", D, 0, CB, "git status", ALLOW, RULE, "git:*"},
+    {"allow:Bash(git *)|deny:Bash(rm *)", D, 0, CB, "git status && rm -f x",
+     DENY, RULE, "denied by Bash(rm *): rm -f x"},
+    {"allow:Bash(git *)", D, 0, CB, "git status && curl x", ASK, DEF,
+     "no rule matched: curl x"},
+    {"allow:Bash(git *)|ask:Bash(git push *)", D, 0, GB, "git push origin", ASK,
+     RULE, "ask rule Bash(git push *)"},
+    {"allow:Bash(rm *)|deny:Bash(rm -rf /)", D, 0, CB, "rm -rf $TARGET", ASK,
+     RULE, "might match deny rule Bash(rm -rf /)"},
+    {"allow:Bash(echo *)", D, 0, CB, "eval \"echo hi\"", ASK, DEF,
+     "opaque command"},
+    {"deny:Bash(*)", D, 1, CB, "ls", DENY, RULE, "denied by Bash(*)"},
+    {"deny:Bash(rm *)", 0, 1, GB, "rm -rf build", DENY, RULE, "denied"},
+    {"ask:Bash(git push *)", D, 1, CB, "git push", ASK, RULE, "ask rule"},
+    {"allow:Bash(rm *)", D, 0, CB, "sudo rm -rf build", ASK, DEF, "no rule"},
+    {"deny:Bash(rm *)", D, 0, CB, "sudo rm -rf build", DENY, RULE, "denied"},
+    {"allow:Bash(find *)", D, 0, CB, "find . -name x -delete", ASK, DEF,
+     "no rule"},
+    {"allow:Bash(npm test)", D, 0, OB, "npm test", ALLOW, RULE, "allowed"},
+    {"allow:Bash(npm test)", D, 0, CX, "[\"/bin/bash\",\"-lc\",\"npm test\"]",
+     ALLOW, RULE, "allowed"},
+    {"allow:Bash(ls *)", D, 0, CX, "[\"ls\",\"-la\",\"a b\"]", ALLOW, RULE,
+     "allowed"},
+    {"allow:Bash(npm test)", D, 0, CX,
+     "[\"/bin/bash\",\"-lc\",\"npm test && curl x\"]", ASK, DEF, "curl x"},
+    {"allow:Bash(git *)", D, 0, GK, "execute", ASK, DEF,
+     "command text unavailable"},
+    {"allow:Bash(git *)", D, 0, RAW,
+     "{\"toolCallId\":\"run_shell_command-17-1\",\"title\":\"git "
+     "log\",\"kind\":\"execute\"}",
+     ALLOW, RULE, "allowed"},
+    {"allow:*", D, 0, CB, "ls", ASK, DEF, "no rule"},
+    {"allow:PowerShell(ls)", D, 0, CB, "ls", ASK, DEF, "no rule"},
+    {"deny:PowerShell(rm *)", D, 0, CB, "rm x", DENY, RULE, "denied"},
+    {"allow:run_shell_command(git)", D, 0, GB, "git status", ALLOW, RULE,
+     "run_shell_command(git)"},
+    {"allow:run_shell_command(git)", D, 0, GB, "gitk", ASK, DEF, "no rule"},
+    // Redirects and file operands meet Read/Edit rules.
+    {"allow:Bash(echo *)", D, 0, CB, "echo hi > out.txt", ASK, DEF,
+     "edit out.txt"},
+    {"allow:Bash(echo *)|allow:Edit(/**)", D, 0, CB, "echo hi > out.txt", ALLOW,
+     RULE, "Edit(/**)"},
+    {"allow:Bash(echo *)", AE, 0, CB, "echo hi > out.txt", ALLOW, MODE,
+     "the rest inside the project"},
+    {"allow:Bash(echo *)|deny:Edit(~/.bashrc)", D, 0, CB, "echo x >> ~/.bashrc",
+     DENY, RULE, "edit ~/.bashrc"},
+    {"deny:Read(~/.ssh/**)", D, 0, CB, "cat ~/.ssh/id_rsa", DENY, RULE,
+     "read ~/.ssh/id_rsa"},
+    {"allow:Bash(cd *)|allow:Bash(cat *)|deny:Read(//etc/passwd)", D, 0, CB,
+     "cd /etc && cat passwd", DENY, RULE, "read /etc/passwd"},
+    {"allow:Bash(cd *)|allow:Bash(cat *)|deny:Read(//etc/passwd)", D, 0, CB,
+     "cd $D && cat passwd", ASK, RULE, "might match deny rule"},
+    {NULL, D, 1, CB, "cd / && rm -rf tmp", ASK, DEF, "circuit breaker"},
+    {NULL, D, 1, CB, "cd $D && rm -rf x", ASK, DEF,
+     "writes to x, which could be a protected file"},
+    {NULL, D, 1, CB, "cd $D; rm -rf ../*", ASK, DEF, "could be a protected"},
+    {NULL, D, 1, CB, "cd build && rm -rf x", ALLOW, YOLO, "yolo"},
+    {NULL, D, 1, CB, "cd .claude && rm *.json", ASK, DEF,
+     "could be a protected file"},
+    {NULL, D, 1, CB, "cd .claude && rm settings.json", ASK, DEF,
+     "protected path .claude/settings.json"},
+    {NULL, D, 1, CB, "cd $D && echo x > settings.json", ASK, DEF,
+     "could be a protected file"},
+    {NULL, AE, 0, CB, "cd src && echo x > out.txt", ASK, DEF, "no rule"},
+    {"allow:Bash(cd *)|allow:Bash(echo *)", AE, 0, CB,
+     "cd src && echo x > out.txt", ALLOW, MODE, "inside the project"},
+    {"allow:Bash(echo *)|allow:Edit", D, 0, CB, "echo x > $F", ASK, DEF,
+     "writes to $F, which could be a protected file"},
+    // Paths: anchors, globs, normalisation, symlinks, case.
+    {"allow:Edit(/src/**)", D, 0, CE, "{P}/src/a/b.ts", ALLOW, RULE, "allowed"},
+    {"allow:Edit(/src/**)", D, 0, CE, "/src/a.ts", ASK, DEF, "no rule"},
+    {"allow:Edit(/src/**)", D, 0, CE, "{P}/SRC/a.ts", ASK, DEF, "no rule"},
+    {"allow:Edit(/src/**)", D, 0, CE, "{P}/src/../../etc/passwd", ASK, DEF,
+     "no rule"},
+    {"allow:Edit(/src/**)", D, 0, CE, "{P}/src/link", ASK, DEF,
+     "edit src/link"},
+    {"allow:Edit(/src/**)", D, 0, CE, "{P}/src/new.ts", ALLOW, RULE, "allowed"},
+    {"allow:Edit(/src/**)", D, 0, CE, "src/x.ts", ALLOW, RULE, "allowed"},
+    {"allow:Edit(/src/**)", D, 0, GE, "{P}/src/x.ts", ALLOW, RULE, "allowed"},
+    {"allow:Edit(src/**)", D, 0, CE, "{P}/lib/src/a.ts", ASK, DEF, "no rule"},
+    {"deny:Edit(src/**)", D, 0, CE, "{P}/lib/src/a.ts", DENY, RULE, "denied"},
+    {"allow:Edit(//tmp/scratch.txt)", D, 0, CE, "/tmp/scratch.txt", ALLOW, RULE,
+     "allowed"},
+    {"allow:Read(~/Documents/*.pdf)", D, 0, CR, "{H}/Documents/a.pdf", ALLOW,
+     RULE, "allowed"},
+    {"deny:Read(.env)", D, 0, CR, "{P}/a/b/.env", DENY, RULE, "read a/b/.env"},
+    {"deny:Read(.env)", D, 0, CR, "{P}/A/.ENV", DENY, RULE, "denied"},
+    {"deny:Read(./.env)", D, 0, CR, "{P}/.env", DENY, RULE, "denied"},
+    {"deny:Read(*.pem)", D, 0, CR, "{P}/k/x.pem", DENY, RULE, "denied"},
+    {"deny:Read(~/.ssh/**)", D, 0, CR, "{P}/key", DENY, RULE, "denied"},
+    {"deny:Edit(~/.bashrc)", D, 0, CE, "{P}/src/../../h/.bashrc", DENY, RULE,
+     "denied"},
+    // Protected paths.
+    {"allow:Edit(/**)", D, 0, CE, "{P}/.gemini/settings.json", ASK, DEF,
+     "protected path .gemini/settings.json"},
+    {"allow:Edit(/**)", D, 0, CE, "{P}/.git/hooks/pre-commit", ASK, DEF,
+     "protected path .git/hooks/pre-commit"},
+    {"allow:Edit(/**)", D, 0, CE, "{P}/sub/.claude/x.json", ASK, DEF,
+     "protected"},
+    {"allow:Edit(/**)", D, 0, CE, "{P}/.envrc", ASK, DEF, "protected"},
+    {"allow:Edit(~/**)", D, 0, CE, "{H}/.ssh/authorized_keys", ASK, DEF,
+     "protected path ~/.ssh/authorized_keys"},
+    {NULL, D, 1, CE, "{P}/.git/config", ALLOW, YOLO, "yolo"},
+    {NULL, D, 1, CE, "{P}/.acp/settings.json", ASK, DEF, "protected"},
+    {NULL, D, 1, CE, "{H}/.claude/settings.json", ASK, DEF, "protected"},
+    {NULL, AE, 0, CE, "{P}/.claude/settings.local.json", ASK, DEF, "protected"},
+    {"allow:Bash(rm *)", D, 0, CB, "rm -rf .claude", ASK, DEF, "protected"},
+    {"allow:Bash(rm *)", D, 1, CB, "rm -f *.o", ALLOW, RULE, "allowed"},
+    {"allow:Bash(rm *)", D, 1, CB, "rm -f .*", ASK, DEF,
+     "could be a protected file"},
+    // switch_mode, plan.
+    {NULL, D, 1, SM, "", ASK, DEF, "mode change"},
+    {"allow:Kind(switch_mode)", D, 0, SM, "", ALLOW, RULE, "Kind(switch_mode)"},
+    {"deny:Kind(switch_mode)", D, 0, SM, "", DENY, RULE, "denied"},
+    {NULL, PL, 0, CE, "{P}/src/a.ts", DENY, MODE, "plan mode: no edits"},
+    {"allow:Bash(rm *)", PL, 0, CB, "rm x", DENY, MODE, "not a read-only"},
+    {"allow:Bash(git *)", PL, 0, CB, "git push", DENY, MODE, "read-only"},
+    {"allow:Bash(ls *)", PL, 0, CB, "ls -la", ALLOW, RULE, "allowed"},
+    {"allow:Bash(git *)", PL, 0, CB, "git status", ALLOW, RULE, "allowed"},
+    {NULL, PL, 0, CB, "git log", ASK, DEF, "no rule"},
+    {"allow:Bash(echo *)", PL, 0, CB, "echo x > f", DENY, MODE, "no edits"},
+    {NULL, PL, 0, CR, "{P}/README.md", ALLOW, MODE, "reads"},
+    // The circuit breaker.
+    {NULL, D, 1, GB, "rm -rf ~", ASK, DEF, "circuit breaker"},
+    {NULL, D, 1, CB, "rm -rf /", ASK, DEF, "the filesystem root"},
+    {NULL, D, 1, CB, "rm -rf .", ASK, DEF, "the project root"},
+    {NULL, D, 1, CB, "rm -rf ..", ASK, DEF, "a parent of the project root"},
+    {NULL, D, 1, CB, "rm -rf *", ASK, DEF, "circuit breaker"},
+    {NULL, D, 1, CB, "rm -rf ~/*", ASK, DEF, "the home directory"},
+    {NULL, D, 1, CB, "rm -rf build", ALLOW, YOLO, "yolo"},
+    {"allow:Bash(rm *)", D, 0, CB, "rm -rf {H}", ASK, DEF, "circuit breaker"},
+    {"allow:Bash(chmod *)", D, 0, CB, "chmod -R 755 {H}", ASK, DEF,
+     "home directory"},
+    {"allow:Bash(chmod *)", D, 0, CB, "chmod 755 {H}", ALLOW, RULE, "allowed"},
+    {"allow:Bash(mv *)", D, 0, CB, "mv {P} /tmp/elsewhere", ASK, DEF,
+     "the project root"},
+    {"allow:Bash(mv *)", D, 0, CB, "mv a.txt {H}", ALLOW, RULE, "allowed"},
+    {NULL, D, 1, CB, "find ~ -delete", ASK, DEF, "circuit breaker"},
+    {NULL, D, 1, CB, "find . -name '*.o' -delete", ALLOW, YOLO, "yolo"},
+    // Modes and reads.
+    {NULL, AE, 0, CE, "{P}/src/a.ts", ALLOW, MODE, "acceptEdits"},
+    {NULL, AE, 0, CE, "/tmp/outside.txt", ASK, DEF, "no rule"},
+    {"ask:Edit(/src/**)", AE, 0, CE, "{P}/src/a.ts", ASK, RULE, "ask rule"},
+    {NULL, D, 0, CE, "{P}/src/a.ts", ASK, DEF,
+     "no rule matched: edit src/a.ts"},
+    {NULL, D, 0, CR, "{P}/README.md", ALLOW, MODE, "reads inside the project"},
+    {NULL, D, 0, CR, "{H}/notes.txt", ASK, DEF, "read ~/notes.txt"},
+    {NULL, D, 0, GK, "search", ALLOW, MODE, "reads"},
+    {NULL, D, 0, GK, "read", ASK, DEF, "no rule"},
+    {"allow:Read", D, 0, GK, "read", ALLOW, RULE, "allowed by Read"},
+    {"allow:Kind(read)", D, 0, GK, "read {H}/notes.txt", ALLOW, RULE,
+     "Kind(read)"},
+    {"deny:Kind(delete)", D, 0, GK, "delete {P}/x", DENY, RULE, "denied"},
+    {NULL, D, 0, GK, "think", ASK, DEF, "no rule"},
+    {"allow:Kind(think)", D, 0, GK, "think", ALLOW, RULE, "allowed"},
+    {"allow:Kind(_foo)", D, 0, GK, "_foo", ALLOW, RULE, "allowed"},
+    // Web, MCP, unknown tools.
+    {"allow:WebFetch(domain:example.com)", D, 0, WF, "https://EXAMPLE.com./x",
+     ALLOW, RULE, "allowed"},
+    {"allow:WebFetch(domain:*.example.com)", D, 0, WF, "https://example.com/",
+     ASK, DEF, "fetch example.com"},
+    {"allow:WebFetch(github.com)", D, 0, WF, "https://user@github.com:443/a",
+     ALLOW, RULE, "allowed"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF,
+     "https://github.com.evil.com/", ASK, DEF, "no rule"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF,
+     "https://evil.com\\@github.com/", ASK, DEF, "no rule"},
+    {"allow:WebFetch(domain:github.com)", D, 0, GK, "fetch", ASK, DEF,
+     "no URL"},
+    {"allow:WebFetch(domain:github.com)", D, 0, CB, "curl https://github.com",
+     ASK, DEF, "no rule"},
+    {"allow:WebSearch", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"kind\":\"fetch\",\"rawInput\":{\"query\":\"c\"},"
+     "\"_meta\":{\"claudeCode\":{\"toolName\":\"WebSearch\"}}}",
+     ALLOW, RULE, "allowed"},
+    {"allow:mcp__github", D, 0, MC, "mcp__github__create_issue", ALLOW, RULE,
+     "allowed by mcp__github"},
+    {"allow:mcp__github__get_*", D, 0, MC, "mcp__github__create_issue", ASK,
+     DEF, "no rule matched: mcp__github__create_issue"},
+    {"allow:mcp__github__get_*", D, 0, MC, "mcp__github__get_me", ALLOW, RULE,
+     "allowed"},
+    {"deny:mcp__*", D, 0, MC, "mcp__fs__read", DENY, RULE, "denied"},
+    {"allow:mcp__*", D, 0, MC, "mcp__fs__read", ASK, DEF, "no rule"},
+    {"allow:mcp__github", D, 0, GM, "mcp_github_list", ALLOW, RULE, "allowed"},
+    {"allow:mcp__github", D, 0, GM, "mcp_github_create_issue", ASK, DEF,
+     "no rule"},
+    {"deny:mcp__github", D, 0, GM, "mcp_github_create_issue", DENY, RULE,
+     "denied"},
+    {NULL, D, 0, UK, "", ASK, DEF, "unknown tool: Frobnicate"},
+    {"deny:*", D, 0, UK, "", DENY, RULE, "denied by *"},
+    {"allow:Kind(other)", D, 0, UK, "", ALLOW, RULE, "allowed"},
+    {NULL, D, 1, UK, "", ALLOW, YOLO, "yolo"},
+    {"allow:Bash", D, 0, RAW, "{\"title\":\"x\",\"kind\":7}", ASK, DEF,
+     "unknown tool: x"},
+};
+
+static void test_table(void) {
+  for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+    const struct row *w = &cases[i];
+    char src[600];
+    snprintf(src, sizeof(src), "%s/.acp/settings.json", root);
+    struct policy *p = compile(w->rules, w->mode, w->yolo, src);
+    struct policy_request *r = request(w->shape, w->arg);
+    struct policy_result res;
+    policy_decide(p, NULL, r, &res);
+    char desc[512];
+    snprintf(desc, sizeof(desc), "[%s] %s%s: %.120s", w->rules ? w->rules : "",
+             policy_mode_name((enum policy_mode)w->mode),
+             w->yolo ? "+yolo" : "", w->arg);
+    bool good = (int)res.decision == w->want && (int)res.by == w->by &&
+                strstr(res.reason, w->reason);
+    if (!ok(good, "%s", desc))
+      printf("#   got %s by %s: %s\n#   want %s by %s: %s\n",
+             policy_decision_name(res.decision), policy_by_name(res.by),
+             res.reason, policy_decision_name(w->want), policy_by_name(w->by),
+             w->reason);
+    policy_request_free(r);
+    policy_free(p);
+  }
+}
+
+static void test_result_fields(void) {
+  struct policy *p = compile("deny:Bash(rm *)", D, 0, "/x/.acp/settings.json");
+  struct policy_request *r = request(CB, "rm -rf build");
+  struct policy_result res;
+  policy_decide(p, NULL, r, &res);
+  is_str(res.rule, "Bash(rm *)", "deny: the rule");
+  is_str(res.source, "/x/.acp/settings.json", "deny: its source");
+  policy_request_free(r);
+  policy_free(p);
+
+  p = compile(NULL, AE, 0, "s");
+  r = request(CE, "{P}/src/a.ts");
+  policy_decide(p, NULL, r, &res);
+  is_str(res.rule, "", "mode: no rule");
+  is_str(res.source, "acceptEdits", "mode: the mode as source");
+  policy_request_free(r);
+  policy_decide(NULL, NULL, (r = request(CB, "ls")), &res);
+  ok(res.decision == POLICY_ASK, "no policy: ask");
+  policy_request_free(r);
+  policy_free(p);
+}
+
+static void test_protect_input(void) {
+  char extra[600];
+  snprintf(extra, sizeof(extra), "%s/.config/acp-broker/settings.json", home);
+  const char *prot[] = {extra};
+  struct policy_rule_text t = {"Edit(~/**)", POLICY_LIST_ALLOW, "setup"};
+  struct policy_input in = {.rules = &t,
+                            .nrules = 1,
+                            .yolo = true,
+                            .root = root,
+                            .home = home,
+                            .protect = prot,
+                            .nprotect = 1};
+  struct policy *p = policy_new(&in, NULL, NULL);
+  struct policy_request *r = request(CE, extra);
+  struct policy_result res;
+  policy_decide(p, NULL, r, &res);
+  ok(res.decision == POLICY_ASK && strstr(res.reason, "protected"),
+     "an extra protected file asks even in yolo: %s", res.reason);
+  policy_request_free(r);
+  r = request(CE, "{H}/.config/other.json");
+  policy_decide(p, NULL, r, &res);
+  ok(res.decision == POLICY_ALLOW, "its neighbour is allowed: %s", res.reason);
+  policy_request_free(r);
+  policy_free(p);
+}
+
+static void test_memory(void) {
+  struct policy *p = compile(NULL, D, 0, "x");
+  struct policy *m = compile("allow:Bash(npm test)", D, 0, "session");
+  struct policy_request *r = request(CB, "npm test");
+  struct policy_result res;
+  policy_decide(p, m, r, &res);
+  ok(res.decision == POLICY_ALLOW && res.by == POLICY_BY_MEMORY,
+     "memory allows exactly that command: %s", res.reason);
+  is_str(res.source, "session", "memory: source");
+  policy_request_free(r);
+  r = request(CB, "npm test && curl x | sh");
+  policy_decide(p, m, r, &res);
+  ok(res.decision == POLICY_ASK, "memory is per atom: %s", res.reason);
+  policy_request_free(r);
+  r = request(CB, "npm test --watch");
+  policy_decide(p, m, r, &res);
+  ok(res.decision == POLICY_ASK, "memory is exact: %s", res.reason);
+  policy_request_free(r);
+  policy_free(p);
+
+  p = compile("deny:Bash(npm *)", D, 0, "x");
+  r = request(CB, "npm test");
+  policy_decide(p, m, r, &res);
+  ok(res.decision == POLICY_DENY, "deny beats memory: %s", res.reason);
+  policy_request_free(r);
+  policy_free(p);
+  policy_free(m);
+}
+
+static void test_options(void) {
+  static const struct {
+    const char *options;
+    enum policy_decision in, out;
+    const char *id;
+  } rows[] = {
+      {"[{\"optionId\":\"aa\",\"kind\":\"allow_always\"},{\"optionId\":\"a\","
+       "\"kind\":\"allow_once\"},{\"optionId\":\"r\",\"kind\":\"reject_once\"}"
+       "]",
+       POLICY_ALLOW, POLICY_ALLOW, "a"},
+      {"[{\"optionId\":\"x\",\"kind\":\"allow_always\"},{\"optionId\":\"r\","
+       "\"kind\":\"reject_once\"}]",
+       POLICY_ALLOW, POLICY_ASK, NULL},
+      {"[{\"optionId\":\"a\",\"kind\":\"allow_once\"}]", POLICY_DENY,
+       POLICY_DENY, NULL},
+      {"[{\"optionId\":\"x\",\"kind\":\"_foo\"},{\"optionId\":\"a\","
+       "\"kind\":\"allow_once\"}]",
+       POLICY_ALLOW, POLICY_ALLOW, "a"},
+      {"[{\"optionId\":\"x\",\"kind\":\"_foo\"},{\"optionId\":\"a\","
+       "\"kind\":\"allow_once\"}]",
+       POLICY_DENY, POLICY_DENY, NULL},
+      {"[{\"optionId\":\"ra\",\"kind\":\"reject_always\"},{\"optionId\":\"r\","
+       "\"kind\":\"reject_once\"}]",
+       POLICY_DENY, POLICY_DENY, "r"},
+      {"[{\"optionId\":\"ra\",\"kind\":\"reject_always\"}]", POLICY_DENY,
+       POLICY_DENY, "ra"},
+      {"[{\"optionId\":\"a\",\"kind\":\"allow_once\"}]", POLICY_ASK, POLICY_ASK,
+       NULL},
+      {"[{\"kind\":\"allow_once\"},{\"optionId\":7,\"kind\":\"allow_once\"},"
+       "{\"optionId\":\"b\",\"kind\":\"allow_once\"}]",
+       POLICY_ALLOW, POLICY_ALLOW, "b"},
+      {"{}", POLICY_ALLOW, POLICY_ASK, NULL},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+    json_t *o = json_loads(rows[i].options, 0, NULL);
+    enum policy_decision d = rows[i].in;
+    const char *id = policy_pick_option(o, &d);
+    char desc[64];
+    snprintf(desc, sizeof(desc), "pick %zu: option", i);
+    is_str(id, rows[i].id, desc);
+    snprintf(desc, sizeof(desc), "pick %zu: decision", i);
+    is_int(d, rows[i].out, desc);
+    json_decref(o);
+  }
+}
+
+static int by_text(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+// Sorts the " ; "-separated parts of s in place.
+static void sort_parts(char *s) {
+  char *parts[64], copy[4096];
+  size_t n = 0;
+  snprintf(copy, sizeof(copy), "%s", s);
+  for (char *p = copy, *e; p && *p && n < 64; p = e ? e + 3 : NULL) {
+    e = strstr(p, " ; ");
+    if (e)
+      *e = '\0';
+    parts[n++] = p;
+  }
+  if (n)
+    qsort(parts, n, sizeof(*parts), by_text);
+  s[0] = '\0';
+  for (size_t i = 0; i < n; i++)
+    sprintf(s + strlen(s), "%s%s", i ? " ; " : "", parts[i]);
+}
+
+// The narrow rules of a request, joined with " ; " ("" when none); the
+// analyser's order is not the point, so both sides are sorted.
+static void narrow(enum shape s, const char *arg, const char *want) {
+  struct policy_request *r = request(s, arg);
+  size_t n = 0;
+  char **v = policy_request_narrow_rules(r, &n);
+  char got[4096] = "";
+  for (size_t i = 0; i < n; i++) {
+    snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s",
+             i ? " ; " : "", v[i]);
+    free(v[i]);
+  }
+  free(v);
+  char w[4096];
+  snprintf(w, sizeof(w), "%s", sub(want));
+  sort_parts(got);
+  sort_parts(w);
+  char desc[256];
+  snprintf(desc, sizeof(desc), "narrow: %.200s", arg);
+  is_str(got, w, desc);
+  policy_request_free(r);
+}
+
+static void test_narrow(void) {
+  narrow(CB, "npm test", "Bash(npm test)");
+  narrow(CB, "git status && git log -1", "Bash(git log -1) ; Bash(git status)");
+  narrow(CB, "echo hi > out.txt", "Bash(echo hi) ; Edit(/{P}/out.txt)");
+  narrow(CB, "rm -rf $X", "");
+  narrow(CB, "git commit -m 'a*b'", "");
+  narrow(CB, "eval x", "");
+  narrow(CB, "find . -delete", "");
+  narrow(CE, "{P}/src/a.ts", "Edit(/{P}/src/a.ts)");
+  narrow(CE, "{P}/src/link", "Edit(//etc/passwd) ; Edit(/{P}/src/link)");
+  narrow(CB, "ls | grep x && ls", "Bash(grep x) ; Bash(ls)");
+  narrow(CR, "{P}/we*rd.txt", "Read(/{P}/we\\*rd.txt)");
+  narrow(WF, "https://GitHub.com/x", "WebFetch(domain:github.com)");
+  narrow(MC, "mcp__github__create_issue", "mcp__github__create_issue");
+  narrow(GM, "mcp_github_create_issue", "");
+  narrow(SM, "", "Kind(switch_mode)");
+  narrow(UK, "", "");
+  narrow(GK, "execute", "");
+}
+
+static void test_request_info(void) {
+  struct policy_result res0;
+  struct policy_request *r =
+      request(CX, "[\"/bin/bash\",\"-lc\",\"npm test\"]");
+  is_str(policy_request_command(r), "npm test", "codex: the -lc script");
+  policy_request_free(r);
+  r = request(CX, "[\"ls\",\"-la\",\"a b\",\"it's\"]");
+  is_str(policy_request_command(r), "ls -la 'a b' 'it'\\''s'",
+         "codex: other argv quoted");
+  policy_request_free(r);
+  r = request(GB, "git status");
+  is_str(policy_request_command(r), "git status", "gemini: the title");
+  policy_request_free(r);
+  r = request(CE, "{P}/src/link");
+  json_t *paths = policy_request_paths(r);
+  char want[1200];
+  snprintf(want, sizeof(want), "[\"%s/src/link\", \"/etc/passwd\"]", root);
+  char *got = json_dumps(paths, 0);
+  is_str(got, want, "paths: lexical and resolved");
+  free(got);
+  json_decref(paths);
+  ok(!policy_request_command(r), "an edit has no command");
+  policy_request_free(r);
+  r = request(RAW, "[]");
+  paths = policy_request_paths(r);
+  ok(json_array_size(paths) == 0, "no toolCall: no paths");
+  json_decref(paths);
+  policy_request_free(r);
+  json_t *nocwd = json_pack("{s:{s:s,s:{s:s},s:s}}", "toolCall", "toolCallId",
+                            "t", "rawInput", "command",
+                            "cat ~/x > y && rm -rf z", "kind", "execute");
+  r = policy_request_new(nocwd, NULL, NULL);
+  policy_decide(NULL, NULL, r, &res0);
+  ok(res0.decision == POLICY_ASK, "no cwd, no home: ask (%s)", res0.reason);
+  policy_request_free(r);
+  json_decref(nocwd);
+  json_t *bad = json_pack("{s:s}", "sessionId", "s");
+  r = policy_request_new(bad, NULL, NULL);
+  struct policy_result res;
+  policy_decide(NULL, NULL, r, &res);
+  ok(res.decision == POLICY_ASK, "malformed params: ask (%s)", res.reason);
+  policy_request_free(r);
+  json_decref(bad);
+}
+
+static void test_warnings(void) {
+  struct policy_rule_text t[] = {
+      {"Frob(x)", POLICY_LIST_DENY, "f1"},
+      {"*", POLICY_LIST_ALLOW, "f2"},
+      {"*", POLICY_LIST_DENY, "f2"},
+      {"read_file(a)", POLICY_LIST_ALLOW, "f3"},
+      {"Bash(ls)", POLICY_LIST_ALLOW, "f4"},
+      {NULL, POLICY_LIST_ALLOW, "f5"},
+  };
+  struct policy_input in = {
+      .rules = t, .nrules = 6, .root = root, .home = home};
+  char **w = NULL;
+  size_t n = 0;
+  struct policy *p = policy_new(&in, &w, &n);
+  is_size(n, 4, "four warnings");
+  for (size_t i = 0; i < n; i++)
+    printf("# warning: %s\n", w[i]);
+  ok(n == 4 && strstr(w[0], "Frob(x): unknown tool 'Frob' (f1)"),
+     "unknown tool");
+  ok(n == 4 && strstr(w[1], "*: allow rules take tool-name patterns"),
+     "unanchored allow glob");
+  ok(n == 4 && strstr(w[2], "Gemini ignores the arguments"), "Gemini args");
+  for (size_t i = 0; i < n; i++)
+    free(w[i]);
+  free(w);
+  policy_free(p);
+  char err[256];
+  ok(policy_rule_check("Bash(ls", err, sizeof(err)) == -1 &&
+         strstr(err, "missing ')'"),
+     "rule check: %s", err);
+  ok(policy_rule_check("mcp__*", err, sizeof(err)) == 0, "rule check: glob");
+  ok(policy_rule_check_list("mcp__*", POLICY_LIST_ALLOW, err, sizeof(err)) ==
+         -1,
+     "rule check for allow: %s", err);
+  ok(policy_rule_check_list("mcp__*", POLICY_LIST_DENY, err, sizeof(err)) == 0,
+     "rule check for deny");
+}
+
+static void test_names(void) {
+  is_str(policy_decision_name(POLICY_DENY), "deny", "decision name");
+  is_str(policy_mode_name(POLICY_MODE_ACCEPT_EDITS), "acceptEdits",
+         "mode name");
+  is_str(policy_by_name(POLICY_BY_MEMORY), "memory", "by name");
+  enum policy_mode m;
+  ok(policy_mode_parse("bypassPermissions", &m) == 0 && m == POLICY_MODE_YOLO,
+     "bypassPermissions is yolo");
+  ok(policy_mode_parse("plan", &m) == 0 && m == POLICY_MODE_PLAN, "plan");
+  ok(policy_mode_parse("dontAsk", &m) == -1, "unknown mode");
+}
+
+static void make_tree(void) {
+  const char *tmp = getenv("TMPDIR");
+  char tmpl[600];
+  snprintf(tmpl, sizeof(tmpl), "%s/acp-policy.XXXXXX", tmp ? tmp : "/tmp");
+  char *t = realpath(mkdtemp(tmpl), NULL);
+  char path[700], target[700];
+  snprintf(root, sizeof(root), "%s/p", t);
+  snprintf(home, sizeof(home), "%s/h", t);
+  const char *dirs[] = {"p", "p/.git", "p/src", "h", "h/.ssh"};
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+    snprintf(path, sizeof(path), "%s/%s", t, dirs[i]);
+    mkdir(path, 0700);
+  }
+  snprintf(path, sizeof(path), "%s/src/link", root);
+  if (symlink("/etc/passwd", path) != 0)
+    perror("symlink");
+  snprintf(path, sizeof(path), "%s/key", root);
+  snprintf(target, sizeof(target), "%s/.ssh/id_rsa", home);
+  if (symlink(target, path) != 0)
+    perror("symlink");
+  free(t);
+}
+
+static void remove_tree(void) {
+  char path[700];
+  const char *rm[] = {"p/src/link", "p/key",  "p/src", "p/.git",
+                      "p",          "h/.ssh", "h"};
+  for (size_t i = 0; i < sizeof(rm) / sizeof(*rm); i++) {
+    snprintf(path, sizeof(path), "%s/../%s", root, rm[i]);
+    if (unlink(path) != 0)
+      rmdir(path);
+  }
+  snprintf(path, sizeof(path), "%s/..", root);
+  rmdir(path);
+}
+
+int main(void) {
+  make_tree();
+  test_table();
+  test_result_fields();
+  test_protect_input();
+  test_memory();
+  test_options();
+  test_narrow();
+  test_request_info();
+  test_warnings();
+  test_names();
+  remove_tree();
+  return done_testing();
+}

@@ -1,0 +1,650 @@
+// Settings sources, trust and yolo (design §6), the trust store and its
+// SHA-256. Each test gets a fresh HOME with XDG dirs inside it and a project
+// in T/p.
+
+#define _XOPEN_SOURCE 700 // nftw
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "mem.h"
+#include "settings.h"
+#include "trust.h"
+
+static char T[512], P[600], H[600];
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                  struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+// A fresh T with T/p/.git and T/h; HOME and XDG_* point into T/h.
+static void fresh(void) {
+  if (T[0])
+    nftw(T, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(T, sizeof(T), "%s/acp-settings.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(T))
+    abort();
+  char *real = realpath(T, NULL);
+  snprintf(T, sizeof(T), "%s", real);
+  free(real);
+  snprintf(P, sizeof(P), "%s/p", T);
+  snprintf(H, sizeof(H), "%s/h", T);
+  char dir[700], err[256];
+  snprintf(dir, sizeof(dir), "%s/.git", P);
+  trust_mkdirs(dir, err, sizeof(err));
+  trust_mkdirs(H, err, sizeof(err));
+  setenv("HOME", H, 1);
+  snprintf(dir, sizeof(dir), "%s/.config", H);
+  setenv("XDG_CONFIG_HOME", dir, 1);
+  snprintf(dir, sizeof(dir), "%s/.local/state", H);
+  setenv("XDG_STATE_HOME", dir, 1);
+}
+
+// Writes text to T/rel (parents created).
+static void put(const char *rel, const char *text) {
+  char path[800], err[256];
+  snprintf(path, sizeof(path), "%s/%s", T, rel);
+  if (trust_write_file(path, text, strlen(text), 0644, err, sizeof(err)) != 0)
+    printf("# put %s: %s\n", rel, err);
+}
+
+// The contents of T/rel, or "" (a static buffer).
+static const char *get(const char *rel) {
+  static char buf[4096];
+  char path[800];
+  snprintf(path, sizeof(path), "%s/%s", T, rel);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+// Whether s has rule text in list, from a source ending in src.
+static bool has(const struct settings *s, const char *text,
+                enum policy_list list, const char *src) {
+  for (size_t i = 0; i < s->nrules; i++) {
+    const struct settings_rule *r = &s->rules[i];
+    size_t a = strlen(r->source), b = strlen(src);
+    if (!strcmp(r->text, text) && r->list == list && a >= b &&
+        !strcmp(r->source + a - b, src))
+      return true;
+  }
+  return false;
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+static bool ends(const char *s, const char *suffix) {
+  size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+  return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+static void load(struct settings *s) {
+  settings_load(P, NULL, s);
+}
+
+static bool trust_p(void) {
+  char err[512];
+  int rc = settings_trust(P, err, sizeof(err));
+  if (rc != 0)
+    printf("# trust: %s\n", err);
+  return rc == 0;
+}
+
+static void test_sha256(void) {
+  char hex[TRUST_HEX_LEN];
+  trust_sha256_hex("", 0, hex);
+  is_str(hex,
+         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+         "sha256 of the empty string");
+  trust_sha256_hex("abc", 3, hex);
+  is_str(hex,
+         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+         "sha256 of abc");
+  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  trust_sha256_hex(m, strlen(m), hex);
+  is_str(hex,
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+         "sha256 of the 448-bit message (two blocks of padding)");
+  struct trust_sha256 c;
+  uint8_t d[TRUST_SHA256_LEN];
+  char chunk[1000];
+  memset(chunk, 'a', sizeof(chunk));
+  trust_sha256_init(&c);
+  for (int i = 0; i < 1000; i++)
+    trust_sha256_update(&c, chunk, sizeof(chunk));
+  trust_sha256_final(&c, d);
+  for (size_t i = 0; i < sizeof(d); i++)
+    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  is_str(hex,
+         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+         "sha256 of a million 'a' in 1000-byte updates");
+  // Every split of a 130-byte message gives the one-shot digest.
+  char msg[130], one[TRUST_HEX_LEN];
+  for (size_t i = 0; i < sizeof(msg); i++)
+    msg[i] = (char)('A' + i % 26);
+  trust_sha256_hex(msg, sizeof(msg), one);
+  bool same = true;
+  for (size_t cut = 0; cut <= sizeof(msg); cut++) {
+    trust_sha256_init(&c);
+    trust_sha256_update(&c, msg, cut);
+    trust_sha256_update(&c, msg + cut, sizeof(msg) - cut);
+    trust_sha256_final(&c, d);
+    for (size_t i = 0; i < sizeof(d); i++)
+      snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    same &= !strcmp(hex, one);
+  }
+  ok(same, "sha256: every split point gives the same digest");
+}
+
+static void test_find_root(void) {
+  fresh();
+  char dir[800], err[256];
+  snprintf(dir, sizeof(dir), "%s/src/deep", P);
+  trust_mkdirs(dir, err, sizeof(err));
+  char *root = settings_find_root(dir);
+  is_str(root, P, "root: nearest ancestor with .git");
+  free(root);
+  snprintf(dir, sizeof(dir), "%s/src/deep/.claude", P);
+  trust_mkdirs(dir, err, sizeof(err));
+  snprintf(dir, sizeof(dir), "%s/src/deep", P);
+  root = settings_find_root(dir);
+  is_str(root, dir, "root: .claude marks a project too");
+  free(root);
+  // HOME's .claude and .gemini are the user's settings, not a project.
+  snprintf(dir, sizeof(dir), "%s/.claude", H);
+  trust_mkdirs(dir, err, sizeof(err));
+  snprintf(dir, sizeof(dir), "%s/work/x", H);
+  trust_mkdirs(dir, err, sizeof(err));
+  root = settings_find_root(dir);
+  is_str(root, dir, "root: HOME's .claude does not make HOME the root");
+  free(root);
+}
+
+static void test_user_sources(void) {
+  fresh();
+  put("h/.config/acp-broker/settings.json",
+      "{\"permissions\": {\"allow\": [\"Bash(npm test)\"], \"ask\": "
+      "[\"Bash(git push *)\"], \"deny\": [\"Read(./.env)\"], \"defaultMode\": "
+      "\"acceptEdits\"}, \"agents\": {\"gemini\": {\"yolo\": true}, "
+      "\"codex\": {\"yolo\": false}}}\n");
+  put("h/.claude/settings.json",
+      "{\"permissions\": {\"allow\": [\"Bash(make)\"], \"deny\": "
+      "[\"WebFetch\"]}}\n");
+  put("h/.gemini/settings.json",
+      "{\"tools\": {\"allowed\": [\"run_shell_command(git)\"], \"exclude\": "
+      "[\"run_shell_command(rm)\"], \"confirmationRequired\": "
+      "[\"run_shell_command(curl)\"]}}\n");
+  struct settings s;
+  load(&s);
+  ok(has(&s, "Bash(npm test)", POLICY_LIST_ALLOW,
+         "/.config/acp-broker/settings.json"),
+     "user file: permissions.allow");
+  ok(has(&s, "Bash(git push *)", POLICY_LIST_ASK, "acp-broker/settings.json"),
+     "user file: permissions.ask");
+  ok(has(&s, "Read(./.env)", POLICY_LIST_DENY, "acp-broker/settings.json"),
+     "user file: permissions.deny");
+  is_int(s.mode, POLICY_MODE_ACCEPT_EDITS, "user file: defaultMode");
+  ok(ends(s.mode_source, "acp-broker/settings.json"), "mode source");
+  ok(json_is_true(json_object_get(s.agents_yolo, "gemini")) &&
+         json_object_size(s.agents_yolo) == 1,
+     "user file: agents.<name>.yolo, only the ones that are on");
+  ok(has(&s, "Bash(make)", POLICY_LIST_ALLOW, "/.claude/settings.json") &&
+         has(&s, "WebFetch", POLICY_LIST_DENY, "/.claude/settings.json"),
+     "~/.claude: permissions.allow and deny");
+  ok(has(&s, "run_shell_command(git)", POLICY_LIST_ALLOW,
+         "/.gemini/settings.json"),
+     "~/.gemini: tools.allowed is allow");
+  ok(has(&s, "run_shell_command(rm)", POLICY_LIST_DENY,
+         "/.gemini/settings.json"),
+     "~/.gemini: tools.exclude is deny");
+  ok(has(&s, "run_shell_command(curl)", POLICY_LIST_ASK,
+         "/.gemini/settings.json"),
+     "~/.gemini: tools.confirmationRequired is ask");
+  ok(s.trusted && !s.has_permissive, "no project content: trusted");
+  is_size(s.nerrors, 0, "no errors");
+  is_size(s.nprotect, 2, "two protected files");
+  ok(s.nprotect == 2 && ends(s.protect[0], "/acp-broker/settings.json") &&
+         ends(s.protect[1], "/acp-broker/trust.json"),
+     "protected: the user settings file and the trust store");
+  struct policy_rule_text *texts;
+  struct policy_input in = settings_policy_input(&s, &texts);
+  ok(in.nrules == s.nrules && in.rules == texts && in.nrules > 0 &&
+         in.rules[0].text == s.rules[0].text && in.mode == s.mode &&
+         !strcmp(in.root, P) && !strcmp(in.home, H) && in.nprotect == 2,
+     "policy input mirrors the settings");
+  free(texts);
+  settings_free(&s);
+
+  put("h/.gemini/settings.json",
+      "{\"general\": {\"defaultApprovalMode\": \"auto_edit\"}}\n");
+  put("h/.config/acp-broker/settings.json", "{}");
+  load(&s);
+  is_int(s.mode, POLICY_MODE_ACCEPT_EDITS, "~/.gemini auto_edit: acceptEdits");
+  settings_free(&s);
+  put("h/.gemini/settings.json",
+      "{\"general\": {\"defaultApprovalMode\": \"yolo\"}}\n");
+  load(&s);
+  ok(!s.yolo && s.mode == POLICY_MODE_DEFAULT && s.nwarnings == 1,
+     "~/.gemini defaultApprovalMode yolo: ignored with a warning");
+  settings_free(&s);
+  put("h/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"bypassPermissions\"}}\n");
+  load(&s);
+  ok(s.yolo && ends(s.yolo_source, "/.claude/settings.json"),
+     "~/.claude bypassPermissions: yolo");
+  settings_free(&s);
+}
+
+static void test_setup(void) {
+  fresh();
+  json_t *setup =
+      json_pack("{s:{s:[s], s:[s], s:s}, s:b, s:{s:{s:b}}}", "permissions",
+                "allow", "Bash(ls)", "deny", "Bash(rm *)", "defaultMode",
+                "plan", "yolo", 1, "agents", "claude", "yolo", 1);
+  struct settings s;
+  settings_load(P, setup, &s);
+  ok(has(&s, "Bash(ls)", POLICY_LIST_ALLOW, "setup") &&
+         has(&s, "Bash(rm *)", POLICY_LIST_DENY, "setup"),
+     "setup: rules with source setup");
+  is_int(s.mode, POLICY_MODE_PLAN, "setup: defaultMode");
+  ok(s.yolo && !strcmp(s.yolo_source, "setup"), "setup: yolo");
+  ok(json_is_true(json_object_get(s.agents_yolo, "claude")), "setup: agents");
+  settings_free(&s);
+  // The user file's false overrides setup's per-agent true (:AcpYolo off).
+  put("h/.config/acp-broker/settings.json",
+      "{\"agents\": {\"claude\": {\"yolo\": false}}, \"yolo\": false}");
+  settings_load(P, setup, &s);
+  ok(!json_object_get(s.agents_yolo, "claude"), "user agents false wins");
+  ok(!s.yolo, "user \"yolo\": false wins over setup's yolo");
+  settings_free(&s);
+  json_decref(setup);
+  setup = json_pack("{s:[s]}", "permissions", "Bash(ls)");
+  settings_load(P, setup, &s);
+  ok(s.nerrors == 1 &&
+         !strcmp(s.errors[0], "setup: permissions: expected an object"),
+     "setup of the wrong shape: one error, skipped");
+  settings_free(&s);
+  json_decref(setup);
+}
+
+static void test_project_trust(void) {
+  fresh();
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"allow\": [\"Bash(npm run lint)\"], \"deny\": "
+      "[\"Bash(rm *)\"], \"ask\": [\"Bash(git push *)\"]}}\n");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"allow\": [\"Bash(npm test)\"]}}\n");
+  put("p/.claude/settings.local.json",
+      "{\"permissions\": {\"allow\": [\"Bash(make)\"]}}\n");
+  put("p/.gemini/settings.json",
+      "{\"tools\": {\"allowed\": [\"run_shell_command(git)\"], \"exclude\": "
+      "[\"run_shell_command(curl)\"]}}\n");
+  struct settings s;
+  load(&s);
+  ok(!s.trusted && s.has_permissive, "untrusted project");
+  ok(!has(&s, "Bash(npm run lint)", POLICY_LIST_ALLOW, ""),
+     "untrusted: .acp allow ignored");
+  ok(!has(&s, "Bash(npm test)", POLICY_LIST_ALLOW, ""),
+     "untrusted: .claude allow ignored");
+  ok(!has(&s, "run_shell_command(git)", POLICY_LIST_ALLOW, ""),
+     "untrusted: .gemini tools.allowed ignored");
+  ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
+         has(&s, "Bash(git push *)", POLICY_LIST_ASK, "/p/.acp/settings.json"),
+     "untrusted: deny and ask apply");
+  ok(has(&s, "run_shell_command(curl)", POLICY_LIST_DENY,
+         "/p/.gemini/settings.json"),
+     "untrusted: .gemini tools.exclude applies");
+  json_t *acp = json_object_get(s.permissive, ".acp/settings.json");
+  ok(json_array_size(json_object_get(acp, "allow")) == 1 &&
+         json_object_size(s.permissive) == 4,
+     "permissive content listed per file");
+  settings_free(&s);
+
+  ok(trust_p(), "trust");
+  load(&s);
+  ok(s.trusted, "trusted after trust");
+  ok(has(&s, "Bash(npm run lint)", POLICY_LIST_ALLOW,
+         "/p/.acp/settings.json") &&
+         has(&s, "Bash(npm test)", POLICY_LIST_ALLOW,
+             "/p/.claude/settings.json") &&
+         has(&s, "Bash(make)", POLICY_LIST_ALLOW,
+             "/p/.claude/settings.local.json") &&
+         has(&s, "run_shell_command(git)", POLICY_LIST_ALLOW,
+             "/p/.gemini/settings.json"),
+     "trusted: every project allow applies");
+  settings_free(&s);
+
+  // Restrictive additions and reordering keep the trust.
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"deny\": [\"Bash(rm *)\", \"Bash(curl *)\"], "
+      "\"allow\": [\"Bash(npm run lint)\", \"Bash(npm run lint)\"], "
+      "\"defaultMode\": \"plan\"}, \"other\": 1}\n");
+  load(&s);
+  ok(s.trusted,
+     "restrictive-only change (deny, plan, dropped ask) keeps trust");
+  is_int(s.mode, POLICY_MODE_PLAN, "plan applies");
+  settings_free(&s);
+
+  put("p/.claude/settings.local.json",
+      "{\"permissions\": {\"allow\": [\"Bash(make)\", \"Bash(make *)\"]}}\n");
+  load(&s);
+  ok(!s.trusted, "a permissive change loses trust");
+  ok(!has(&s, "Bash(make)", POLICY_LIST_ALLOW, ""),
+     "and every project allow is ignored again");
+  settings_free(&s);
+
+  // Nothing permissive: trusted without asking.
+  fresh();
+  put("p/.acp/settings.json", "{\"permissions\": {\"deny\": [\"Bash\"]}}");
+  load(&s);
+  ok(s.trusted && !s.has_permissive, "no permissive content: trusted");
+  settings_free(&s);
+
+  // A malformed trust store trusts nothing and says so.
+  put("p/.acp/settings.json", "{\"yolo\": true}");
+  ok(trust_p(), "trust yolo");
+  put("h/.local/state/acp-broker/trust.json", "{\"x\": ");
+  load(&s);
+  ok(!s.trusted && !s.yolo && s.nerrors == 1 &&
+         strstr(s.errors[0], "trust.json:1:"),
+     "malformed trust store: untrusted, one error with line:col");
+  settings_free(&s);
+  char err[256];
+  ok(settings_trust(P, err, sizeof(err)) == -1 &&
+         !strcmp(get("h/.local/state/acp-broker/trust.json"), "{\"x\": "),
+     "a malformed trust store is not overwritten");
+}
+
+static void test_modes(void) {
+  fresh();
+  put("h/.config/acp-broker/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"acceptEdits\"}}");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"plan\"}}");
+  struct settings s;
+  load(&s);
+  is_int(s.mode, POLICY_MODE_PLAN, "untrusted project plan wins over user");
+  ok(ends(s.mode_source, "/p/.claude/settings.json"), "plan's source");
+  settings_free(&s);
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"default\"}}");
+  load(&s);
+  is_int(s.mode, POLICY_MODE_DEFAULT, "project default overrides user");
+  settings_free(&s);
+  put("h/.config/acp-broker/settings.json", "{}");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"acceptEdits\"}}");
+  load(&s);
+  is_int(s.mode, POLICY_MODE_DEFAULT, "untrusted acceptEdits: not applied");
+  settings_free(&s);
+  ok(trust_p(), "trust acceptEdits");
+  load(&s);
+  is_int(s.mode, POLICY_MODE_ACCEPT_EDITS, "trusted acceptEdits");
+  settings_free(&s);
+  put("p/.claude/settings.local.json",
+      "{\"permissions\": {\"defaultMode\": \"default\"}}");
+  load(&s);
+  ok(s.mode == POLICY_MODE_DEFAULT && s.trusted,
+     "settings.local.json beats settings.json");
+  settings_free(&s);
+  put("p/.claude/settings.local.json",
+      "{\"permissions\": {\"defaultMode\": \"dontAsk\"}}");
+  load(&s);
+  ok(s.mode == POLICY_MODE_DEFAULT && s.nwarnings == 1,
+     "dontAsk: default with a warning");
+  settings_free(&s);
+  put("p/.gemini/settings.json",
+      "{\"general\": {\"defaultApprovalMode\": \"plan\"}}");
+  load(&s);
+  is_int(s.mode, POLICY_MODE_PLAN, "project .gemini plan");
+  settings_free(&s);
+}
+
+static void test_yolo(void) {
+  fresh();
+  put("p/.gemini/settings.json",
+      "{\"security\": {\"disableYoloMode\": false}}");
+  struct settings s;
+  load(&s);
+  ok(!s.yolo && !s.trusted, "untrusted .gemini disableYoloMode false: no yolo");
+  settings_free(&s);
+  ok(trust_p(), "trust it");
+  load(&s);
+  ok(s.yolo && ends(s.yolo_source, "/p/.gemini/settings.json"),
+     "trusted .gemini disableYoloMode false: yolo");
+  settings_free(&s);
+
+  fresh();
+  put("p/.gemini/settings.json", "{\"security\": {}}");
+  load(&s);
+  ok(!s.yolo && !s.has_permissive, ".gemini without disableYoloMode: no yolo");
+  settings_free(&s);
+  put("p/.acp/settings.json", "{\"yolo\": true}");
+  load(&s);
+  ok(!s.yolo, "untrusted .acp yolo: off");
+  settings_free(&s);
+  ok(trust_p(), "trust .acp yolo");
+  load(&s);
+  ok(s.yolo && ends(s.yolo_source, "/p/.acp/settings.json"), ".acp yolo: on");
+  settings_free(&s);
+
+  put("h/.gemini/settings.json", "{\"security\": {\"disableYoloMode\": true}}");
+  load(&s);
+  ok(!s.yolo && s.veto && ends(s.veto_source, "/h/.gemini/settings.json"),
+     "veto from the user ~/.gemini");
+  settings_free(&s);
+
+  fresh();
+  put("h/.config/acp-broker/settings.json", "{\"yolo\": true}");
+  load(&s);
+  ok(s.yolo && ends(s.yolo_source, "acp-broker/settings.json"),
+     "user file yolo needs no trust");
+  settings_free(&s);
+  put("p/.gemini/settings.json", "{\"security\": {\"disableYoloMode\": true}}");
+  load(&s);
+  ok(!s.yolo && s.veto && ends(s.veto_source, "/p/.gemini/settings.json") &&
+         s.trusted,
+     "veto from an untrusted project .gemini");
+  settings_free(&s);
+  put("p/.gemini/settings.json", "{}");
+  put("p/.acp/settings.json", "{\"yolo\": false}");
+  load(&s);
+  ok(!s.yolo && !s.veto, "project \"yolo\": false (restrictive) applies");
+  settings_free(&s);
+}
+
+static void test_malformed(void) {
+  fresh();
+  put("h/.config/acp-broker/settings.json",
+      "{\"permissions\": {\"deny\": [\"Bash(rm *)\"]}}");
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"allow\": [\"Bash(npm run build)\"],\n");
+  ok(trust_p(), "trust with a malformed file");
+  struct settings s;
+  load(&s);
+  char want[800];
+  snprintf(want, sizeof(want),
+           "%s/.acp/settings.json:2:1: string or '}' expected near end of "
+           "file",
+           P);
+  ok(s.nerrors == 1 && !strcmp(s.errors[0], want),
+     "invalid JSON: one error with file:line:column");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  ok(!has(&s, "Bash(npm run build)", POLICY_LIST_ALLOW, ""),
+     "the malformed file is skipped");
+  ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "settings.json"),
+     "other files still load");
+  settings_free(&s);
+
+  put("p/.acp/settings.json",
+      "{\n  \"permissions\": {\n    \"deny\": [\"Bash(curl *)\"],\n"
+      "    \"allow\": \"Bash\"\n  }\n}\n");
+  load(&s);
+  snprintf(want, sizeof(want),
+           "%s/.acp/settings.json:4:5: permissions.allow: expected an array",
+           P);
+  ok(s.nerrors == 1 && !strcmp(s.errors[0], want),
+     "wrong type: one error pointing at the key");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  ok(!has(&s, "Bash(curl *)", POLICY_LIST_DENY, ""),
+     "a file of the wrong shape is skipped entirely");
+  settings_free(&s);
+
+  put("p/.gemini/settings.json",
+      "{\"security\": {\"disableYoloMode\": \"false\"}}");
+  put("p/.acp/settings.json", "[]");
+  load(&s);
+  ok(!s.yolo && !s.veto && s.nerrors == 2,
+     ".gemini with a string disableYoloMode: error, no yolo; array: error");
+  settings_free(&s);
+
+  // Gemini files may hold comments, as Gemini CLI reads them.
+  put("p/.gemini/settings.json",
+      "{\n  // no yolo here\n  \"security\": {/* veto */ "
+      "\"disableYoloMode\": true}, \"x\": \"a // b /* c\"\n}\n");
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"deny\": [\"Bash(rm *)\", 7, \"((\"]}}");
+  load(&s);
+  ok(s.veto && s.nerrors == 0, "comments in a Gemini file");
+  ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
+         s.nwarnings == 2,
+     "a non-string and an invalid rule: warnings, skipped");
+  for (size_t i = 0; i < s.nwarnings; i++)
+    printf("# %s\n", s.warnings[i]);
+  settings_free(&s);
+}
+
+static void test_add_rule(void) {
+  fresh();
+  char err[512];
+  put("p/.acp/settings.json",
+      "{\"note\": \"keep me\", \"permissions\": {\"deny\": [\"Bash(rm *)\"]}}");
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "Bash(npm test)", err,
+                       sizeof(err)) == 0,
+     "add_rule: project allow");
+  struct settings s;
+  load(&s);
+  ok(s.trusted &&
+         has(&s, "Bash(npm test)", POLICY_LIST_ALLOW, "/p/.acp/settings.json"),
+     "the person's rule is trusted and applies");
+  settings_free(&s);
+  ok(strstr(get("p/.acp/settings.json"), "\"note\": \"keep me\"") &&
+         strstr(get("p/.acp/settings.json"), "\"Bash(rm *)\""),
+     "existing content kept");
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "Bash(npm test)", err,
+                       sizeof(err)) == 0 &&
+         count(get("p/.acp/settings.json"), "npm test") == 1,
+     "adding it again changes nothing");
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "Bash(make)", err,
+                       sizeof(err)) == 0,
+     "second allow");
+  ok(settings_add_rule(P, true, POLICY_LIST_DENY, "WebFetch", err,
+                       sizeof(err)) == 0,
+     "a deny");
+  load(&s);
+  ok(s.trusted && has(&s, "Bash(make)", POLICY_LIST_ALLOW, "") &&
+         has(&s, "WebFetch", POLICY_LIST_DENY, ""),
+     "still trusted, both rules apply");
+  settings_free(&s);
+
+  // Untrusted permissive content stays untrusted when a rule is added.
+  put("p/.claude/settings.json", "{\"permissions\": {\"allow\": [\"Bash\"]}}");
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "Bash(ls)", err,
+                       sizeof(err)) == 0,
+     "add to an untrusted project");
+  load(&s);
+  ok(!s.trusted && !has(&s, "Bash", POLICY_LIST_ALLOW, ""),
+     "adding a rule never trusts someone else's content");
+  settings_free(&s);
+
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "((", err, sizeof(err)) ==
+         -1,
+     "an invalid rule is refused");
+  printf("# %s\n", err);
+  put("p/.acp/settings.json", "{\"permissions\": ");
+  ok(settings_add_rule(P, true, POLICY_LIST_DENY, "Bash(x)", err,
+                       sizeof(err)) == -1 &&
+         !strcmp(get("p/.acp/settings.json"), "{\"permissions\": "),
+     "a malformed file is refused, not overwritten");
+  printf("# %s\n", err);
+
+  ok(settings_add_rule(P, false, POLICY_LIST_ASK, "Bash(git push *)", err,
+                       sizeof(err)) == 0,
+     "add_rule: user file");
+  load(&s);
+  ok(has(&s, "Bash(git push *)", POLICY_LIST_ASK, "acp-broker/settings.json"),
+     "user rule applies");
+  settings_free(&s);
+
+  ok(settings_set_agent_yolo("gemini", true, err, sizeof(err)) == 0,
+     "set agent yolo");
+  load(&s);
+  ok(json_is_true(json_object_get(s.agents_yolo, "gemini")) &&
+         has(&s, "Bash(git push *)", POLICY_LIST_ASK, ""),
+     "agent yolo on, the user file's rules kept");
+  settings_free(&s);
+  ok(settings_set_agent_yolo("gemini", false, err, sizeof(err)) == 0,
+     "agent yolo off");
+  load(&s);
+  ok(json_object_size(s.agents_yolo) == 0, "agent yolo off");
+  settings_free(&s);
+}
+
+static void test_to_json(void) {
+  fresh();
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"deny\": [\"Bash(rm *)\"], \"allow\": [\"Bash\"]}}");
+  struct settings s;
+  load(&s);
+  json_t *j = settings_to_json(&s);
+  const char *keys[] = {"root",       "mode",   "modeSource", "yolo",
+                        "yoloSource", "veto",   "vetoSource", "trusted",
+                        "rules",      "errors", "warnings",   "permissive"};
+  bool all = true;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    all &= json_object_get(j, keys[i]) != NULL;
+  ok(all, "to_json has every documented key");
+  json_t *r = json_array_get(json_object_get(j, "rules"), 0);
+  ok(json_array_size(json_object_get(j, "rules")) == 1 &&
+         !strcmp(json_string_value(json_object_get(r, "list")), "deny") &&
+         !strcmp(json_string_value(json_object_get(r, "rule")), "Bash(rm *)"),
+     "to_json rules: {rule, list, source}");
+  ok(json_is_false(json_object_get(j, "trusted")) &&
+         !strcmp(json_string_value(json_object_get(j, "mode")), "default") &&
+         json_is_null(json_object_get(j, "modeSource")),
+     "to_json: trusted false, mode default, modeSource null");
+  json_decref(j);
+  settings_free(&s);
+}
+
+int main(void) {
+  test_sha256();
+  test_find_root();
+  test_user_sources();
+  test_setup();
+  test_project_trust();
+  test_modes();
+  test_yolo();
+  test_malformed();
+  test_add_rule();
+  test_to_json();
+  nftw(T, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  return done_testing();
+}
