@@ -1,6 +1,5 @@
 #include "settings_priv.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,9 @@ for bin in acp-broker acp-demo-agent; do
 done
 
 PROJECT=$ROOT/build/demo-project
-mkdir -p "$PROJECT"
+# .acp makes the demo project its own project root (not the repository
+# around it), so its settings and rules are its own.
+mkdir -p "$PROJECT/.acp"
 rm -f "$PROJECT/hello.txt"
 cd "$PROJECT"
 

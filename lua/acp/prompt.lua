@@ -487,7 +487,7 @@ function H.choose(v, index)
   end
   if type(index) == 'string' then
     local e = H.extra(req, index)
-    if e ~= nil then
+    if e ~= nil and H.confirm_extra(req, e) then
       require('acp').respond(v.id, e.optionId, { remember = index })
     end
     return
@@ -497,6 +497,19 @@ function H.choose(v, index)
     return
   end
   require('acp').respond(v.id, o.optionId)
+end
+
+--- Trusting an agent lasts beyond this request, this session and this
+--- project, so one key is not enough: the person confirms it (default No).
+--- The other extras record only the exact command or path shown.
+function H.confirm_extra(req, e)
+  if e.remember ~= 'agent' then
+    return true
+  end
+  local agent = compat.str(req.agent) or 'this agent'
+  local msg = ("Trust %s from now on?\n\nIt will be allowed everything that no deny or ask rule, protected path "
+    .. 'or the circuit breaker stops, in every project, until :AcpYolo off.'):format(agent)
+  return vim.fn.confirm(msg, '&Trust\n&No', 2) == 1
 end
 
 --- The broker's extra `remember` ('session'|'project'|'agent') for `req`:
@@ -596,7 +609,11 @@ function H.select(req, opts)
       H.hidden[req.id] = true
       H.echo('acp: prompt left pending: :AcpPending reopens it', 'WarningMsg')
     elseif state.pending[req.id] ~= nil and choice.extra then
-      require('acp').respond(req.id, choice.extra.optionId, { remember = choice.extra.remember })
+      if H.confirm_extra(req, choice.extra) then
+        require('acp').respond(req.id, choice.extra.optionId, { remember = choice.extra.remember })
+      else
+        H.hidden[req.id] = true
+      end
     elseif state.pending[req.id] ~= nil then
       require('acp').respond(req.id, choice.optionId)
     end

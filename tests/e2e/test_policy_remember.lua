@@ -113,4 +113,37 @@ T.test('p and t are offered only with an allow_once option; the arming delay app
   T.eq(T.answer(ctx, 'only_always_1').result, selected('reject'), 'answer')
 end)
 
+T.test('t (trust this agent) asks for confirmation: No leaves the prompt pending, Trust persists agent yolo', function()
+  local ctx = T.start_demo({ name = 'trust-agent', steps = { shell('trust_${turn}', 'make deploy') } })
+  local user_file = (os.getenv('XDG_CONFIG_HOME') or (os.getenv('HOME') .. '/.config')) .. '/acp-broker/settings.json'
+  local answers = { 2, 1 } -- first No, then Trust
+  local asked = {}
+  local confirm = vim.fn.confirm
+  vim.fn.confirm = function(msg)
+    asked[#asked + 1] = msg
+    return table.remove(answers, 1)
+  end
+  T.defer(function()
+    vim.fn.confirm = confirm
+    os.remove(user_file)
+  end)
+  require('acp').prompt('Deploy')
+  T.wait_prompt('trust_1')
+  T.answer_with_keys('trust_1', 't')
+  T.eq(#asked, 1, 'confirm() calls after the first t')
+  T.contains(asked[1], 'Trust ' .. ctx.agent .. ' from now on?', 'the question names the agent')
+  T.wait_ms(200)
+  T.eq(#require('acp').pending(), 1, 'still pending after No')
+  T.eq(T.requests(ctx, 'trust_1')[1].response, nil, 'nothing answered after No')
+  T.ok(not T.exists(user_file), 'nothing persisted after No')
+  vim.cmd('AcpPending')
+  T.answer_with_keys('trust_1', 't')
+  T.eq(T.answer(ctx, 'trust_1').result, selected('allow'), 'answered allow_once after Trust')
+  T.wait(function()
+    return T.exists(user_file)
+  end, nil, 'the user settings file')
+  local saved = vim.fn.json_decode(table.concat(vim.fn.readfile(user_file), '\n'))
+  T.eq(saved.agents[ctx.agent].yolo, true, 'agents.<name>.yolo in the user settings')
+end)
+
 T.done()
