@@ -25,7 +25,7 @@ PROJECT=$ROOT/build/demo-project
 # .acp makes the demo project its own project root (not the repository
 # around it), so its settings and rules are its own.
 mkdir -p "$PROJECT/.acp"
-rm -f "$PROJECT/hello.txt"
+rm -f "$PROJECT/hello.txt" "$PROJECT/.acp/settings.json" # fresh each time
 cd "$PROJECT"
 
 cat <<'EOF'
