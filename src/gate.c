@@ -89,15 +89,11 @@ static struct project *project(struct gate *g, const char *root) {
   return p;
 }
 
-// Per-agent yolo: from setup() or the user settings (agents.<name>.yolo).
-static bool agent_yolo(const struct gate *g, const struct settings *s,
-                       const char *agent) {
-  if (!agent)
-    return false;
-  json_t *a = json_object_get(json_object_get(g->setup, "agents"), agent);
-  if (json_is_true(json_object_get(a, "yolo")))
-    return true;
-  return json_is_true(json_object_get(s->agents_yolo, agent));
+// Per-agent yolo (agents.<name>.yolo). settings_load has merged setup()
+// and the user settings file, the file winning, so that `:AcpYolo off`
+// (which writes false there) also ends a yolo that setup() turned on.
+static bool agent_yolo(const struct settings *s, const char *agent) {
+  return agent && json_is_true(json_object_get(s->agents_yolo, agent));
 }
 
 struct effective {
@@ -118,7 +114,7 @@ static void effective_load(struct gate *g, const char *root, const char *agent,
     e->in.mode = (enum policy_mode)pr->mode;
   bool yolo = e->s.yolo || e->in.mode == POLICY_MODE_YOLO;
   e->yolo_source = e->s.yolo ? e->s.yolo_source : yolo ? "mode yolo" : NULL;
-  if (agent_yolo(g, &e->s, agent)) {
+  if (agent_yolo(&e->s, agent)) {
     yolo = true;
     e->yolo_source = "agent trusted (per-agent yolo)";
   }
@@ -368,7 +364,7 @@ int gate_yolo(struct gate *g, const char *cwd, const char *action,
     }
   } else if (strcmp(action, "off") == 0) {
     pr->yolo = 0;
-    if (agent && agent_yolo(g, &e.s, agent))
+    if (agent && agent_yolo(&e.s, agent))
       r = settings_set_agent_yolo(agent, false, err, errlen);
   } else if (strcmp(action, "status") != 0) {
     snprintf(err, errlen, "unknown action '%s' (on, off or toggle)", action);

@@ -310,11 +310,22 @@ static void m_rule(struct broker *b, const struct nvim_rpc_msg *m) {
     snprintf(msg, sizeof(msg), "rule %.200s refused: %s", rule, err);
     broker_emit_error(b, agent, msg);
   } else {
+    json_t *st = gate_settings(b->gate, cwd, agent);
+    // The person's own allow rule in a project whose other permissive
+    // content they have not trusted does not apply yet: trusting it
+    // automatically would also enable what the repository brought.
+    const char *note =
+        strcmp(scope, "project") == 0 && strcmp(list, "allow") == 0 &&
+                !json_is_true(json_object_get(st, "trusted"))
+            ? "it applies once you trust this project's settings (:AcpTrust "
+              "shows everything that would enable)"
+            : NULL;
     broker_send_event(b, "rule_added",
-                      json_pack("{s:s,s:s,s:s,s:s}", "scope", scope, "list",
-                                list, "rule", rule, "file", file),
+                      json_pack("{s:s,s:s,s:s,s:s,s:s?}", "scope", scope,
+                                "list", list, "rule", rule, "file", file,
+                                "note", note),
                       NULL);
-    broker_send_event(b, "settings", gate_settings(b->gate, cwd, agent), NULL);
+    broker_send_event(b, "settings", st, NULL);
   }
   free(scope);
   free(list);

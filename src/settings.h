@@ -61,7 +61,8 @@ char *settings_find_root(const char *cwd);
 void settings_load(const char *root, const json_t *setup, struct settings *s);
 // Frees what settings_load allocated.
 void settings_free(struct settings *s);
-// The policy input for these settings (borrowing from s).
+// The policy input for these settings (borrowing from s). *texts is a new
+// array the caller frees with free(); its strings belong to s.
 struct policy_input settings_policy_input(const struct settings *s,
                                           struct policy_rule_text **texts);
 // Trusts the project's current permissive content (writes trust.json).
@@ -78,5 +79,6 @@ int settings_set_agent_yolo(const char *name, bool on, char *err,
                             size_t errlen);
 // The effective settings as JSON, for `acp-broker rules` and :AcpRules:
 // {root, mode, modeSource, yolo, yoloSource, veto, vetoSource, trusted,
-//  rules: [{rule, list, source}], errors: [...], warnings: [...]}.
+//  hasPermissive, permissive, agents, rules: [{rule, list, source}],
+//  protect: [...], errors: [...], warnings: [...]}.
 json_t *settings_to_json(const struct settings *s);

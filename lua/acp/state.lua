@@ -616,8 +616,14 @@ function H.handlers.rule_added(d)
   else
     where = ('(%s)'):format(scope or '?')
   end
+  local note = compat.str(d.note)
   return function()
-    vim.notify(('(acp) added %s rule %s %s'):format(list, rule, where), vim.log.levels.INFO)
+    local msg = ('(acp) added %s rule %s %s'):format(list, rule, where)
+    if note then
+      vim.notify(msg .. '; ' .. note, vim.log.levels.WARN)
+    else
+      vim.notify(msg, vim.log.levels.INFO)
+    end
   end
 end
 

@@ -138,6 +138,29 @@ T.test(':AcpAllow project {rule} writes .acp/settings.json, keeps the project tr
   T.eq(vim.fn.bufwinid(buf), -1, 'q closes :AcpRules')
 end)
 
+T.test(':AcpAllow project in an untrusted project adds the rule, says it applies only after :AcpTrust, and it does not apply', function()
+  local project = T.project()
+  -- The repository brought its own allow rule: permissive, not trusted.
+  write(project .. '/.acp/settings.json', '{"permissions":{"allow":["Bash(make *)"]}}')
+  local ctx = T.start_demo({
+    name = 'allow-untrusted',
+    steps = { shell('npm_${turn}', 'npm test'), { type = 'message', text = 'Done.' } },
+  }, { project = project })
+  vim.cmd('AcpAllow project Bash(npm test)')
+  T.wait(function()
+    return #notes_with('applies once you trust', vim.log.levels.WARN) > 0
+  end, nil, 'the note that the rule waits for :AcpTrust')
+  local json = vim.fn.json_decode(T.read(project .. '/.acp/settings.json'))
+  T.eq(json.permissions.allow, { 'Bash(make *)', 'Bash(npm test)' }, 'permissions.allow')
+  T.eq(require('acp').status().trusted, false, 'status().trusted')
+  require('acp').prompt('Run the tests')
+  -- Not trusted: the person is asked, the repository's content stays off.
+  T.wait_pending('npm_1')
+  vim.cmd('AcpDeny')
+  T.eq(T.answer(ctx, 'npm_1').result, selected('reject'), 'the answer')
+  idle()
+end)
+
 T.test('an invalid rule is refused with the reason and nothing is written', function()
   local ctx = T.start_demo({ name = 'invalid-rule', steps = { { type = 'message', text = 'Hi.' } } })
   vim.cmd('AcpAllow Bash(')
