@@ -38,17 +38,21 @@ static char *relative_pattern(const char *spec, const char *root,
                               bool for_allow);
 static char *join3(const char *a, const char *b, const char *c);
 
-char *path_normalize(const char *base, const char *p, const char *home) {
+char *path_absolute(const char *base, const char *p, const char *home) {
   if (!p || !*p)
     return NULL;
-  char *full;
   if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
-    full = join3(home, "/", p + 1);
-  else if (p[0] == '/')
-    full = xstrdup(p);
-  else if (base && base[0] == '/')
-    full = join3(base, "/", p);
-  else
+    return join3(home, "/", p + 1);
+  if (p[0] == '/')
+    return xstrdup(p);
+  if (base && base[0] == '/')
+    return join3(base, "/", p);
+  return NULL;
+}
+
+char *path_normalize(const char *base, const char *p, const char *home) {
+  char *full = path_absolute(base, p, home);
+  if (!full)
     return NULL;
   struct buf *b = xmalloc(sizeof(*b));
   char *r = collapse(full, b) ? xstrdup(b->s) : NULL;

@@ -11,16 +11,22 @@
 
 #define PATH_LEN_MAX 4096 // longer paths are refused (the caller fails closed)
 
+// The absolute form of p (relative to base, ~ expanded to home) WITHOUT
+// collapsing `.` and `..`: what path_resolve needs, because the kernel
+// follows a symlink before it applies a `..` that comes after it. New
+// string, or NULL.
+char *path_absolute(const char *base, const char *p, const char *home);
 // Makes p absolute and lexically normal: a relative p is joined to base
 // (absolute), a leading "~" or "~/" is replaced by home (when home is not
 // NULL), and "//", "." and ".." are collapsed ("/a/../../b" is "/b").
 // Returns a new string, or NULL when there is no absolute result or it is
 // longer than PATH_LEN_MAX.
 char *path_normalize(const char *base, const char *p, const char *home);
-// Follows the symlinks of an absolute, normal path component by component
-// (at most 40 links); from the first component that does not exist the rest
-// is appended as written, so a new file resolves through its parent. Returns
-// a new string, or NULL on a link loop or an overlong result.
+// Follows the symlinks of an absolute path component by component, applying
+// each `..` to what the components before it resolved to, as the kernel
+// does (at most 40 links); from the first component that does not exist the
+// rest is appended as written, so a new file resolves through its parent.
+// Returns a new string, or NULL on a link loop or an overlong result.
 char *path_resolve(const char *abs);
 // True when path is dir or lies below it (both absolute and normal).
 bool path_within(const char *path, const char *dir);

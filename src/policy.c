@@ -608,9 +608,22 @@ static void count(const struct eval *e, struct tally *t) {
   }
 }
 
-// Every atom covered by allow rules (or the session's memory); else yolo;
-// else every atom covered by rules or by the mode (reads inside the
-// project; edits inside it in acceptEdits).
+// True when the request holds a tool nobody knows (kind other, not MCP)
+// that no rule names: not understood, so at most ask — yolo included.
+static bool unknown_tool(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    bool mem;
+    if (a->cls == REQUEST_KIND && strcmp(a->kind, "other") == 0 &&
+        !covered(e, a, &mem))
+      return true;
+  }
+  return false;
+}
+
+// Every atom covered by allow rules (or the session's memory); else yolo
+// (for what is understood); else every atom covered by rules or by the
+// mode (reads inside the project; edits inside it in acceptEdits).
 static bool step_allow(struct eval *e) {
   struct tally t;
   count(e, &t);
@@ -618,7 +631,7 @@ static bool step_allow(struct eval *e) {
   if (all && !t.by_mode) {
     result(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
            t.first, NULL, "allowed by %s", t.rules);
-  } else if (e->p->yolo) {
+  } else if (e->p->yolo && !unknown_tool(e)) {
     result(e, POLICY_ALLOW, POLICY_BY_YOLO, NULL, "yolo", "yolo");
   } else if (all && !t.first) {
     result(e, POLICY_ALLOW, POLICY_BY_MODE, NULL, policy_mode_name(e->p->mode),

@@ -582,7 +582,11 @@ static void set_where(const char *text, bool dynamic, const char *cwd,
     *where = REQUEST_GLOB;
     return;
   }
-  *res = path_resolve(*lex);
+  // Resolve the path as written, not the collapsed one: in link/../x the
+  // kernel follows link first, so x may be far from where `..` suggests.
+  char *raw = path_absolute(cwd, text, home);
+  *res = raw ? path_resolve(raw) : NULL;
+  free(raw);
   if (!*res) {
     free(*lex);
     *lex = NULL;

@@ -374,10 +374,11 @@ static void add_rule(struct settings *s, const char *text,
 //    .claude/settings.local.json that sets a mode decides, except that a
 //    project's acceptEdits counts only when trusted (its "default" always
 //    counts: it only restricts);
-//  * yolo: the latest source with an opinion decides, by the same order;
-//    "yolo": false always counts, a project's request (yolo: true,
-//    bypassPermissions, .gemini disableYoloMode: false) only when trusted.
-//    security.disableYoloMode: true in any Gemini file vetoes it.
+//  * yolo is on when any source requests it (design: the project's
+//    .gemini or .acp, the user file, setup()): a project's request (yolo:
+//    true, bypassPermissions, .gemini disableYoloMode: false) only when
+//    trusted. "yolo": false is no request, not a veto: only
+//    security.disableYoloMode: true in any Gemini file vetoes yolo.
 static void merge(struct settings *s, struct src *srcs, size_t n) {
   s->permissive = permissive_of(srcs, n);
   s->has_permissive = json_object_size(s->permissive) > 0;
@@ -398,7 +399,7 @@ static void merge(struct settings *s, struct src *srcs, size_t n) {
     if (c->mode != MODE_UNSET &&
         (c->mode != POLICY_MODE_ACCEPT_EDITS || applies))
       mode = c;
-    if (c->yolo == 0 || (c->yolo == 1 && applies))
+    if (c->yolo == 1 && applies && !yolo)
       yolo = c;
     if (c->veto && !veto)
       veto = c;

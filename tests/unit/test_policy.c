@@ -414,7 +414,10 @@ static const struct row {
     {NULL, D, 0, UK, "", ASK, DEF, "unknown tool: Frobnicate"},
     {"deny:*", D, 0, UK, "", DENY, RULE, "denied by *"},
     {"allow:Kind(other)", D, 0, UK, "", ALLOW, RULE, "allowed"},
-    {NULL, D, 1, UK, "", ALLOW, YOLO, "yolo"},
+    // An unknown tool is not understood: at most ask, yolo included; an
+    // explicit Kind(other) rule still allows it.
+    {NULL, D, 1, UK, "", ASK, DEF, "unknown tool: Frobnicate"},
+    {"allow:Kind(other)", D, 1, UK, "", ALLOW, RULE, "allowed"},
     {"allow:Bash", D, 0, RAW, "{\"title\":\"x\",\"kind\":7}", ASK, DEF,
      "unknown tool: x"},
 };

@@ -270,7 +270,9 @@ static void test_setup(void) {
       "{\"agents\": {\"claude\": {\"yolo\": false}}, \"yolo\": false}");
   settings_load(P, setup, &s);
   ok(!json_object_get(s.agents_yolo, "claude"), "user agents false wins");
-  ok(!s.yolo, "user \"yolo\": false wins over setup's yolo");
+  // "yolo": false is no request and no veto: setup's request stands.
+  ok(s.yolo && !strcmp(s.yolo_source, "setup"),
+     "user \"yolo\": false does not undo setup's yolo");
   settings_free(&s);
   json_decref(setup);
   setup = json_pack("{s:[s]}", "permissions", "Bash(ls)");
@@ -464,7 +466,8 @@ static void test_yolo(void) {
   put("p/.gemini/settings.json", "{}");
   put("p/.acp/settings.json", "{\"yolo\": false}");
   load(&s);
-  ok(!s.yolo && !s.veto, "project \"yolo\": false (restrictive) applies");
+  ok(s.yolo && !s.veto,
+     "project \"yolo\": false neither vetoes nor undoes another request");
   settings_free(&s);
 }
 
