@@ -1,10 +1,13 @@
 -- Drives one real agent through Neovim, the Lua API and the broker, inside
 -- run-agent.sh (which provides ACP_AGENT_CMD, ACP_AGENT_ENV, ACP_WORKSPACE
--- and ACP_RUN_DIR). ACP_POLICY is allow | reject | cancel:
+-- and ACP_RUN_DIR). ACP_POLICY is allow | reject | cancel | rules | deny:
 --   allow  answers every request with its first allow_once option, by key
 --          in the floating prompt;
 --   reject answers with the first reject_once option (:AcpDeny);
---   cancel runs :AcpCancel while the first prompt is open.
+--   cancel runs :AcpCancel while the first prompt is open;
+--   rules  trusts project allow rules for the edit and the command: the
+--          broker must answer both itself, with no prompt at all;
+--   deny   a project deny rule for the edit: the broker rejects it.
 -- Writes $ACP_RUN_DIR/nvim-result.json and exits 0 when the run matched the
 -- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no).
 local acp = require('acp')
@@ -28,6 +31,27 @@ vim.api.nvim_create_autocmd('User', {
   callback = function()
     local d = vim.g.acp_last_event.data
     table.insert(result.answers, { outcome = d.outcome, optionId = d.optionId ~= vim.NIL and d.optionId or nil, by = d.by })
+  end,
+})
+
+local function write_settings(tbl)
+  vim.fn.mkdir(ws .. '/.acp', 'p')
+  vim.fn.writefile({ encode(tbl) }, ws .. '/.acp/settings.json')
+end
+if policy == 'rules' then
+  write_settings({ permissions = { allow = { 'Edit(/test.txt)', 'Bash(touch shell-ran.txt)' } } })
+  local broker = require('acp.config').broker_bin()
+  vim.fn.system({ broker, 'trust', '--cwd', ws })
+  assert(vim.v.shell_error == 0, 'acp-broker trust failed')
+elseif policy == 'deny' then
+  write_settings({ permissions = { deny = { 'Edit(/test.txt)' } } })
+end
+local decided = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'AcpPermissionDecided',
+  callback = function()
+    local d = vim.g.acp_last_event.data
+    table.insert(decided, { decision = d.decision, rule = d.rule ~= vim.NIL and d.rule or nil })
   end,
 })
 
@@ -73,7 +97,10 @@ while not turn_end and vim.loop.now() < deadline do
       local i = first_of(p, 'allow_once')
       vim.api.nvim_set_current_win(float_win())
       vim.api.nvim_feedkeys(tostring(i), 'x', false)
-    elseif policy == 'reject' then
+    elseif policy == 'reject' or policy == 'deny' then
+      vim.cmd('AcpDeny')
+    elseif policy == 'rules' then
+      result.unexpected_prompt = p.title
       vim.cmd('AcpDeny')
     else
       vim.cmd('AcpCancel')
@@ -86,6 +113,7 @@ result.message = turn_end and turn_end.message ~= vim.NIL and turn_end.message o
 result.test_txt = vim.fn.filereadable(ws .. '/test.txt') == 1
 result.shell_ran = vim.fn.filereadable(ws .. '/shell-ran.txt') == 1
 result.windows_left = float_win() ~= nil
+result.decided = decided
 local f = io.open(vim.env.ACP_RUN_DIR .. '/nvim-result.json', 'w')
 f:write(encode(result))
 f:close()
@@ -96,4 +124,11 @@ local want_files = vim.env.ACP_EXPECT_FILES
 local ok = result.stopReason == want_stop and not result.windows_left
   and (want_files == 'yes') == (result.test_txt and result.shell_ran)
   and (want_files == 'yes' or not result.test_txt)
+if policy == 'rules' then
+  -- Both requests decided by the broker, none asked.
+  ok = ok and result.unexpected_prompt == nil and #decided == 2
+    and decided[1].decision == 'allow' and decided[2].decision == 'allow'
+elseif policy == 'deny' then
+  ok = ok and #decided >= 1 and decided[1].decision == 'deny' and decided[1].rule == 'Edit(/test.txt)'
+end
 vim.cmd(ok and 'qa!' or 'cquit 1')

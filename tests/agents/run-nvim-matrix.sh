@@ -29,9 +29,13 @@ run() { # agent policy expected-stop expected-files
 for agent in gemini claude codex; do
   run "$agent" allow end_turn yes
   run "$agent" cancel cancelled no
+  run "$agent" rules end_turn yes
 done
 run gemini reject end_turn no
 run claude reject end_turn no
 run codex reject cancelled no
+run gemini deny end_turn no
+run claude deny end_turn no
+run codex deny cancelled no
 echo "1..$n"
 exit $((failed > 0))
