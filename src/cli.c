@@ -134,18 +134,29 @@ static json_t *str_or_null(const char *s) {
   return s && *s ? json_string(s) : json_null();
 }
 
+// Loads the settings a session in --cwd would have. *cwd gets the canonical
+// cwd (the caller frees it and calls settings_free). Returns -1 when --cwd
+// is not a directory.
+static int load_settings(const struct opts *o, char **cwd, struct settings *s) {
+  *cwd = canonical_cwd(o);
+  if (!*cwd)
+    return -1;
+  char *root = settings_find_root(*cwd);
+  settings_load(root, NULL, s);
+  free(root);
+  return 0;
+}
+
 static int cmd_decide(const struct opts *o) {
   json_t *params = load_request(o->request);
   if (!params)
     return 2;
-  char *cwd = canonical_cwd(o);
-  if (!cwd) {
+  char *cwd;
+  struct settings s;
+  if (load_settings(o, &cwd, &s) != 0) {
     json_decref(params);
     return 2;
   }
-  char *root = settings_find_root(cwd);
-  struct settings s;
-  settings_load(root, NULL, &s);
   print_problems(&s);
   struct policy_rule_text *texts;
   struct policy_input in = settings_policy_input(&s, &texts);
@@ -183,41 +194,35 @@ static int cmd_decide(const struct opts *o) {
   policy_free(p);
   free(texts);
   settings_free(&s);
-  free(root);
   free(cwd);
   json_decref(params);
   return 0;
 }
 
 static int cmd_rules(const struct opts *o) {
-  char *cwd = canonical_cwd(o);
-  if (!cwd)
-    return 2;
-  char *root = settings_find_root(cwd);
+  char *cwd;
   struct settings s;
-  settings_load(root, NULL, &s);
+  if (load_settings(o, &cwd, &s) != 0)
+    return 2;
   json_t *j = settings_to_json(&s);
   char *text = json_dumps(j, JSON_INDENT(2));
   puts(text);
   free(text);
   json_decref(j);
   settings_free(&s);
-  free(root);
   free(cwd);
   return 0;
 }
 
 static int cmd_trust(const struct opts *o) {
-  char *cwd = canonical_cwd(o);
-  if (!cwd)
-    return 2;
-  char *root = settings_find_root(cwd);
+  char *cwd;
   struct settings s;
-  settings_load(root, NULL, &s);
+  if (load_settings(o, &cwd, &s) != 0)
+    return 2;
   print_problems(&s);
   char err[512];
   int rc = 0;
-  if (settings_trust(root, err, sizeof(err)) != 0) {
+  if (settings_trust(s.root, err, sizeof(err)) != 0) {
     fprintf(stderr, "acp-broker trust: %s\n", err);
     rc = 1;
   } else if (!s.has_permissive) {
@@ -229,7 +234,6 @@ static int cmd_trust(const struct opts *o) {
     free(text);
   }
   settings_free(&s);
-  free(root);
   free(cwd);
   return rc;
 }

@@ -504,6 +504,42 @@ function M.answer_with_keys(tcid, keys, arm_ms)
   return win
 end
 
+--- The JSON-RPC result of choosing option_id.
+function M.selected(option_id)
+  return { outcome = { outcome = 'selected', optionId = option_id } }
+end
+
+--- Writes text to path, creating its directory.
+function M.write(path, text)
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
+  local f = assert(io.open(path, 'w'))
+  f:write(text)
+  f:close()
+end
+
+--- A scenario step: a Claude-shaped shell permission request
+--- (rawInput.command, announced first), with Claude's options unless
+--- options are given. It runs nothing when allowed.
+function M.shell_request(tcid, command, options)
+  return {
+    type = 'permission',
+    announce = true,
+    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
+    options = options or {
+      { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
+      { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
+      { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+    },
+  }
+end
+
+--- Waits for the running turn to end.
+function M.idle()
+  M.wait(function()
+    return not require('acp').status().busy
+  end, nil, 'the turn to end')
+end
+
 --- Write the results and quit: exit code 0 when every test passed, else 1.
 function M.done()
   if finished then

@@ -1,6 +1,7 @@
 -- The audit log records every decision, whoever made it, one JSON object
 -- per line with the documented keys, and never a file's contents.
 local T = require('helpers')
+local write = T.write
 
 local SECRET = 'the-secret-file-content-4711'
 
@@ -15,13 +16,6 @@ local function audit_lines()
     f:close()
   end
   return lines, path
-end
-
-local function write(path, text)
-  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
-  local f = assert(io.open(path, 'w'))
-  f:write(text)
-  f:close()
 end
 
 local function edit(tcid, file)

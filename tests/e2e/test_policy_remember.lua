@@ -2,23 +2,8 @@
 -- narrow rule: "allow for this session" covers exactly that command in that
 -- session, not a compound that contains it and not another session.
 local T = require('helpers')
-
-local function selected(option_id)
-  return { outcome = { outcome = 'selected', optionId = option_id } }
-end
-
-local function shell(tcid, command)
-  return {
-    type = 'permission',
-    announce = true,
-    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
-    options = {
-      { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
-      { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
-      { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
-    },
-  }
-end
+local selected = T.selected
+local shell = T.shell_request
 
 local SCENARIO = {
   name = 'remember',

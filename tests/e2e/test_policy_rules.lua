@@ -4,37 +4,10 @@
 -- a malformed settings file is reported once, with file:line:column, and
 -- decisions go on. :AcpRules and :AcpLog show what happened.
 local T = require('helpers')
-
-local function selected(option_id)
-  return { outcome = { outcome = 'selected', optionId = option_id } }
-end
-
-local function write(path, text)
-  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
-  local f = assert(io.open(path, 'w'))
-  f:write(text)
-  f:close()
-end
-
--- A Claude-shaped shell request (rawInput.command); no side effect.
-local function shell(tcid, command)
-  return {
-    type = 'permission',
-    announce = true,
-    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
-    options = {
-      { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
-      { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
-      { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
-    },
-  }
-end
-
-local function idle()
-  T.wait(function()
-    return not require('acp').status().busy
-  end, nil, 'the turn to end')
-end
+local selected = T.selected
+local write = T.write
+local idle = T.idle
+local shell = T.shell_request
 
 -- Notes (vim.notify) at `level` whose text contains `sub`.
 local function notes_with(sub, level)

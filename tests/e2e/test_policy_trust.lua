@@ -2,17 +2,9 @@
 -- yolo request apply only once the person trusted them (:AcpTrust or
 -- `acp-broker trust`). In yolo, an ask rule still asks.
 local T = require('helpers')
-
-local function selected(option_id)
-  return { outcome = { outcome = 'selected', optionId = option_id } }
-end
-
-local function write(path, text)
-  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
-  local f = assert(io.open(path, 'w'))
-  f:write(text)
-  f:close()
-end
+local selected = T.selected
+local write = T.write
+local idle = T.idle
 
 local OPTIONS = {
   { kind = 'allow_always', name = 'Always Allow', optionId = 'allow_always' },
@@ -21,12 +13,7 @@ local OPTIONS = {
 }
 
 local function shell(tcid, command)
-  return {
-    type = 'permission',
-    announce = true,
-    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
-    options = OPTIONS,
-  }
+  return T.shell_request(tcid, command, OPTIONS)
 end
 
 -- A Claude-shaped write of `file` in the project.
@@ -45,12 +32,6 @@ local function edit(tcid, file, text)
     options = OPTIONS,
     on_allow = { type = 'write', path = file, content = text },
   }
-end
-
-local function idle()
-  T.wait(function()
-    return not require('acp').status().busy
-  end, nil, 'the turn to end')
 end
 
 --- Replaces vim.fn.confirm for this test: records the message, answers `choice`.

@@ -2,24 +2,15 @@
 -- vetoes yolo: :AcpYolo on is refused and the message names that file, and
 -- requests are still asked.
 local T = require('helpers')
+local write = T.write
 
-local function write(path, text)
-  vim.fn.mkdir(vim.fn.fnamemodify(path, ':h'), 'p')
-  local f = assert(io.open(path, 'w'))
-  f:write(text)
-  f:close()
-end
+local VETO_OPTIONS = {
+  { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
+  { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+}
 
 local function shell(tcid, command)
-  return {
-    type = 'permission',
-    announce = true,
-    toolCall = { toolCallId = tcid, title = command, kind = 'execute', rawInput = { command = command } },
-    options = {
-      { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
-      { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
-    },
-  }
+  return T.shell_request(tcid, command, VETO_OPTIONS)
 end
 
 T.test(':AcpYolo on is refused when ~/.gemini/settings.json disables yolo, naming the file', function()
