@@ -37,6 +37,11 @@ struct policy {
   char *root, *home;
   struct protect *prot;
   size_t nprot;
+  // Protected places by their exact path (the pattern-free ones): an edit
+  // of a directory that CONTAINS one of them (rm -rf ~/.config, mv .acp x,
+  // cp -r evil/.acp .) could replace it, so it is protected too.
+  struct protect *locs;
+  size_t nlocs;
 };
 
 struct policy_request {
@@ -163,8 +168,11 @@ void policy_free(struct policy *p) {
   }
   for (size_t i = 0; i < p->nprot; i++)
     free(p->prot[i].pat);
+  for (size_t i = 0; i < p->nlocs; i++)
+    free(p->locs[i].pat);
   free(p->rules);
   free(p->prot);
+  free(p->locs);
   free(p->root);
   free(p->home);
   free(p);
@@ -377,32 +385,67 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   p->rules[p->nrules++] = pr;
 }
 
+static void add_loc(struct policy *p, const char *dir, const char *name,
+                    int tier) {
+  char *s = name[0] ? path_normalize(dir, name, NULL) : xstrdup(dir);
+  if (s)
+    p->locs[p->nlocs++] = (struct protect){.pat = s, .tier = tier};
+}
+
+// The name of a tier-1 home pattern without its "/**".
+static void home_dir_of(const char *pattern, char *out, size_t len) {
+  size_t n = strcspn(pattern, "/");
+  snprintf(out, len, "%.*s", (int)n, pattern);
+}
+
 static void compile_protect(struct policy *p, const struct policy_input *in) {
   size_t n1 = sizeof(tier1_dirs) / sizeof(*tier1_dirs);
   size_t n2 = sizeof(tier2_dirs) / sizeof(*tier2_dirs);
   size_t h1 = sizeof(tier1_home) / sizeof(*tier1_home);
   size_t h2 = sizeof(tier2_home) / sizeof(*tier2_home);
   size_t np = in->protect ? in->nprotect : 0;
-  p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + np, sizeof(*p->prot));
-  for (size_t i = 0; p->root && i < n1; i++)
+  p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + 2 * np, sizeof(*p->prot));
+  p->locs = xcalloc(n1 + n2 + h1 + 1 + 2 * np, sizeof(*p->locs));
+  for (size_t i = 0; p->root && i < n1; i++) {
     add_protect(p, p->root, "/**/", tier1_dirs[i], "/**", 1);
-  for (size_t i = 0; p->home && i < h1; i++)
+    add_loc(p, p->root, tier1_dirs[i], 1);
+  }
+  for (size_t i = 0; p->home && i < h1; i++) {
+    char dir[64];
     add_protect(p, p->home, "/", tier1_home[i], "", 1);
+    home_dir_of(tier1_home[i], dir, sizeof(dir));
+    add_loc(p, p->home, dir, 1);
+  }
+  // The broker's own files, and the whole directories that hold them: a
+  // copy into the directory or a move of it replaces the file as surely as
+  // a write to it does.
   for (size_t i = 0; i < np; i++) {
     char *lex =
         in->protect[i] ? path_normalize(NULL, in->protect[i], NULL) : NULL;
+    char *dir = lex ? path_normalize(lex, "..", NULL) : NULL;
     char *esc = lex ? path_escape(lex) : NULL;
+    char *desc = dir ? path_escape(dir) : NULL;
     if (esc)
       add_protect(p, esc, "", "", "", 1);
+    if (desc && strcmp(dir, "/") != 0) {
+      add_protect(p, desc, "/**", "", "", 1);
+      add_loc(p, dir, "", 1);
+    }
     free(esc);
+    free(desc);
+    free(dir);
     free(lex);
   }
-  for (size_t i = 0; p->root && i < n2; i++)
+  for (size_t i = 0; p->root && i < n2; i++) {
     add_protect(p, p->root, "/**/", tier2_dirs[i], "/**", 2);
+    add_loc(p, p->root, tier2_dirs[i], 2);
+  }
   if (p->root)
     add_protect(p, p->root, "/**/", ".envrc", "", 2);
   for (size_t i = 0; p->home && i < h2; i++)
     add_protect(p, p->home, "/", tier2_home[i], "", 2);
+  if (p->home)
+    add_loc(p, p->home, ".ssh", 2);
 }
 
 static void add_protect(struct policy *p, const char *a, const char *b,
@@ -874,6 +917,10 @@ static int tier_of_path(const struct policy *p, const char *path) {
     if ((!best || p->prot[i].tier < best) &&
         path_match(p->prot[i].pat, path, true, true))
       best = p->prot[i].tier;
+  // A directory holding a protected place, up to the filesystem root.
+  for (size_t i = 0; path && i < p->nlocs; i++)
+    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
+      best = p->locs[i].tier;
   return best;
 }
 

@@ -57,7 +57,7 @@ struct cmd {
 
 static void opt_path(const struct cmd *c, const struct optspec *sp, char letter,
                      const char *arg, bool dyn) {
-  if (!arg || !letter)
+  if (!arg || !letter || strcmp(arg, "-") == 0) // "-": stdin or stdout
     return;
   bool deny_only = sp->paths_real ? c->deny_only : true;
   if (sp->sread && strchr(sp->sread, letter))
@@ -708,6 +708,7 @@ enum fmode {
   F_MOVE, // mv: sources read and removed, the last operand written
   F_LINK, // ln: targets read, the link name written
   F_DD,   // if= read, of= written
+  F_NONE, // the operands are not files (URLs): only option arguments are
 };
 
 struct filecmd {
@@ -814,6 +815,41 @@ static const struct filecmd filecmds[] = {
       "verbose",
       NULL, "t", false}},
     {"dd", F_DD, {"", "", NULL, NULL, false}},
+    // Installers and downloaders that write files named by their
+    // arguments: an allow cannot see what they write, but deny/ask rules
+    // and the protected paths must.
+    {"install",
+     F_COPY,
+     {"bcCdDg:m:o:pst:TvS:Z",
+      "backup compare directory group:/g mode:/m owner:/o "
+      "preserve-timestamps strip strip-program: suffix:/S "
+      "target-directory:/t no-target-directory verbose preserve-context "
+      "context",
+      NULL, "t", false}},
+    {"rsync",
+     F_COPY,
+     {"avzrlptgoDhPnqcuSxHAXWRbe:f:B:T:",
+      "archive verbose compress recursive delete exclude: include: "
+      "exclude-from: include-from: rsh:/e filter:/f partial progress "
+      "dry-run checksum update temp-dir:/T block-size:/B",
+      NULL, NULL, false}},
+    {"curl",
+     F_NONE,
+     {"d:H:X:u:A:e:b:c:D:T:F:K:m:x:w:r:y:Y:z:E:o:U:C:Q:t:sSLkfvIiOJRgGNq#",
+      "output:/o cookie-jar:/c dump-header:/D upload-file:/T config:/K "
+      "data: data-binary: data-raw: header:/H request:/X user:/u "
+      "user-agent:/A referer:/e cookie:/b form:/F max-time:/m proxy:/x "
+      "write-out:/w silent/s show-error/S location/L insecure/k fail/f "
+      "verbose/v head/I include/i remote-name/O create-dirs "
+      "output-dir: url:",
+      "TK", "ocD", false}},
+    {"wget",
+     F_NONE,
+     {"O:o:a:P:i:e:t:T:U:qvcNnrlkpmbS",
+      "output-document:/O output-file:/o append-output:/a "
+      "directory-prefix:/P input-file:/i execute:/e tries:/t timeout:/T "
+      "user-agent:/U quiet/q verbose/v continue/c",
+      "i", "OoaP", false}},
     {"mkdir",
      F_EDIT,
      {"m:pvZ", "mode:/m parents verbose context", NULL, NULL, false}},
@@ -879,6 +915,8 @@ static void file_operand(const struct cmd *c, const struct filecmd *fc,
   case F_MOVE: // the source goes away: read and written
     read = !dest;
     edit = true;
+    break;
+  case F_NONE:
     break;
   default:
     read = true;
