@@ -8,6 +8,7 @@
 #   make asan       the tests under ASan+UBSan only
 #   make valgrind   the unit tests under valgrind
 #   make test-agents  real agents from npm, offline, through Neovim
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 10)
 #   make fmt        clang-format the C sources; make fmt-check checks them
 
 CC         ?= cc
@@ -16,6 +17,8 @@ BUILD      ?= build
 NVIM       ?= nvim
 
 DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim python3-jsonschema
+FUZZ_PKGS  := clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 10
 
 # msgpack-c 6.x names its pkg-config module msgpack-c; 4.x (Debian 12) names it msgpack.
 MSGPACK    := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
@@ -44,7 +47,7 @@ BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010 test-agents
+        demo fmt fmt-check clean nvim010 test-agents fuzz
 
 all: check-deps $(BROKER) $(DEMO)
 
@@ -54,7 +57,7 @@ check-deps:
 	  echo "Run 'make deps' (installs: $(DEB_PKGS))."; exit 1; }
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+	@missing=""; for p in $(DEB_PKGS) $(EXTRA_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" \
 	    || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -125,6 +128,12 @@ test-agents: deps
 	@$(MAKE) --no-print-directory all
 	npm ci --prefix tests/agents --ignore-scripts --no-audit --no-fund
 	tests/agents/run-nvim-matrix.sh $(NVIM)
+
+# libFuzzer targets (tests/fuzz/), each run for FUZZ_SECONDS on a copy of
+# its seed corpus; needs clang, which this installs.
+fuzz:
+	@$(MAKE) --no-print-directory deps EXTRA_PKGS="$(FUZZ_PKGS)"
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

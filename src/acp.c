@@ -356,7 +356,8 @@ static void on_line(void *ud, const char *line, size_t len) {
   struct jsonrpc_msg m;
   char err[200];
   if (jsonrpc_parse(line, len, &m, err, sizeof(err)) != 0) {
-    LOG_W("%s: skipped a line: %s: %.200s", c->name, err, line);
+    LOG_W("%s: skipped a line: %s: %.*s", c->name, err,
+          (int)(len > 200 ? 200 : len), line);
     if (m.id)
       reply_error(c, m.id, JSONRPC_INVALID_REQUEST, err);
   } else if (m.kind == JSONRPC_REQUEST) {
