@@ -114,6 +114,7 @@ static bool names_match(const char *glob, const struct request_atom *a,
                         bool for_allow);
 static int tier_of(const struct policy *p, const struct request_atom *a);
 static int tier_of_path(const struct policy *p, const char *path);
+static int tier_of_pattern(const struct policy *p, const char *path);
 static const char *critical(const struct policy *p, const char *path);
 static const char *glob_critical(const struct policy *p, const char *glob,
                                  char *buf, size_t n);
@@ -523,6 +524,14 @@ static bool step_opaque(struct eval *e) {
   return true;
 }
 
+// True when the circuit breaker fires for this request (nothing written).
+static bool breaker_fires(const struct eval *e) {
+  struct policy_result scratch;
+  struct eval probe = *e;
+  probe.out = &scratch;
+  return step_breaker(&probe);
+}
+
 // An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
 static bool step_protected(struct eval *e) {
   for (int tier = 1; tier <= 2; tier++) {
@@ -532,6 +541,12 @@ static bool step_protected(struct eval *e) {
       const struct request_atom *a = &e->r->atoms[i];
       if (a->cls != REQUEST_EDIT || tier_of(e->p, a) != tier)
         continue;
+      // Only protected because it holds a protected place (rm -rf ~): when
+      // the circuit breaker asks anyway, its reason says more, and plan
+      // mode still denies first.
+      if (a->where == REQUEST_KNOWN && !tier_of_pattern(e->p, a->lex) &&
+          !tier_of_pattern(e->p, a->res) && breaker_fires(e))
+        continue;
       char buf[PATH_LEN_MAX + 1];
       if (a->where != REQUEST_KNOWN)
         result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
@@ -539,7 +554,10 @@ static bool step_protected(struct eval *e) {
                a->text && *a->text ? a->text : "a path that cannot be known");
       else
         result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
-               "protected path %s%s", shown(e->p, a->lex, buf, sizeof(buf)),
+               "protected path %s%s%s", shown(e->p, a->lex, buf, sizeof(buf)),
+               tier_of_pattern(e->p, a->lex) || tier_of_pattern(e->p, a->res)
+                   ? ""
+                   : " (it holds protected files)",
                tier == 1 ? " (permission settings: always asked)"
                          : " (asked unless yolo)");
       return true;
@@ -912,15 +930,21 @@ static int tier_of(const struct policy *p, const struct request_atom *a) {
 }
 
 static int tier_of_path(const struct policy *p, const char *path) {
+  int best = tier_of_pattern(p, path);
+  // A directory holding a protected place, up to the filesystem root.
+  for (size_t i = 0; path && i < p->nlocs; i++)
+    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
+      best = p->locs[i].tier;
+  return best;
+}
+
+// The tier of path from the protected patterns alone (not what it holds).
+static int tier_of_pattern(const struct policy *p, const char *path) {
   int best = 0;
   for (size_t i = 0; path && i < p->nprot; i++)
     if ((!best || p->prot[i].tier < best) &&
         path_match(p->prot[i].pat, path, true, true))
       best = p->prot[i].tier;
-  // A directory holding a protected place, up to the filesystem root.
-  for (size_t i = 0; path && i < p->nlocs; i++)
-    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
-      best = p->locs[i].tier;
   return best;
 }
 

@@ -356,10 +356,16 @@ static const struct row {
     {"allow:Bash(rm *)", D, 0, CB, "rm -rf {H}", ASK, DEF, "circuit breaker"},
     {"allow:Bash(chmod *)", D, 0, CB, "chmod -R 755 {H}", ASK, DEF,
      "home directory"},
-    {"allow:Bash(chmod *)", D, 0, CB, "chmod 755 {H}", ALLOW, RULE, "allowed"},
+    // The home directory holds ~/.claude, ~/.gemini and the broker's own
+    // settings: any edit of it is asked, even one that could not replace
+    // them (fail closed; the analyser cannot tell "into" from "of" a dir).
+    {"allow:Bash(chmod *)", D, 0, CB, "chmod 755 {H}", ASK, DEF,
+     "it holds protected files"},
     {"allow:Bash(mv *)", D, 0, CB, "mv {P} /tmp/elsewhere", ASK, DEF,
      "the project root"},
-    {"allow:Bash(mv *)", D, 0, CB, "mv a.txt {H}", ALLOW, RULE, "allowed"},
+    {"allow:Bash(mv *)", D, 0, CB, "mv a.txt {H}", ASK, DEF,
+     "it holds protected files"},
+    {"allow:Bash(mv *)", D, 0, CB, "mv a.txt {H}/docs", ALLOW, RULE, "allowed"},
     {NULL, D, 1, CB, "find ~ -delete", ASK, DEF, "circuit breaker"},
     {NULL, D, 1, CB, "find . -name '*.o' -delete", ALLOW, YOLO, "yolo"},
     // Modes and reads.
