@@ -4,7 +4,10 @@
 #   tests/run.sh unit BIN...                 C unit-test binaries
 #   tests/run.sh e2e NVIM BROKER DEMO        every tests/e2e/test_*.lua on that nvim
 #   tests/run.sh valgrind BIN...             unit binaries under valgrind
-#   tests/run.sh conformance BROKER         tests/fixtures/policy.jsonl through `decide`
+#   tests/run.sh conformance BROKER         tests/fixtures/policy*.jsonl through `decide`
+#   tests/run.sh schema                      the ACP schema validator's own tests
+#                                            (every e2e file also validates what
+#                                            the broker sent: tests/schema/)
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
 #   tests/run.sh all BUILD                   BUILD/tests/*, e2e on `nvim` and on
@@ -205,6 +208,9 @@ conformance)
 	[ $# -eq 1 ] || usage
 	suite_conformance conformance "$1"
 	;;
+schema)
+	suite_unit schema "$ROOT/tests/schema/test_validate.sh"
+	;;
 e2e)
 	[ $# -eq 3 ] || usage
 	suite_e2e e2e "$1" "$2" "$3"
@@ -218,6 +224,7 @@ all)
 	build=$1
 	# shellcheck disable=SC2046
 	suite_unit unit $(bins_in "$build/tests")
+	suite_unit schema "$ROOT/tests/schema/test_validate.sh"
 	suite_conformance conformance "$build/acp-broker"
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"

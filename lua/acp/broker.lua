@@ -244,6 +244,25 @@ function H.on_exit(id, code)
     return
   end
   local state = require('acp.state')
+  if not expected then
+    -- The broker can no longer end the agents' process groups (each agent
+    -- leads its own): a command an agent started would outlive it. Each
+    -- agent has read EOF and may exit by itself; what is left of its group
+    -- is killed shortly after, as the broker would have done.
+    local pids = {}
+    for _, a in pairs(state.agents) do
+      if type(a.pid) == 'number' and a.pid > 1 then
+        pids[#pids + 1] = a.pid
+      end
+    end
+    if #pids > 0 then
+      vim.defer_fn(function()
+        for _, pid in ipairs(pids) do
+          pcall((vim.uv or vim.loop).kill, -pid, 'sigkill')
+        end
+      end, 300)
+    end
+  end
   state.broker_exited(code)
   if not expected then
     local msg = ('(acp) broker exited with code %d; see %s; :AcpStart restarts it'):format(code, M.log_path())

@@ -53,6 +53,8 @@
 #define CHUNK_BYTES 20              // usual size of a message chunk
 #define MAX_CHUNKS 8                // long texts get bigger chunks instead
 #define OUTPUT_KEEP 8192            // bytes of a local command's output kept
+// Bulk output (garbage and flood steps) is written in chunks of this size.
+#define WRITE_CHUNK ((size_t)1 << 20)
 
 // The scenario played when neither --scenario nor $ACP_DEMO_SCENARIO names
 // one. tests/scenarios/demo.json is the same document.
@@ -186,7 +188,7 @@ struct turn {
 };
 
 struct perm {
-  struct perm *next;
+  struct perm *next, *prev; // newest first
   struct session *session;
   struct turn *turn;        // NULL once orphaned
   json_t *spec;             // owned; the request spec, variables expanded
@@ -210,7 +212,7 @@ struct agent {
   FILE *transcript;
   struct session *sessions;
   unsigned nsessions;
-  struct outreq *outreqs;
+  struct outreq *outreqs, **outreqs_tail; // oldest first
   struct perm *perms;
   uint64_t next_id;
   struct buf in;       // the unfinished input line
@@ -356,15 +358,33 @@ static void write_all(struct agent *a, const char *p, size_t n) {
   }
 }
 
-// Writes one line to stdout exactly as given and records it.
-static void send_raw(struct agent *a, const char *line) {
-  write_all(a, line, strlen(line));
+// Writes one line of n bytes to stdout exactly as given and records it.
+static void send_raw(struct agent *a, const char *line, size_t n) {
+  write_all(a, line, n);
   write_all(a, "\n", 1);
-  json_t *msg = json_loads(line, JSON_DECODE_ANY, NULL);
+  json_t *msg = json_loadb(line, n, JSON_DECODE_ANY, NULL);
   if (!msg) // recorded as a string, as unparseable input lines are
-    msg = json_string(line);
+    msg = text_json(line, n);
   record_msg(a, "out", msg);
   json_decref(msg);
+}
+
+// A raw step's line with "encoding": "latin1": each character below U+0100
+// becomes the one byte of that value, so that a scenario (which is UTF-8
+// JSON) can write bytes that are not UTF-8. Other characters (only a
+// variable can bring them in) are copied as they are. Returns the bytes'
+// count.
+static size_t latin1_bytes(const char *s, char *out) {
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; n++) {
+    if ((p[0] == 0xC2 || p[0] == 0xC3) && (p[1] & 0xC0) == 0x80) {
+      out[n] = (char)(((p[0] & 0x03) << 6) | (p[1] & 0x3F));
+      p += 2;
+    } else {
+      out[n] = (char)*p++;
+    }
+  }
+  return n;
 }
 
 // Sends one compact JSON message; steals msg.
@@ -427,6 +447,121 @@ static void send_text(struct agent *a, struct session *s, const char *text) {
   }
 }
 
+// Bulk output for fault tests: written in chunks of WRITE_CHUNK bytes and
+// recorded in the transcript as one event, not line by line.
+
+// Writes total bytes: fill repeated, with a "\n" after every `line` bytes
+// (0: no newline at all). Then, if end_line, one "\n" unless the last byte
+// was one, so that what follows starts a line of its own. Returns the bytes
+// written.
+static uint64_t write_filler(struct agent *a, uint64_t total, uint64_t line,
+                             const char *fill, bool end_line) {
+  size_t flen = strlen(fill);
+  char *pat = xrealloc(NULL, WRITE_CHUNK), *buf = xrealloc(NULL, WRITE_CHUNK);
+  for (size_t i = 0; i < WRITE_CHUNK; i++)
+    pat[i] = fill[i % flen];
+  uint64_t col = 0, written = 0;
+  bool nl_last = false;
+  while (written < total) {
+    size_t n =
+        total - written < WRITE_CHUNK ? (size_t)(total - written) : WRITE_CHUNK;
+    for (size_t i = 0; i < n;) {
+      if (line && col == line) {
+        buf[i++] = '\n';
+        col = 0;
+        continue;
+      }
+      size_t k = n - i;
+      if (line && line - col < k)
+        k = (size_t)(line - col);
+      memcpy(buf + i, pat, k);
+      i += k;
+      col += k;
+    }
+    write_all(a, buf, n);
+    nl_last = buf[n - 1] == '\n';
+    written += n;
+  }
+  if (end_line && !nl_last) {
+    write_all(a, "\n", 1);
+    written++;
+  }
+  free(pat);
+  free(buf);
+  return written;
+}
+
+// The "garbage" step: bytes of filler (ended by a newline unless "newline"
+// is false), or with "json": true one valid session/update line whose
+// message text is that filler.
+static void send_garbage(struct agent *a, struct session *s, json_t *st) {
+  uint64_t total = (uint64_t)json_integer_value(json_object_get(st, "bytes"));
+  json_t *line = json_object_get(st, "line");
+  const char *fill = json_string_value(json_object_get(st, "fill"));
+  if (!fill || !*fill)
+    fill = "x";
+  uint64_t written = 0;
+  if (json_is_true(json_object_get(st, "json"))) {
+    char *head = fmt("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                     "\"params\":{\"sessionId\":\"%s\",\"update\":{"
+                     "\"sessionUpdate\":\"agent_message_chunk\",\"content\":{"
+                     "\"type\":\"text\",\"text\":\"",
+                     s->id);
+    static const char tail[] = "\"}}}}\n";
+    write_all(a, head, strlen(head));
+    written = strlen(head) + write_filler(a, total, 0, fill, false);
+    write_all(a, tail, sizeof(tail) - 1);
+    written += sizeof(tail) - 1;
+    free(head);
+  } else {
+    written = write_filler(a, total, (uint64_t)json_integer_value(line), fill,
+                           !json_is_false(json_object_get(st, "newline")));
+  }
+  say("wrote %" PRIu64 " bytes of garbage", written);
+  record(a, json_pack("{s:s,s:I}", "event", "garbage", "bytes",
+                      (json_int_t)written));
+}
+
+// The "flood" step: agent_message_chunk updates of `chunk` bytes of text
+// until `bytes` bytes of text are sent. The lines are built by hand (the
+// text is ASCII): jansson would take most of the time.
+static void send_flood(struct agent *a, struct session *s, json_t *st) {
+  uint64_t total = (uint64_t)json_integer_value(json_object_get(st, "bytes"));
+  json_t *c = json_object_get(st, "chunk");
+  size_t chunk = c ? (size_t)json_integer_value(c) : 65536;
+  static unsigned long floods;
+  char *head = fmt("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\","
+                   "\"params\":{\"sessionId\":\"%s\",\"update\":{"
+                   "\"sessionUpdate\":\"agent_message_chunk\",\"messageId\":"
+                   "\"flood_%ld_%lu\",\"content\":{\"type\":\"text\","
+                   "\"text\":\"",
+                   s->id, (long)getpid(), ++floods);
+  static const char tail[] = "\"}}}}\n";
+  size_t hlen = strlen(head);
+  char *line = xrealloc(NULL, hlen + chunk + sizeof(tail));
+  memcpy(line, head, hlen);
+  memset(line + hlen, 'x', chunk);
+  uint64_t sent = 0, updates = 0;
+  while (sent < total) {
+    size_t n = total - sent < chunk ? (size_t)(total - sent) : chunk;
+    // Each text starts with its number, so that a reader can tell gaps.
+    char num[24];
+    size_t k = (size_t)snprintf(num, sizeof(num), "[%" PRIu64 "]", updates);
+    memcpy(line + hlen, num, k < n ? k : n);
+    if (k < n)
+      memset(line + hlen + k, 'x', n - k);
+    memcpy(line + hlen + n, tail, sizeof(tail) - 1);
+    write_all(a, line, hlen + n + sizeof(tail) - 1);
+    sent += n;
+    updates++;
+  }
+  free(line);
+  free(head);
+  say("flood: %" PRIu64 " updates, %" PRIu64 " bytes of text", updates, sent);
+  record(a, json_pack("{s:s,s:I,s:I}", "event", "flood", "updates",
+                      (json_int_t)updates, "bytes", (json_int_t)sent));
+}
+
 static json_t *uuid_json(void) {
   unsigned char b[16];
   FILE *f = fopen("/dev/urandom", "rbe");
@@ -466,16 +601,21 @@ static void request(struct agent *a, json_t *id_override, const char *method,
   r->id = id_override ? json_incref(id_override) : new_id(a);
   r->kind = kind;
   r->perm = p;
-  r->next = a->outreqs;
-  a->outreqs = r;
+  // Appended: answers given in the order asked are found at the head.
+  if (!a->outreqs)
+    a->outreqs_tail = &a->outreqs;
+  *a->outreqs_tail = r;
+  a->outreqs_tail = &r->next;
   send_msg(a, json_pack("{s:s,s:O,s:s,s:o}", "jsonrpc", "2.0", "id", r->id,
                         "method", method, "params", params));
 }
 
 // ---------------------------------------------------------------------------
-// Scenario variables: ${cwd} and ${turn}
+// Scenario variables: ${cwd}, ${turn}, ${session}, ${prompt_id} and ${n}
 
-static char *expand(const char *s, const struct turn *t) {
+// Expands the variables in s. n, if not NULL, is the text of ${n} (the
+// request number in a many_permissions step); else ${n} stays as it is.
+static char *expand(const char *s, const struct turn *t, const char *n) {
   char number[24];
   snprintf(number, sizeof(number), "%u", t->number);
   struct buf b = {0};
@@ -487,6 +627,17 @@ static char *expand(const char *s, const struct turn *t) {
     } else if (strncmp(s, "${turn}", 7) == 0) {
       buf_adds(&b, number);
       s += 7;
+    } else if (strncmp(s, "${session}", 10) == 0) {
+      buf_adds(&b, t->session->id);
+      s += 10;
+    } else if (strncmp(s, "${prompt_id}", 12) == 0) {
+      char *id = json_dumps(t->prompt_id, JSON_COMPACT | JSON_ENCODE_ANY);
+      buf_adds(&b, id ? id : "null");
+      free(id);
+      s += 12;
+    } else if (n && strncmp(s, "${n}", 4) == 0) {
+      buf_adds(&b, n);
+      s += 4;
     } else {
       buf_add(&b, s++, 1);
     }
@@ -496,9 +647,9 @@ static char *expand(const char *s, const struct turn *t) {
 
 // Returns a deep copy of v with the variables expanded in every string and
 // object key.
-static json_t *subst(json_t *v, const struct turn *t) {
+static json_t *subst(json_t *v, const struct turn *t, const char *n) {
   if (json_is_string(v)) {
-    char *s = expand(json_string_value(v), t);
+    char *s = expand(json_string_value(v), t, n);
     json_t *r = json_string(s);
     free(s);
     return r;
@@ -507,7 +658,7 @@ static json_t *subst(json_t *v, const struct turn *t) {
     json_t *r = json_array();
     size_t i;
     json_t *item;
-    json_array_foreach(v, i, item) json_array_append_new(r, subst(item, t));
+    json_array_foreach(v, i, item) json_array_append_new(r, subst(item, t, n));
     return r;
   }
   if (json_is_object(v)) {
@@ -515,8 +666,8 @@ static json_t *subst(json_t *v, const struct turn *t) {
     const char *key;
     json_t *item;
     json_object_foreach(v, key, item) {
-      char *k = expand(key, t);
-      json_object_set_new(r, k, subst(item, t));
+      char *k = expand(key, t, n);
+      json_object_set_new(r, k, subst(item, t, n));
       free(k);
     }
     return r;
@@ -534,16 +685,16 @@ static struct perm *perm_new(struct agent *a, struct turn *t, json_t *spec) {
   p->spec = json_incref(spec);
   p->out_fd = -1;
   p->next = a->perms;
+  if (p->next)
+    p->next->prev = p;
   a->perms = p;
   return p;
 }
 
 static void perm_free(struct agent *a, struct perm *p) {
-  for (struct perm **pp = &a->perms; *pp; pp = &(*pp)->next)
-    if (*pp == p) {
-      *pp = p->next;
-      break;
-    }
+  *(p->prev ? &p->prev->next : &a->perms) = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
   if (p->out_fd >= 0)
     close(p->out_fd);
   json_decref(p->spec);
@@ -1001,8 +1152,33 @@ static void turn_finish(struct agent *a, struct turn *t, const char *stop,
   free(t);
 }
 
+// Sends the requests of a many_permissions step: `count` copies of its
+// request, ${n} numbering them from 1, all at once.
+static void many_permissions(struct agent *a, struct turn *t, json_t *st) {
+  json_int_t count = json_integer_value(json_object_get(st, "count"));
+  json_t *req = json_object_get(st, "request");
+  for (json_int_t i = 1; i <= count; i++) {
+    char n[24];
+    snprintf(n, sizeof(n), "%" JSON_INTEGER_FORMAT, i);
+    json_t *one = subst(req, t, n);
+    perm_start(a, t, one);
+    json_decref(one);
+  }
+}
+
+static void raw_step(struct agent *a, json_t *st) {
+  const char *line = json_string_value(json_object_get(st, "line"));
+  if (!json_object_get(st, "encoding")) {
+    send_raw(a, line, strlen(line));
+    return;
+  }
+  char *bytes = xrealloc(NULL, strlen(line) + 1);
+  send_raw(a, bytes, latin1_bytes(line, bytes));
+  free(bytes);
+}
+
 static void run_step(struct agent *a, struct turn *t, json_t *step) {
-  json_t *st = subst(step, t);
+  json_t *st = subst(step, t, NULL);
   const char *type = json_string_value(json_object_get(st, "type"));
   if (strcmp(type, "message") == 0) {
     send_text(a, t->session, json_string_value(json_object_get(st, "text")));
@@ -1022,9 +1198,15 @@ static void run_step(struct agent *a, struct turn *t, json_t *step) {
     json_decref(st);
     agent_exit(a, (int)code);
   } else if (strcmp(type, "raw") == 0) {
-    send_raw(a, json_string_value(json_object_get(st, "line")));
+    raw_step(a, st);
   } else if (strcmp(type, "update") == 0) {
     send_update(a, t->session, json_incref(json_object_get(st, "update")));
+  } else if (strcmp(type, "garbage") == 0) {
+    send_garbage(a, t->session, st);
+  } else if (strcmp(type, "flood") == 0) {
+    send_flood(a, t->session, st);
+  } else if (strcmp(type, "many_permissions") == 0) {
+    many_permissions(a, t, st);
   }
   json_decref(st);
 }
@@ -1189,6 +1371,8 @@ static void on_response(struct agent *a, json_t *msg) {
   }
   struct outreq *r = *rp;
   *rp = r->next;
+  if (!*rp)
+    a->outreqs_tail = rp;
   struct perm *p = r->perm;
   enum req_kind kind = r->kind;
   json_decref(r->id);
@@ -1486,6 +1670,53 @@ static const char *check_request(json_t *req) {
   return NULL;
 }
 
+// Is v an integer >= min?
+static bool is_count(json_t *v, json_int_t min) {
+  return json_is_integer(v) && json_integer_value(v) >= min;
+}
+
+static const char *check_raw(json_t *step) {
+  const char *line = json_string_value(json_object_get(step, "line"));
+  json_t *enc = json_object_get(step, "encoding");
+  if (!line)
+    return "raw needs a line string";
+  if (enc &&
+      !is_one_of(json_string_value(enc), (const char *const[]){"latin1", NULL}))
+    return "encoding must be \"latin1\"";
+  // Every character below U+0100: ASCII, or C2/C3 and one more byte.
+  for (const unsigned char *p = (const unsigned char *)line; enc && *p; p++) {
+    if (*p >= 0x80 && *p != 0xC2 && *p != 0xC3)
+      return "a latin1 line has only characters U+0000-U+00FF";
+    if (*p >= 0x80)
+      p++;
+  }
+  return NULL;
+}
+
+static const char *check_garbage(json_t *step) {
+  json_t *line = json_object_get(step, "line");
+  json_t *fill = json_object_get(step, "fill");
+  json_t *js = json_object_get(step, "json");
+  if (!is_count(json_object_get(step, "bytes"), 0))
+    return "garbage needs bytes, an integer >= 0";
+  if (line && !is_count(line, 0))
+    return "line must be an integer >= 0";
+  if (fill && (!json_is_string(fill) || strchr(json_string_value(fill), '\n')))
+    return "fill must be a string without a newline";
+  if (js && !json_is_boolean(js))
+    return "json must be true or false";
+  if (json_object_get(step, "newline") &&
+      !json_is_boolean(json_object_get(step, "newline")))
+    return "newline must be true or false";
+  if (json_is_true(js) && json_integer_value(line) != 0)
+    return "json: true makes one line: no line length";
+  for (const char *p = fill ? json_string_value(fill) : "";
+       json_is_true(js) && *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+      return "json: true needs a fill without quotes, backslashes or controls";
+  return NULL;
+}
+
 static const char *check_step(json_t *step) {
   const char *type = json_string_value(json_object_get(step, "type"));
   if (!type)
@@ -1522,9 +1753,23 @@ static const char *check_step(json_t *step) {
                : "exit needs code, an integer 0-255";
   }
   if (strcmp(type, "raw") == 0)
-    return json_is_string(json_object_get(step, "line"))
-               ? NULL
-               : "raw needs a line string";
+    return check_raw(step);
+  if (strcmp(type, "garbage") == 0)
+    return check_garbage(step);
+  if (strcmp(type, "flood") == 0)
+    return !is_count(json_object_get(step, "bytes"), 0)
+               ? "flood needs bytes, an integer >= 0"
+           : json_object_get(step, "chunk") &&
+                   !is_count(json_object_get(step, "chunk"), 1)
+               ? "chunk must be an integer >= 1"
+               : NULL;
+  if (strcmp(type, "many_permissions") == 0) {
+    if (!is_count(json_object_get(step, "count"), 1))
+      return "many_permissions needs count, an integer >= 1";
+    if (!json_is_object(json_object_get(step, "request")))
+      return "many_permissions needs a request object";
+    return check_request(json_object_get(step, "request"));
+  }
   if (strcmp(type, "update") == 0)
     return json_is_object(json_object_get(step, "update"))
                ? NULL

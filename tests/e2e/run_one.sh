@@ -13,6 +13,11 @@
 #                                       the demo agent; any report fails the file
 #   ACP_E2E_KEEP=1                      keep the temporary directory
 #
+# After Neovim exits, everything the client sent in the demo agent's
+# transcripts under the file's temporary directory is validated against the
+# ACP schema (tests/schema/validate.py): "ok - schema: FILE" or
+# "not ok - schema: FILE" with the reasons.
+#
 # After Neovim exits, every process started for this file (found by a marker
 # in its environment) must be gone within a few seconds: a leftover broker or
 # agent fails the file, and is then killed.
@@ -96,6 +101,25 @@ while [ -n "$left" ] && [ $i -lt 30 ]; do
 	i=$((i + 1))
 	left=$(leftovers)
 done
+
+# Everything the client sent in every demo-agent transcript of this file must
+# be valid against the ACP schema (tests/schema/validate.py; exit 77 = no
+# python3-jsonschema, which only skips).
+if command -v python3 >/dev/null 2>&1; then
+	python3 "$ROOT/tests/schema/validate.py" -q "$T" >"$T/schema.out" 2>&1
+	src=$?
+else
+	echo "# python3 not found" >"$T/schema.out"
+	src=77
+fi
+case $src in
+0) echo "ok - schema: $NAME ($(sed -n 's/^# schema: \([0-9]* client messages in [0-9]* transcripts\).*/\1/p' "$T/schema.out"))" >>"$T/results" ;;
+77) echo "# schema: $NAME: not validated (no python3-jsonschema >= 4; make deps)" >>"$T/results" ;;
+*)
+	echo "not ok - schema: $NAME" >>"$T/results"
+	sed 's/^/#   /' "$T/schema.out" | head -n 80 >>"$T/results"
+	;;
+esac
 
 grep -v -x '# acp-e2e: done' "$T/results"
 bad=0

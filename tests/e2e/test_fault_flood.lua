@@ -1,0 +1,173 @@
+-- Fault injection: the agent floods session updates while Neovim is busy.
+--
+-- The agent streams 256 MiB of agent_message_chunk text, then asks a
+-- permission. Neovim does not read its channel meanwhile (see BUSY). The
+-- broker keeps reading the agent and queues frames for Neovim; past 64 MiB
+-- queued it drops *update* frames (nvim_rpc.c NVIM_RPC_MAX_QUEUED), never
+-- the events that change state. So: the broker's peak memory stays near
+-- that cap, the permission prompt still appears once Neovim reads again
+-- (nothing that matters was dropped), the turn ends and Neovim catches up
+-- (the message after the prompt arrives, busy is false).
+--
+-- BUSY: `:sleep 5` is not busy for RPC: Neovim handles channel messages
+-- during :sleep (checked on 0.7.2 and 0.10.4). What stalls the channel is
+-- Lua (or Vimscript) that does not return to the event loop, like a slow
+-- plugin or a blocking system() call; the test does that with uv.sleep().
+local T = require('helpers')
+
+local MiB = 1024 * 1024
+local FLOOD = 256 * MiB
+local SLOW = 90000 -- ms: generous (the file has 120 s)
+local SANITIZED = os.getenv('ACP_E2E_SANITIZER_LOGS') == '1'
+-- The queue to Neovim may hold 64 MiB of frames (plus the frame that
+-- crosses the cap and the frames of one loop iteration, about 2 MiB), the
+-- line being parsed is one 64 KiB chunk, and the permission and turn
+-- events are never dropped; 32 MiB of slack for malloc and jansson. Keeping
+-- the flood (256 MiB) would exceed it four times over.
+local GROWTH_KIB = (64 + 32) * 1024
+
+local uv = vim.uv or vim.loop
+
+local function note(fmt, ...)
+  local out = os.getenv('ACP_TEST_OUT')
+  local line = '# ' .. fmt:format(...)
+  if out and out ~= '' then
+    local f = assert(io.open(out, 'a'))
+    f:write(line, '\n')
+    f:close()
+  else
+    print(line)
+  end
+end
+
+local function broker_pid()
+  local chan = require('acp.broker').chan
+  return chan and vim.fn.jobpid(chan) or nil
+end
+
+local function status_kib(pid, field)
+  local s = T.read('/proc/' .. pid .. '/status') or ''
+  return tonumber(s:match(field .. ':%s*(%d+) kB'))
+end
+
+-- Restarts the broker so that its peak memory (VmHWM) is this test's own.
+local function fresh_broker()
+  local broker = require('acp.broker')
+  if broker.chan then
+    T.stop_all()
+    broker.shutdown()
+    T.wait(function()
+      return broker.chan == nil
+    end, nil, 'the broker to exit')
+  end
+  T.ok(broker.ensure(), 'the broker starts')
+  local pid = T.wait(broker_pid, nil, 'the broker pid')
+  T.wait(function()
+    return broker.info and broker.info.pid == pid
+  end, nil, 'the ready event of the new broker')
+  return pid, T.wait(function()
+    return status_kib(pid, 'VmHWM')
+  end, nil, 'VmHWM of the broker')
+end
+
+-- Blocks Neovim's main loop (no channel is read, no callback runs) until
+-- done() or max_ms; calls sample() every 50 ms. Returns whether done().
+local function block(done, sample, max_ms)
+  local t0 = uv.hrtime()
+  while (uv.hrtime() - t0) / 1e6 < max_ms do
+    sample()
+    if done() then
+      return true
+    end
+    uv.sleep(50)
+  end
+  return false
+end
+
+T.test('256 MiB of updates while Neovim is busy: broker memory bounded, the prompt still comes', function()
+  local pid, hwm0 = fresh_broker()
+  local log_path = require('acp.broker').log_path()
+  local log0 = #(T.read(log_path) or '')
+  local ctx = T.start_demo({
+    name = 'flood',
+    steps = {
+      { type = 'message', text = 'Thinking out loud.' },
+      { type = 'flood', bytes = FLOOD, chunk = 65536 },
+      -- Then 4096 one-byte chunks (about 150 bytes of msgpack each): they
+      -- fill whatever room the 64 KiB chunks left under the cap, so that a
+      -- frame that could be dropped would be dropped now.
+      { type = 'flood', bytes = 4096, chunk = 1 },
+      {
+        type = 'permission',
+        announce = true,
+        toolCall = { toolCallId = 'after_flood_${turn}', title = 'Write after.txt', kind = 'edit' },
+        options = {
+          { optionId = 'ok', name = 'Allow', kind = 'allow_once' },
+          { optionId = 'no', name = 'Reject', kind = 'reject_once' },
+        },
+      },
+      { type = 'message', text = 'All done after the flood.' },
+    },
+  })
+  local turn_end = T.on('AcpTurnEnd')
+  require('acp').prompt('Talk a lot, then ask')
+
+  -- Neovim is busy until the agent has written the whole flood and its
+  -- request (so the broker has read all but a pipe's worth of it).
+  local t0 = uv.hrtime()
+  local peak = 0
+  local flooded = block(function()
+    local tr = T.read(ctx.transcript) or ''
+    local _, floods = tr:gsub('"event":"flood"', '')
+    return floods == 2 and tr:find('session/request_permission', 1, true)
+  end, function()
+    peak = math.max(peak, status_kib(pid, 'VmRSS') or 0)
+  end, SLOW)
+  local busy_s = (uv.hrtime() - t0) / 1e9
+  T.ok(flooded, 'the agent wrote the flood and its request while Neovim was busy')
+  local hwm_busy = status_kib(pid, 'VmHWM')
+
+  -- Neovim reads again: the prompt appears, the turn ends.
+  local t1 = uv.hrtime()
+  local p = T.wait_pending('after_flood_1', 60000)
+  local catch_up_s = (uv.hrtime() - t1) / 1e9
+  T.eq(p.title, 'Write after.txt', 'the prompt title')
+  T.ok(require('acp').respond(p.id, 'no'), 'respond()')
+  T.eq(T.answer(ctx, 'after_flood_1').result, T.selected('no'), 'the answer the agent received')
+  T.wait(function()
+    return #turn_end == 1
+  end, SLOW, 'AcpTurnEnd')
+  T.eq(turn_end[1].stopReason, 'end_turn', 'stopReason')
+  T.idle()
+  -- Caught up: the message sent after the answer reached Lua.
+  local s = require('acp.state').sessions[ctx.session]
+  T.ok(s and s.reply and s.reply:find('All done after the flood.', 1, true), 'the last message reached Lua')
+
+  local log = (T.read(log_path) or ''):sub(log0 + 1)
+  local drops = {}
+  for n in log:gmatch('dropped (%d+) update frames') do
+    drops[#drops + 1] = tonumber(n)
+  end
+  local hwm = status_kib(pid, 'VmHWM')
+  note(
+    'flood of %d MiB: Neovim busy %.1f s, broker VmRSS peak %d KiB (sampled), VmHWM %d -> %d KiB (%d after); '
+      .. 'prompt %.1f s after Neovim read again; drop log lines %d (last count %s)',
+    FLOOD / MiB,
+    busy_s,
+    peak,
+    hwm0,
+    hwm_busy,
+    hwm,
+    catch_up_s,
+    #drops,
+    tostring(drops[#drops])
+  )
+  -- The stall made the broker drop update frames: the bound was exercised.
+  T.ok(#drops >= 1, 'the broker logged dropped update frames')
+  T.ok(T.alive(pid), 'the broker is alive')
+  if not SANITIZED then
+    T.ok(hwm - hwm0 < GROWTH_KIB, ('broker peak memory grew by %d KiB (bound %d KiB)'):format(hwm - hwm0, GROWTH_KIB))
+  end
+end)
+
+T.done()
