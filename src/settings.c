@@ -169,6 +169,15 @@ int settings_trust(const char *root, char *err, size_t errlen) {
   return rc;
 }
 
+// The error for which settings_load skipped path, or NULL.
+static const char *file_error(const struct settings *s, const char *path) {
+  size_t n = strlen(path);
+  for (size_t i = 0; i < s->nerrors; i++)
+    if (strncmp(s->errors[i], path, n) == 0 && s->errors[i][n] == ':')
+      return s->errors[i];
+  return NULL;
+}
+
 int settings_add_rule(const char *root, bool project, enum policy_list list,
                       const char *rule, char *err, size_t errlen) {
   char why[256];
@@ -182,13 +191,20 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     return -1;
   }
   // The person's own rule keeps a trusted project trusted: the hash is
-  // renewed only when the content before the edit was trusted.
-  bool retrust = false;
-  if (project) {
-    struct settings s;
-    settings_load(root, NULL, &s);
-    retrust = s.trusted && list == POLICY_LIST_ALLOW;
-    settings_free(&s);
+  // renewed only when the content before the edit was trusted. A file that
+  // loading skips as malformed would take the rule and never apply it:
+  // refuse, and say what to fix.
+  struct settings s;
+  settings_load(root, NULL, &s);
+  bool retrust = project && s.trusted && list == POLICY_LIST_ALLOW;
+  const char *broken = file_error(&s, path);
+  if (broken)
+    snprintf(err, errlen, "%s is skipped as malformed; fix it first (%s)", path,
+             broken);
+  settings_free(&s);
+  if (broken) {
+    free(path);
+    return -1;
   }
   int rc = -1;
   json_t *doc = edit_load(path, err, errlen);

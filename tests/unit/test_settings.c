@@ -587,6 +587,16 @@ static void test_add_rule(void) {
          !strcmp(get("p/.acp/settings.json"), "{\"permissions\": "),
      "a malformed file is refused, not overwritten");
   printf("# %s\n", err);
+  // Valid JSON that loading skips (a key of the wrong type): adding to it
+  // would write a rule that never applies (found by fuzz_settings).
+  put("p/.acp/settings.json", "{\"permissions\": {\"allow\": \"notalist\"}}");
+  ok(settings_add_rule(P, true, POLICY_LIST_DENY, "Bash(x)", err,
+                       sizeof(err)) == -1 &&
+         strstr(err, "fix it first") && strstr(err, "expected an array") &&
+         !strcmp(get("p/.acp/settings.json"),
+                 "{\"permissions\": {\"allow\": \"notalist\"}}"),
+     "a file that loading skips is refused, with the reason");
+  printf("# %s\n", err);
 
   ok(settings_add_rule(P, false, POLICY_LIST_ASK, "Bash(git push *)", err,
                        sizeof(err)) == 0,
