@@ -540,6 +540,51 @@ function M.idle()
   end, nil, 'the turn to end')
 end
 
+--- A TAP comment line in the results (measured figures).
+function M.note(fmt, ...)
+  local out = os.getenv('ACP_TEST_OUT')
+  local line = '# ' .. fmt:format(...)
+  if out and out ~= '' then
+    local f = assert(io.open(out, 'a'))
+    f:write(line, '\n')
+    f:close()
+  else
+    print(line)
+  end
+end
+
+--- The pid of the running broker, or nil.
+function M.broker_pid()
+  local chan = require('acp.broker').chan
+  return chan and vim.fn.jobpid(chan) or nil
+end
+
+--- A "<field>: N kB" value of /proc/<pid>/status (VmHWM, VmRSS), in KiB.
+function M.status_kib(pid, field)
+  local s = M.read('/proc/' .. pid .. '/status') or ''
+  return tonumber(s:match(field .. ':%s*(%d+) kB'))
+end
+
+-- Restarts the broker so that its peak memory (VmHWM) is this test's own.
+function M.fresh_broker()
+  local broker = require('acp.broker')
+  if broker.chan then
+    M.stop_all()
+    broker.shutdown()
+    M.wait(function()
+      return broker.chan == nil
+    end, nil, 'the broker to exit')
+  end
+  M.ok(broker.ensure(), 'the broker starts')
+  local pid = M.wait(M.broker_pid, nil, 'the broker pid')
+  M.wait(function()
+    return broker.info and broker.info.pid == pid
+  end, nil, 'the ready event of the new broker')
+  return pid, M.wait(function()
+    return M.status_kib(pid, 'VmHWM')
+  end, nil, 'VmHWM of the broker')
+end
+
 --- Write the results and quit: exit code 0 when every test passed, else 1.
 function M.done()
   if finished then

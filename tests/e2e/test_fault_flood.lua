@@ -14,6 +14,10 @@
 -- Lua (or Vimscript) that does not return to the event loop, like a slow
 -- plugin or a blocking system() call; the test does that with uv.sleep().
 local T = require('helpers')
+local note = T.note
+local broker_pid = T.broker_pid
+local status_kib = T.status_kib
+local fresh_broker = T.fresh_broker
 
 local MiB = 1024 * 1024
 local FLOOD = 256 * MiB
@@ -27,48 +31,6 @@ local SANITIZED = os.getenv('ACP_E2E_SANITIZER_LOGS') == '1'
 local GROWTH_KIB = (64 + 32) * 1024
 
 local uv = vim.uv or vim.loop
-
-local function note(fmt, ...)
-  local out = os.getenv('ACP_TEST_OUT')
-  local line = '# ' .. fmt:format(...)
-  if out and out ~= '' then
-    local f = assert(io.open(out, 'a'))
-    f:write(line, '\n')
-    f:close()
-  else
-    print(line)
-  end
-end
-
-local function broker_pid()
-  local chan = require('acp.broker').chan
-  return chan and vim.fn.jobpid(chan) or nil
-end
-
-local function status_kib(pid, field)
-  local s = T.read('/proc/' .. pid .. '/status') or ''
-  return tonumber(s:match(field .. ':%s*(%d+) kB'))
-end
-
--- Restarts the broker so that its peak memory (VmHWM) is this test's own.
-local function fresh_broker()
-  local broker = require('acp.broker')
-  if broker.chan then
-    T.stop_all()
-    broker.shutdown()
-    T.wait(function()
-      return broker.chan == nil
-    end, nil, 'the broker to exit')
-  end
-  T.ok(broker.ensure(), 'the broker starts')
-  local pid = T.wait(broker_pid, nil, 'the broker pid')
-  T.wait(function()
-    return broker.info and broker.info.pid == pid
-  end, nil, 'the ready event of the new broker')
-  return pid, T.wait(function()
-    return status_kib(pid, 'VmHWM')
-  end, nil, 'VmHWM of the broker')
-end
 
 -- Blocks Neovim's main loop (no channel is read, no callback runs) until
 -- done() or max_ms; calls sample() every 50 ms. Returns whether done().

@@ -13,13 +13,9 @@
 --   checks the broker and the agent within a second; this checks the
 --   group, with a generous wait, and notes the time).
 local T = require('helpers')
+local broker_pid = T.broker_pid
 
 local uv = vim.uv or vim.loop
-
-local function broker_pid()
-  local chan = require('acp.broker').chan
-  return chan and vim.fn.jobpid(chan) or nil
-end
 
 local function agent_pid(name)
   return T.wait(function()

@@ -4,6 +4,8 @@
 -- log line, the connection goes on (the next permission request reaches the
 -- person and is answered) and the broker's peak memory stays bounded.
 local T = require('helpers')
+local broker_pid = T.broker_pid
+local fresh_broker = T.fresh_broker
 
 local MiB = 1024 * 1024
 -- 1 GiB streams through the broker in under a second here (2 cores), ASan too.
@@ -31,35 +33,10 @@ local function note(fmt, ...)
   end
 end
 
-local function broker_pid()
-  local chan = require('acp.broker').chan
-  return chan and vim.fn.jobpid(chan) or nil
-end
-
 -- A field of /proc/<pid>/status in KiB (VmHWM: peak resident set).
 local function status_kib(pid, field)
   local s = T.read('/proc/' .. pid .. '/status') or ''
   return tonumber(s:match(field .. ':%s*(%d+) kB'))
-end
-
--- Restarts the broker so that its peak memory (VmHWM) is this test's own.
-local function fresh_broker()
-  local broker = require('acp.broker')
-  if broker.chan then
-    T.stop_all()
-    broker.shutdown()
-    T.wait(function()
-      return broker.chan == nil
-    end, nil, 'the broker to exit')
-  end
-  T.ok(broker.ensure(), 'the broker starts')
-  local pid = T.wait(broker_pid, nil, 'the broker pid')
-  T.wait(function()
-    return broker.info and broker.info.pid == pid
-  end, nil, 'the ready event of the new broker')
-  return pid, T.wait(function()
-    return status_kib(pid, 'VmHWM')
-  end, nil, 'VmHWM of the broker')
 end
 
 local function log_text()

@@ -3,6 +3,10 @@
 -- them all, each exactly once, with its own id, in the order they were
 -- asked; the broker's memory stays bounded and Neovim is usable afterwards.
 local T = require('helpers')
+local note = T.note
+local broker_pid = T.broker_pid
+local status_kib = T.status_kib
+local fresh_broker = T.fresh_broker
 
 local N = 10000
 local SLOW = 90000 -- ms: generous for a 2-core machine shared with a fuzzer (the file has 120 s)
@@ -14,48 +18,6 @@ local SANITIZED = os.getenv('ACP_E2E_SANITIZER_LOGS') == '1'
 -- the queue to Neovim, more when Neovim is slower. 96 MiB leaves room for
 -- a slow Neovim and still catches a request kept twice over, or a leak.
 local GROWTH_KIB = 96 * 1024
-
-local function note(fmt, ...)
-  local out = os.getenv('ACP_TEST_OUT')
-  local line = '# ' .. fmt:format(...)
-  if out and out ~= '' then
-    local f = assert(io.open(out, 'a'))
-    f:write(line, '\n')
-    f:close()
-  else
-    print(line)
-  end
-end
-
-local function broker_pid()
-  local chan = require('acp.broker').chan
-  return chan and vim.fn.jobpid(chan) or nil
-end
-
-local function status_kib(pid, field)
-  local s = T.read('/proc/' .. pid .. '/status') or ''
-  return tonumber(s:match(field .. ':%s*(%d+) kB'))
-end
-
--- Restarts the broker so that its peak memory (VmHWM) is this test's own.
-local function fresh_broker()
-  local broker = require('acp.broker')
-  if broker.chan then
-    T.stop_all()
-    broker.shutdown()
-    T.wait(function()
-      return broker.chan == nil
-    end, nil, 'the broker to exit')
-  end
-  T.ok(broker.ensure(), 'the broker starts')
-  local pid = T.wait(broker_pid, nil, 'the broker pid')
-  T.wait(function()
-    return broker.info and broker.info.pid == pid
-  end, nil, 'the ready event of the new broker')
-  return pid, T.wait(function()
-    return status_kib(pid, 'VmHWM')
-  end, nil, 'VmHWM of the broker')
-end
 
 local function now_ms()
   return (vim.loop.hrtime()) / 1e6
