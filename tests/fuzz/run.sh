@@ -11,7 +11,8 @@
 #
 # and the exit status is non-zero when any target crashed, leaked, hung or
 # failed a property (the reproducer's path is printed, the full log is in
-# $BUILD/fuzz/log-<name>.txt).
+# $BUILD/fuzz/log-<name>.txt). Before fuzzing, each target runs the inputs
+# tests/fuzz/regressions/<name>-* once; any failure there fails the target.
 #
 # Environment: BUILD (default build), FUZZ_CC (default clang), PKG_CONFIG,
 # FUZZ_RUNS (adds -runs=N: stop after N executions or SECONDS, whichever
@@ -123,12 +124,30 @@ for t in "$@"; do
   runs=
   [ -n "${FUZZ_RUNS:-}" ] && runs=-runs=$FUZZ_RUNS
 
+  binpath=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+  regs=$(find tests/fuzz/regressions -type f -name "$t-*" 2>/dev/null | sort)
+  if [ -n "$regs" ]; then
+    # shellcheck disable=SC2086
+    if ! TMPDIR=$(cd "$tmp" && pwd) \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+      $NICE "$binpath" -rss_limit_mb=2048 -timeout=10 $regs \
+      >"$OUT/regress-$t.txt" 2>&1; then
+      echo "fuzz $t: 0 execs in 0 s, 0 cov, FAILED (a regression input)"
+      grep -m 3 'ERROR: \|runtime error:\|fuzz property\|^Running: ' \
+        "$OUT/regress-$t.txt" | sed 's/^/  /'
+      echo "  log: $OUT/regress-$t.txt"
+      rm -rf "$tmp"
+      fail=1
+      continue
+    fi
+  fi
+
   start=$(date +%s)
   # The targets keep their scratch files (settings) under TMPDIR.
   # shellcheck disable=SC2086
   TMPDIR=$(cd "$tmp" && pwd) \
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-    $NICE "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")" \
+    $NICE "$binpath" \
     -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" $dict $runs \
     ${FUZZ_FLAGS:-} "$corpus" >"$log" 2>&1
