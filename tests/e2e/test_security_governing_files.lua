@@ -231,7 +231,12 @@ local function play(ctx, requests)
   for _, g in ipairs(requests) do
     local before = T.read(g.file)
     local p = expect_asked(ctx, g.tcid, g.file)
-    T.eq(T.requests(ctx, g.tcid)[1].response, nil, 'an answer to ' .. g.tcid .. ' before the person answered')
+    -- The agent records its request after sending it: the prompt can come
+    -- first on a slow machine.
+    local req = T.wait(function()
+      return T.requests(ctx, g.tcid)[1]
+    end, nil, 'the request ' .. g.tcid .. ' in the transcript')
+    T.eq(req.response, nil, 'an answer to ' .. g.tcid .. ' before the person answered')
     T.eq(T.read(g.file), before, g.file .. ' while the prompt for ' .. g.tcid .. ' waits')
     local allow_id = p.options[2].optionId -- allow_once in both option sets
     local reject_id = p.options[3].optionId
