@@ -16,10 +16,11 @@ local function command(name, fn, opts)
 end
 
 command('AcpStart', function(o)
-  cmds().start(o.fargs[1])
+  cmds().start(o.fargs[1], o.bang)
 end, {
   nargs = '?',
-  desc = 'Start (or reuse) an agent and a session in this project',
+  bang = true,
+  desc = 'Start (or reuse) an agent and a session in this project (! resumes the last session)',
   complete = function(arglead)
     return require('acp.commands').complete_agents(arglead)
   end,
@@ -38,6 +39,16 @@ end, {
 command('AcpPrompt', function(o)
   cmds().prompt(o.args)
 end, { nargs = '+', desc = 'Send a prompt to the current session' })
+
+command('AcpChat', function(o)
+  require('acp').chat({ agent = o.fargs[1] })
+end, {
+  nargs = '?',
+  desc = 'Open the chat buffer of the current session (or of an agent)',
+  complete = function(arglead)
+    return require('acp.commands').complete_running(arglead)
+  end,
+})
 
 command('AcpCancel', function()
   cmds().cancel()
@@ -91,7 +102,7 @@ command('AcpMode', function(o)
   cmds().mode(o.fargs[1])
 end, {
   nargs = '?',
-  desc = "Set this project's permission mode (no argument: show it)",
+  desc = "Set this project's permission mode or the agent's mode (no argument: show them)",
   complete = function(arglead)
     return require('acp.commands').complete_mode(arglead)
   end,

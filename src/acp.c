@@ -16,7 +16,14 @@
 #define ACP_MAX_CALLS 1024 // our requests waiting for an answer
 #define ACP_PROTOCOL_VERSION 1
 
-enum call_kind { CALL_INITIALIZE, CALL_SESSION_NEW, CALL_PROMPT };
+enum call_kind {
+  CALL_INITIALIZE,
+  CALL_SESSION_NEW,
+  CALL_SESSION_LOAD,
+  CALL_PROMPT,
+  CALL_AUTHENTICATE,
+  CALL_SET_MODE,
+};
 
 struct session {
   char *id;     // the agent's sessionId
@@ -28,8 +35,16 @@ struct session {
 struct call {
   int64_t id; // our JSON-RPC id
   enum call_kind kind;
-  char *cwd;         // CALL_SESSION_NEW: the requested cwd (owned)
-  struct session *s; // CALL_PROMPT: its session
+  char *cwd;         // CALL_SESSION_NEW/LOAD: the requested cwd (owned)
+  char *arg;         // LOAD: the sessionId; AUTHENTICATE, SET_MODE: the
+                     // method or mode id (owned)
+  struct session *s; // CALL_PROMPT, CALL_SET_MODE: its session
+};
+
+// A session to open once initialize is answered (or after a login).
+struct want {
+  char *cwd;
+  char *load; // sessionId to resume with session/load, or NULL
 };
 
 struct acp_conn {
@@ -42,13 +57,18 @@ struct acp_conn {
   bool alive;       // not exited nor being stopped
   bool stdin_open;  // we may still write to the agent
   bool gone_called; // host->gone ran
+  bool can_load;    // agentCapabilities.loadSession
+  bool has_auth;    // the agent listed authMethods
+  uint64_t serial;  // unique for the life of the process
   char *stop_reason;
   int64_t next_id;
   struct call *calls;
   size_t ncalls, capcalls;
   struct session *sessions; // newest first
-  char **want_cwds;         // session/new to send once ready
+  struct want *wants;       // sessions to open once ready
   size_t nwant;
+  struct want *auth_wants; // sessions refused until the person logs in
+  size_t nauth;
   char **prompts; // texts waiting for the newest session, oldest first
   size_t nprompts;
   int creating; // session/new requests not yet answered
@@ -65,29 +85,32 @@ static void send_line(struct acp_conn *c, char *line, size_t len) {
 }
 
 static int64_t call_add(struct acp_conn *c, enum call_kind kind, char *cwd,
-                        struct session *s) {
+                        char *arg, struct session *s) {
   if (c->ncalls == c->capcalls) {
     c->capcalls = c->capcalls ? c->capcalls * 2 : 8;
     c->calls = xrealloc(c->calls, c->capcalls * sizeof(*c->calls));
   }
   int64_t id = c->next_id++;
-  c->calls[c->ncalls++] = (struct call){id, kind, cwd, s};
+  c->calls[c->ncalls++] = (struct call){id, kind, cwd, arg, s};
   return id;
 }
 
-// Sends a request whose answer is routed by kind; takes params and cwd.
-// Returns false when it could not be sent.
+// Sends a request whose answer is routed by kind; takes params, cwd and
+// arg. Returns false when it could not be sent.
 static bool send_request(struct acp_conn *c, const char *method, json_t *params,
-                         enum call_kind kind, char *cwd, struct session *s) {
+                         enum call_kind kind, char *cwd, char *arg,
+                         struct session *s) {
   if (c->ncalls >= ACP_MAX_CALLS || !params || !c->stdin_open) {
     LOG_E("%s: not sending %s (%zu requests unanswered)", c->name, method,
           c->ncalls);
     json_decref(params);
     free(cwd);
+    free(arg);
     return false;
   }
   size_t len;
-  char *line = jsonrpc_request(call_add(c, kind, cwd, s), method, params, &len);
+  char *line =
+      jsonrpc_request(call_add(c, kind, cwd, arg, s), method, params, &len);
   send_line(c, line, len);
   return true;
 }
@@ -149,19 +172,46 @@ static void pump_prompts(struct acp_conn *c) {
   memmove(c->prompts, c->prompts + 1, --c->nprompts * sizeof(*c->prompts));
   json_t *params = json_pack("{s:s,s:[{s:s,s:s}]}", "sessionId", s->id,
                              "prompt", "type", "text", "text", text);
-  free(text);
-  if (!send_request(c, "session/prompt", params, CALL_PROMPT, NULL, s)) {
+  if (!send_request(c, "session/prompt", params, CALL_PROMPT, NULL, NULL, s)) {
     emit_turn_end(c, s->id, "error", "the prompt could not be sent");
+    free(text);
     return;
   }
   s->running = true;
-  emit(c, "turn_start", json_pack("{s:s}", "session", s->id));
+  emit(c, "turn_start",
+       json_pack("{s:s,s:s?}", "session", s->id, "text", text));
+  free(text);
 }
 
-static void send_session_new(struct acp_conn *c, char *cwd) {
-  json_t *params = json_pack("{s:s,s:[]}", "cwd", cwd, "mcpServers");
-  if (send_request(c, "session/new", params, CALL_SESSION_NEW, cwd, NULL))
+// Sends session/new, or session/load when w->load is set; takes w's
+// strings.
+static void send_open(struct acp_conn *c, struct want w) {
+  json_t *params;
+  if (w.load && !c->can_load) {
+    emit_error(c, "this agent cannot resume sessions (no loadSession); "
+                  "starting a new one");
+    free(w.load);
+    w.load = NULL;
+  }
+  if (w.load) {
+    emit(c, "session_loading",
+         json_pack("{s:s,s:s}", "session", w.load, "cwd", w.cwd));
+    params = json_pack("{s:s,s:s,s:[]}", "sessionId", w.load, "cwd", w.cwd,
+                       "mcpServers");
+    if (send_request(c, "session/load", params, CALL_SESSION_LOAD, w.cwd,
+                     w.load, NULL))
+      c->creating++;
+    return;
+  }
+  params = json_pack("{s:s,s:[]}", "cwd", w.cwd, "mcpServers");
+  if (send_request(c, "session/new", params, CALL_SESSION_NEW, w.cwd, NULL,
+                   NULL))
     c->creating++;
+}
+
+static void want_push(struct want **v, size_t *n, struct want w) {
+  *v = xrealloc(*v, (*n + 1) * sizeof(**v));
+  (*v)[(*n)++] = w;
 }
 
 // ---- responses to our requests ----
@@ -191,6 +241,10 @@ static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
     return;
   }
   c->ready = true;
+  json_t *caps = json_object_get(result, "agentCapabilities");
+  c->can_load = json_is_true(json_object_get(caps, "loadSession"));
+  json_t *auth = json_object_get(result, "authMethods");
+  c->has_auth = json_is_array(auth) && json_array_size(auth) > 0;
   json_t *d = json_pack(
       "{s:i,s:O?,s:O?,s:O?}", "protocolVersion", ACP_PROTOCOL_VERSION,
       "agentInfo", json_object_get(result, "agentInfo"), "agentCapabilities",
@@ -198,20 +252,37 @@ static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
       json_object_get(result, "authMethods"));
   emit(c, "agent_ready", d);
   for (size_t i = 0; i < c->nwant; i++)
-    send_session_new(c, c->want_cwds[i]);
+    send_open(c, c->wants[i]);
   c->nwant = 0;
 }
 
-static void on_session_new(struct acp_conn *c, char *cwd, json_t *result,
-                           json_t *error) {
+// session/new or session/load answered. load is the resumed sessionId
+// (owned), NULL for session/new.
+static void on_session_open(struct acp_conn *c, char *cwd, char *load,
+                            json_t *result, json_t *error) {
   c->creating--;
-  const char *sid = json_string_value(json_object_get(result, "sessionId"));
+  const char *sid =
+      load ? load : json_string_value(json_object_get(result, "sessionId"));
   if (error || !sid) {
     char buf[400];
     const char *why = error ? error_text(error, buf, sizeof(buf))
                             : "no sessionId in the answer";
     bool auth =
         error && json_integer_value(json_object_get(error, "code")) == -32000;
+    if (auth && c->has_auth) {
+      // The person picks a login method (Lua); acp_conn_authenticate then
+      // opens the session again.
+      emit(c, "auth_required", json_pack("{s:s}", "cwd", cwd));
+      want_push(&c->auth_wants, &c->nauth, (struct want){cwd, load});
+      return;
+    }
+    if (load && !auth) {
+      emit_error(c, "could not resume session %s: %s; starting a new one", load,
+                 why);
+      free(load);
+      send_open(c, (struct want){cwd, NULL});
+      return;
+    }
     emit_error(c, "could not start a session: %s%s", why,
                auth ? ". The agent needs you to log in: run it once in a "
                       "terminal and follow its login steps"
@@ -219,6 +290,7 @@ static void on_session_new(struct acp_conn *c, char *cwd, json_t *result,
     if (!c->creating)
       drop_prompts(c, "error", "no session");
     free(cwd);
+    free(load);
     return;
   }
   struct session *s = xcalloc(1, sizeof(*s));
@@ -227,9 +299,46 @@ static void on_session_new(struct acp_conn *c, char *cwd, json_t *result,
   s->next = c->sessions;
   c->sessions = s;
   emit(c, "session_new",
-       json_pack("{s:s,s:s,s:O?}", "session", sid, "cwd", cwd, "modes",
-                 json_object_get(result, "modes")));
+       json_pack("{s:s,s:s,s:O?,s:b}", "session", sid, "cwd", cwd, "modes",
+                 json_object_get(result, "modes"), "resumed", load != NULL));
+  free(load);
   pump_prompts(c);
+}
+
+static void on_authenticated(struct acp_conn *c, char *method, json_t *error) {
+  if (error) {
+    char buf[400];
+    emit_error(c, "login with %s failed: %s", method,
+               error_text(error, buf, sizeof(buf)));
+    for (size_t i = 0; i < c->nauth; i++) {
+      free(c->auth_wants[i].cwd);
+      free(c->auth_wants[i].load);
+    }
+    c->nauth = 0;
+    if (!c->creating)
+      drop_prompts(c, "error", "not logged in");
+    free(method);
+    return;
+  }
+  emit(c, "authenticated", json_pack("{s:s}", "methodId", method));
+  free(method);
+  size_t n = c->nauth;
+  c->nauth = 0;
+  for (size_t i = 0; i < n; i++)
+    send_open(c, c->auth_wants[i]);
+}
+
+static void on_mode_set(struct acp_conn *c, struct session *s, char *mode,
+                        json_t *error) {
+  if (error) {
+    char buf[400];
+    emit_error(c, "the agent refused mode %s: %s", mode,
+               error_text(error, buf, sizeof(buf)));
+  } else {
+    emit(c, "mode_set",
+         json_pack("{s:s,s:s}", "session", s->id, "modeId", mode));
+  }
+  free(mode);
 }
 
 static void on_prompt_done(struct acp_conn *c, struct session *s,
@@ -263,10 +372,17 @@ static void on_response(struct acp_conn *c, struct jsonrpc_msg *m) {
     on_initialized(c, m->result, m->error);
     break;
   case CALL_SESSION_NEW:
-    on_session_new(c, call.cwd, m->result, m->error);
+  case CALL_SESSION_LOAD:
+    on_session_open(c, call.cwd, call.arg, m->result, m->error);
     break;
   case CALL_PROMPT:
     on_prompt_done(c, call.s, m->result, m->error);
+    break;
+  case CALL_AUTHENTICATE:
+    on_authenticated(c, call.arg, m->error);
+    break;
+  case CALL_SET_MODE:
+    on_mode_set(c, call.s, call.arg, m->error);
     break;
   }
 }
@@ -314,7 +430,33 @@ static const char *check_permission(struct acp_conn *c, json_t *params) {
   return NULL;
 }
 
+// The client methods we advertise; the host carries them out.
+static const char *const client_methods[] = {
+    "fs/read_text_file", "fs/write_text_file",     "terminal/create",
+    "terminal/output",   "terminal/wait_for_exit", "terminal/kill",
+    "terminal/release",
+};
+
+static bool is_client_method(const char *method) {
+  for (size_t i = 0; i < sizeof(client_methods) / sizeof(*client_methods); i++)
+    if (strcmp(method, client_methods[i]) == 0)
+      return true;
+  return false;
+}
+
 static void on_request(struct acp_conn *c, struct jsonrpc_msg *m) {
+  if (is_client_method(m->method)) {
+    const char *sid =
+        json_string_value(json_object_get(m->params, "sessionId"));
+    if (!json_is_object(m->params) || !sid || !find_session(c, sid)) {
+      LOG_W("%s: %s for an unknown session", c->name, m->method);
+      reply_error(c, m->id, JSONRPC_INVALID_PARAMS,
+                  sid ? "unknown sessionId" : "sessionId missing");
+      return;
+    }
+    c->host->client_request(c->ud, c, m->id, m->method, m->params);
+    return;
+  }
   if (strcmp(m->method, "session/request_permission") == 0) {
     const char *why = check_permission(c, m->params);
     if (why) {
@@ -414,6 +556,14 @@ static void proc_exit(void *ud, int64_t code, int sig) {
                  "message", msg));
 }
 
+static void wants_free(struct want *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(v[i].cwd);
+    free(v[i].load);
+  }
+  free(v);
+}
+
 static void conn_free(struct acp_conn *c) {
   for (struct session *s = c->sessions, *next; s; s = next) {
     next = s->next;
@@ -421,14 +571,15 @@ static void conn_free(struct acp_conn *c) {
     free(s->cwd);
     free(s);
   }
-  for (size_t i = 0; i < c->ncalls; i++)
+  for (size_t i = 0; i < c->ncalls; i++) {
     free(c->calls[i].cwd);
-  for (size_t i = 0; i < c->nwant; i++)
-    free(c->want_cwds[i]);
+    free(c->calls[i].arg);
+  }
+  wants_free(c->wants, c->nwant);
+  wants_free(c->auth_wants, c->nauth);
   for (size_t i = 0; i < c->nprompts; i++)
     free(c->prompts[i]);
   free(c->calls);
-  free(c->want_cwds);
   free(c->prompts);
   linebuf_free(&c->lines);
   free(c->stop_reason);
@@ -451,7 +602,9 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
                                 const struct proc_spawn *spec,
                                 const struct acp_host *host, void *ud,
                                 char *err, size_t errlen) {
+  static uint64_t serials;
   struct acp_conn *c = xcalloc(1, sizeof(*c));
+  c->serial = ++serials;
   c->name = xstrdup(name);
   c->host = host;
   c->ud = ud;
@@ -464,30 +617,36 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
   c->alive = c->stdin_open = true;
   json_t *params = json_pack(
       "{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion",
-      ACP_PROTOCOL_VERSION, "clientCapabilities", "fs", "readTextFile", 0,
-      "writeTextFile", 0, "terminal", 0, "clientInfo", "name", "acp-broker",
+      ACP_PROTOCOL_VERSION, "clientCapabilities", "fs", "readTextFile", 1,
+      "writeTextFile", 1, "terminal", 1, "clientInfo", "name", "acp-broker",
       "title", "acp-broker (Neovim)", "version", ACP_VERSION);
-  send_request(c, "initialize", params, CALL_INITIALIZE, NULL, NULL);
+  send_request(c, "initialize", params, CALL_INITIALIZE, NULL, NULL, NULL);
   return c;
 }
 
-// True when a session in cwd exists or is on its way.
-static bool has_session_for(struct acp_conn *c, const char *cwd) {
+// True when a session in cwd is on its way.
+static bool opening_in(struct acp_conn *c, const char *cwd) {
   for (size_t i = 0; i < c->nwant; i++)
-    if (strcmp(c->want_cwds[i], cwd) == 0)
+    if (strcmp(c->wants[i].cwd, cwd) == 0)
+      return true;
+  for (size_t i = 0; i < c->nauth; i++)
+    if (strcmp(c->auth_wants[i].cwd, cwd) == 0)
       return true;
   for (size_t i = 0; i < c->ncalls; i++)
-    if (c->calls[i].kind == CALL_SESSION_NEW && !strcmp(c->calls[i].cwd, cwd))
+    if ((c->calls[i].kind == CALL_SESSION_NEW ||
+         c->calls[i].kind == CALL_SESSION_LOAD) &&
+        !strcmp(c->calls[i].cwd, cwd))
       return true;
   return false;
 }
 
-void acp_conn_new_session(struct acp_conn *c, const char *cwd) {
-  if (!c->alive || has_session_for(c, cwd))
+void acp_conn_new_session(struct acp_conn *c, const char *cwd,
+                          const char *load) {
+  if (!c->alive || opening_in(c, cwd))
     return;
   for (struct session **pp = &c->sessions; *pp; pp = &(*pp)->next) {
     struct session *s = *pp;
-    if (strcmp(s->cwd, cwd) != 0)
+    if (strcmp(s->cwd, cwd) != 0 || (load && strcmp(s->id, load) != 0))
       continue;
     // Reuse it: it becomes the newest (the one prompts go to), and Lua is
     // told again so that it becomes the current session there too.
@@ -498,12 +657,44 @@ void acp_conn_new_session(struct acp_conn *c, const char *cwd) {
          json_pack("{s:s,s:s}", "session", s->id, "cwd", s->cwd));
     return;
   }
-  if (c->ready) {
-    send_session_new(c, xstrdup(cwd));
-    return;
-  }
-  c->want_cwds = xrealloc(c->want_cwds, (c->nwant + 1) * sizeof(char *));
-  c->want_cwds[c->nwant++] = xstrdup(cwd);
+  struct want w = {xstrdup(cwd), load ? xstrdup(load) : NULL};
+  if (c->ready)
+    send_open(c, w);
+  else
+    want_push(&c->wants, &c->nwant, w);
+}
+
+int acp_conn_authenticate(struct acp_conn *c, const char *method_id) {
+  if (!c->alive || !c->ready)
+    return -1;
+  return send_request(c, "authenticate",
+                      json_pack("{s:s}", "methodId", method_id),
+                      CALL_AUTHENTICATE, NULL, xstrdup(method_id), NULL)
+             ? 0
+             : -1;
+}
+
+int acp_conn_set_mode(struct acp_conn *c, const char *session,
+                      const char *mode_id) {
+  struct session *s = session ? find_session(c, session) : c->sessions;
+  if (!c->alive || !s)
+    return -1;
+  return send_request(
+             c, "session/set_mode",
+             json_pack("{s:s,s:s}", "sessionId", s->id, "modeId", mode_id),
+             CALL_SET_MODE, NULL, xstrdup(mode_id), s)
+             ? 0
+             : -1;
+}
+
+void acp_conn_respond_error(struct acp_conn *c, const json_t *id, int code,
+                            const char *message) {
+  if (c->stdin_open)
+    reply_error(c, id, code, message);
+}
+
+uint64_t acp_conn_serial(const struct acp_conn *c) {
+  return c->serial;
 }
 
 int acp_conn_prompt(struct acp_conn *c, const char *text) {

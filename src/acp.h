@@ -1,12 +1,13 @@
 #pragma once
 // One ACP connection: an agent process, its JSON-RPC stream and sessions.
 //
-// The connection speaks the client side of ACP v1: initialize, session/new,
-// session/prompt (one turn at a time per session; further prompts wait),
-// session/cancel; it forwards session/update, hands permission requests to
-// the host, and answers every other request the agent makes (-32601 for
-// methods it does not implement, -32602 for malformed params). It never
-// decides a permission itself.
+// The connection speaks the client side of ACP v1: initialize, authenticate,
+// session/new and session/load, session/prompt (one turn at a time per
+// session; further prompts wait), session/cancel, session/set_mode; it
+// forwards session/update, hands permission requests and the client methods
+// (fs/*, terminal/*) of known sessions to the host, and answers every other
+// request the agent makes (-32601 for methods it does not implement, -32602
+// for malformed params). It never decides a permission itself.
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -25,6 +26,11 @@ struct acp_host {
   // host must answer it exactly once with acp_conn_respond.
   void (*permission)(void *ud, struct acp_conn *c, const json_t *id,
                      json_t *params);
+  // fs/* or terminal/* for a session of this connection (params borrowed,
+  // an object). The host must answer it exactly once, with
+  // acp_conn_respond or acp_conn_respond_error.
+  void (*client_request)(void *ud, struct acp_conn *c, const json_t *id,
+                         const char *method, json_t *params);
   // The agent withdrew one of its requests ($/cancel_request).
   void (*withdraw)(void *ud, struct acp_conn *c, const json_t *id);
   // The agent is being stopped (exited == false: answers can still be
@@ -40,8 +46,25 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
                                 const struct proc_spawn *spec,
                                 const struct acp_host *host, void *ud,
                                 char *err, size_t errlen);
-// Asks for a new session in cwd (sent once initialize has been answered).
-void acp_conn_new_session(struct acp_conn *c, const char *cwd);
+// Asks for a session in cwd (sent once initialize has been answered): an
+// existing one in cwd is reused; with load (a sessionId) it is resumed with
+// session/load when the agent can, else a new one is made (the person is
+// told). Emits session_loading, then session_new (resumed true or false);
+// when the agent wants a login first, auth_required.
+void acp_conn_new_session(struct acp_conn *c, const char *cwd,
+                          const char *load);
+// Logs in with one of the agent's authMethods; on success the sessions the
+// agent refused are opened again. Returns 0, or -1 when it cannot be sent.
+int acp_conn_authenticate(struct acp_conn *c, const char *method_id);
+// session/set_mode on session (NULL: the newest). Emits mode_set or error.
+// Returns 0, or -1 when there is no such session or it cannot be sent.
+int acp_conn_set_mode(struct acp_conn *c, const char *session,
+                      const char *mode_id);
+// Answers a request the agent made with a JSON-RPC error.
+void acp_conn_respond_error(struct acp_conn *c, const json_t *id, int code,
+                            const char *message);
+// A number no other connection of this process has (pointers are reused).
+uint64_t acp_conn_serial(const struct acp_conn *c);
 // Sends text as a prompt on the newest session; queued (bounded) until that
 // session exists and its previous turn has ended. Returns 0, or -1 when
 // the queue is full.

@@ -10,6 +10,7 @@
 #include "acp.h"
 #include "audit.h"
 #include "broker_priv.h"
+#include "client.h"
 #include "gate.h"
 #include "jsonpack.h"
 #include "log.h"
@@ -46,6 +47,21 @@ void broker_send_event(struct broker *b, const char *name, json_t *data,
   // that change state never are.
   nvim_rpc_end(b->rpc, strcmp(name, "update") == 0);
   json_decref(data);
+}
+
+bool broker_call_lua(struct broker *b, const char *code, json_t *args,
+                     nvim_rpc_response_cb cb, void *ud) {
+  if (!args || b->rpc_closed || b->shutting_down) {
+    json_decref(args);
+    return false;
+  }
+  msgpack_packer *pk =
+      nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, cb, ud);
+  jsonpack_str(pk, code);
+  jsonpack_pack(pk, args);
+  nvim_rpc_end(b->rpc, false);
+  json_decref(args);
+  return true;
 }
 
 static void host_emit(void *ud, const char *event, json_t *data) {
@@ -130,6 +146,10 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
                             "optionId", option_id)
                 : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
   acp_conn_respond(c, e.agent_id, outcome);
+  const char *kind = json_string_value(
+      json_object_get(pending_offered(&e, option_id ? option_id : ""), "kind"));
+  if (kind && strncmp(kind, "allow_", 6) == 0)
+    client_approved(b, c, e.info, strcmp(by, "person") == 0);
   LOG_I("%s: permission %llu (%s) answered %s by %s", acp_conn_name(c),
         (unsigned long long)token, e.tool_call_id,
         option_id ? option_id : "cancelled", by);
@@ -190,6 +210,8 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
                                "selected", "optionId", v->option_id)
                    : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
   acp_conn_respond(c, id, outcome);
+  if (v->decision == POLICY_ALLOW)
+    client_approved(b, c, v->info, false);
   const char *decision = str(v->info, "decision");
   LOG_I("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
         decision, str(v->info, "by"), str(v->info, "reason"));
@@ -211,6 +233,11 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   const char *cwd = acp_conn_session_cwd(c, sid);
   struct gate_verdict v;
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
+  // Whether the command is the agent's own (rawInput) or read from the
+  // title: only the former is a command an approval can be held to.
+  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
+  json_object_set_new(v.info, "rawCommand",
+                      json_boolean(json_is_string(raw) || json_is_array(raw)));
   if (v.decision != POLICY_ASK) {
     answer_decided(b, c, id, &v);
     return;
@@ -254,9 +281,15 @@ static void host_withdraw(void *ud, struct acp_conn *c, const json_t *id) {
     broker_resolve(b, e->token, NULL, "agent");
 }
 
+static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
+                                const char *method, json_t *params) {
+  client_request(ud, c, id, method, params);
+}
+
 static void host_gone(void *ud, struct acp_conn *c, bool exited) {
   struct broker *b = ud;
   broker_cancel_pending(b, c, exited ? "agent_exit" : "cancel");
+  client_conn_gone(b, c);
   gate_forget(b->gate, acp_conn_name(c));
 }
 
@@ -277,8 +310,9 @@ static void host_closed(void *ud, struct acp_conn *c) {
   maybe_finish(b);
 }
 
-const struct acp_host broker_host = {host_emit, host_permission, host_withdraw,
-                                     host_gone, host_closed};
+const struct acp_host broker_host = {host_emit,           host_permission,
+                                     host_client_request, host_withdraw,
+                                     host_gone,           host_closed};
 
 struct acp_conn *broker_find_conn(struct broker *b, const char *name) {
   for (size_t i = 0; i < b->nconns; i++)
@@ -380,6 +414,7 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
 }
 
 void broker_free(struct broker *b) {
+  client_free(b);
   gate_free(b->gate);
   audit_close();
   pending_free(&b->pending);

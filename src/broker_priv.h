@@ -17,8 +17,11 @@
 #define BROKER_EXIT_GRACE_MS 300 // the same when Neovim is gone
 #define BROKER_DEADLINE_MS 800   // then everything is killed
 
+struct client_state;
+
 struct broker {
   uv_loop_t *loop;
+  struct client_state *client; // fs/* and terminal/* (client.c)
   struct nvim_rpc *rpc;
   struct pending pending;
   struct gate *gate;
@@ -41,6 +44,10 @@ struct shown {
 // request whose answer (the prompt was shown, or not) goes to request.
 void broker_send_event(struct broker *b, const char *name, json_t *data,
                        struct shown *request);
+// Calls Lua (`nvim_exec_lua(code, args)`, args stolen) as a request whose
+// answer goes to cb. Returns false (cb never called) when Neovim is gone.
+bool broker_call_lua(struct broker *b, const char *code, json_t *args,
+                     nvim_rpc_response_cb cb, void *ud);
 // Tells the person something went wrong (an `error` event) and logs it.
 void broker_emit_error(struct broker *b, const char *agent, const char *msg);
 // Answers a pending request (option_id NULL: `cancelled`), audits it and

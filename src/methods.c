@@ -115,7 +115,8 @@ static char **build_argv(const msgpack_object *cmd) {
 }
 
 static void spawn_conn(struct broker *b, const char *name,
-                       const msgpack_object *spec, const char *cwd) {
+                       const msgpack_object *spec, const char *cwd,
+                       const char *load) {
   char **argv = build_argv(mp_get(spec, "cmd"));
   if (!argv) {
     broker_emit_error(b, name,
@@ -144,25 +145,52 @@ static void spawn_conn(struct broker *b, const char *name,
   broker_send_event(
       b, "agent_started",
       json_pack("{s:s,s:i}", "agent", name, "pid", acp_conn_pid(c)), NULL);
-  acp_conn_new_session(c, cwd);
+  acp_conn_new_session(c, cwd, load);
 }
 
 static void m_start(struct broker *b, const struct nvim_rpc_msg *m) {
   char *name = mp_utf8dup(arg(m, 0));
   const msgpack_object *spec = arg(m, 1);
   char *cwd = mp_utf8dup(mp_get(spec, "cwd"));
+  char *load = mp_utf8dup(mp_get(spec, "resume"));
   if (!name || !cwd || cwd[0] != '/') {
     broker_emit_error(
         b, name, "acp_start needs an agent name and an absolute cwd (UTF-8)");
   } else {
     struct acp_conn *c = broker_find_conn(b, name);
     if (c)
-      acp_conn_new_session(c, cwd);
+      acp_conn_new_session(c, cwd, load && load[0] ? load : NULL);
     else
-      spawn_conn(b, name, spec, cwd);
+      spawn_conn(b, name, spec, cwd, load && load[0] ? load : NULL);
   }
   free(name);
   free(cwd);
+  free(load);
+}
+
+static void m_authenticate(struct broker *b, const struct nvim_rpc_msg *m) {
+  char *name = mp_utf8dup(arg(m, 0));
+  char *method = mp_utf8dup(arg(m, 1));
+  struct acp_conn *c = name ? broker_find_conn(b, name) : NULL;
+  if (!c || !method || acp_conn_authenticate(c, method) != 0)
+    broker_emit_error(b, name,
+                      "acp_authenticate needs a running agent and a method id");
+  free(name);
+  free(method);
+}
+
+static void m_set_mode(struct broker *b, const struct nvim_rpc_msg *m) {
+  char *name = mp_utf8dup(arg(m, 0));
+  char *session = mp_utf8dup(arg(m, 1));
+  char *mode = mp_utf8dup(arg(m, 2));
+  struct acp_conn *c = name ? broker_find_conn(b, name) : NULL;
+  if (!c || !mode || acp_conn_set_mode(c, session, mode) != 0)
+    broker_emit_error(b, name,
+                      "acp_set_mode needs a running agent with a session and "
+                      "a mode id");
+  free(name);
+  free(session);
+  free(mode);
 }
 
 static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
@@ -397,12 +425,13 @@ static void m_trust(struct broker *b, const struct nvim_rpc_msg *m) {
 }
 
 const struct broker_method broker_methods[] = {
-    {"acp_start", m_start},   {"acp_prompt", m_prompt},
-    {"acp_cancel", m_cancel}, {"acp_respond", m_respond},
-    {"acp_stop", m_stop},     {"acp_config", m_config},
-    {"acp_rule", m_rule},     {"acp_yolo", m_yolo},
-    {"acp_mode", m_mode},     {"acp_rules", m_rules},
-    {"acp_trust", m_trust},
+    {"acp_start", m_start},       {"acp_prompt", m_prompt},
+    {"acp_cancel", m_cancel},     {"acp_respond", m_respond},
+    {"acp_stop", m_stop},         {"acp_config", m_config},
+    {"acp_rule", m_rule},         {"acp_yolo", m_yolo},
+    {"acp_mode", m_mode},         {"acp_rules", m_rules},
+    {"acp_trust", m_trust},       {"acp_authenticate", m_authenticate},
+    {"acp_set_mode", m_set_mode},
 };
 
 const size_t broker_nmethods =

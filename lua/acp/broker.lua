@@ -93,13 +93,30 @@ function M.notify_if_running(method, ...)
 end
 
 ---@param name string
----@param spec {cmd: string[], env: table, cwd: string}
+---@param spec {cmd: string[], env: table, cwd: string, resume: string|nil}
 function M.start_agent(name, spec)
   return M.notify('acp_start', name, {
     cmd = spec.cmd,
     env = H.map(spec.env),
     cwd = spec.cwd,
+    resume = spec.resume,
   })
+end
+
+--- Logs in with one of the agent's authMethods (answer: `authenticated`,
+--- then the session opens; or `error`).
+---@param name string
+---@param method_id string
+function M.authenticate(name, method_id)
+  return M.notify_if_running('acp_authenticate', name, method_id)
+end
+
+--- session/set_mode (answer: `mode_set` or `error`).
+---@param name string
+---@param session string|nil nil: the agent's current session
+---@param mode_id string
+function M.set_mode(name, session, mode_id)
+  return M.notify_if_running('acp_set_mode', name, session == nil and vim.NIL or session, mode_id)
 end
 
 function M.prompt(name, text)
@@ -253,6 +270,14 @@ function H.on_exit(id, code)
     for _, a in pairs(state.agents) do
       if type(a.pid) == 'number' and a.pid > 1 then
         pids[#pids + 1] = a.pid
+      end
+    end
+    -- The commands the agents ran through terminal/* lead their own groups.
+    for _, s in pairs(state.sessions) do
+      for _, t in pairs(s.terminals or {}) do
+        if type(t.pid) == 'number' and t.pid > 1 and not require('acp.compat').present(t.exitStatus) then
+          pids[#pids + 1] = t.pid
+        end
       end
     end
     if #pids > 0 then

@@ -8,12 +8,12 @@ local H = {}
 
 --- :AcpStart [agent]
 ---@param agent string|nil
-function M.start(agent)
+function M.start(agent, resume)
   if agent == '' then
     agent = nil
   end
   local acp = require('acp')
-  if acp.start(agent) then
+  if acp.start(agent, { resume = resume or nil }) then
     local st = acp.status()
     if st.session then
       H.echo(('acp: %s is running (session %s)'):format(st.agent, st.session))
@@ -164,9 +164,30 @@ end
 function M.mode(arg)
   local mode = (arg ~= nil and arg ~= '') and arg or nil
   local config = require('acp.config')
-  if mode ~= nil and not vim.tbl_contains(config.modes, mode) then
-    H.error(("(acp) unknown mode '%s': use one of %s"):format(mode, table.concat(config.modes, ', ')))
+  local agent_modes, a, s = H.agent_modes()
+  local explicit = mode ~= nil and mode:match('^agent:(.+)$')
+  local is_broker = mode ~= nil and not explicit and vim.tbl_contains(config.modes, mode)
+  local wanted = explicit or mode
+  local is_agent = wanted ~= nil and vim.tbl_contains(agent_modes, wanted)
+  if mode ~= nil and not is_broker and not is_agent then
+    local names = vim.deepcopy(config.modes)
+    for _, m in ipairs(agent_modes) do
+      names[#names + 1] = 'agent:' .. m
+    end
+    H.error(("(acp) unknown mode '%s': use one of %s"):format(mode, table.concat(names, ', ')))
     return
+  end
+  -- The agent's own mode: a name only the agent has, an explicit
+  -- `agent:` one, or a broker mode the agent also has (kept in step) —
+  -- except yolo, which would make the agent stop asking the broker.
+  if is_agent and (explicit or not is_broker or wanted ~= 'yolo') then
+    require('acp.broker').set_mode(a.name, a.session, wanted)
+    if not is_broker then
+      return
+    end
+  end
+  if mode == nil and s ~= nil and #agent_modes > 0 then
+    H.echo(('acp: %s mode %s (modes: %s)'):format(a.name, tostring(s.current_mode or '?'), table.concat(agent_modes, ', ')))
   end
   local root = M.root()
   if H.send(require('acp.broker').mode(root, mode)) then
@@ -308,7 +329,31 @@ end
 
 --- Completion of :AcpMode.
 function M.complete_mode(arglead)
-  return H.filter(require('acp.config').modes, arglead)
+  local names = vim.deepcopy(require('acp.config').modes)
+  for _, m in ipairs((H.agent_modes())) do
+    if not vim.tbl_contains(names, m) then
+      names[#names + 1] = m
+    end
+    names[#names + 1] = 'agent:' .. m
+  end
+  return H.filter(names, arglead)
+end
+
+--- The current session's agent mode ids, its agent and session mirror.
+function H.agent_modes()
+  local state = require('acp.state')
+  local a = state.agent()
+  local s = a and a.session and state.sessions[a.session]
+  local ids = {}
+  local modes = s and s.modes
+  if type(modes) == 'table' and type(modes.availableModes) == 'table' then
+    for _, m in ipairs(modes.availableModes) do
+      if type(m) == 'table' and type(m.id) == 'string' then
+        ids[#ids + 1] = m.id
+      end
+    end
+  end
+  return ids, a, s
 end
 
 --- Completion: built-in presets and configured agents.

@@ -36,9 +36,21 @@ function M.start(agent, opts)
   if cwd == nil then
     return H.fail(cwd_err)
   end
+  local resume = opts.resume
+  if resume == true then
+    resume = state.last_session(spec.name, cwd)
+    if resume == nil then
+      vim.notify(('(acp) %s: no earlier session in %s; starting a new one'):format(spec.name, cwd), vim.log.levels.INFO)
+    end
+  elseif resume ~= nil and type(resume) ~= 'string' then
+    return H.fail('(acp) start(): resume should be true or a sessionId')
+  end
   -- The broker reuses a live connection of that name (and its session in
   -- that directory); the agent becomes the current one either way.
-  local ok, send_err = require('acp.broker').start_agent(spec.name, { cmd = spec.cmd, env = spec.env, cwd = cwd })
+  local ok, send_err = require('acp.broker').start_agent(
+    spec.name,
+    { cmd = spec.cmd, env = spec.env, cwd = cwd, resume = resume }
+  )
   if not ok then
     return H.fail(send_err)
   end
@@ -162,6 +174,15 @@ function M.stop(agent)
     state.agents[a.name] = nil
   end
   return true
+end
+
+--- Opens (or focuses) the chat buffer of a session: `opts.session` (an ACP
+--- sessionId), else the current agent's session.
+---@param opts table|nil {session: string|nil, agent: string|nil}
+---@return boolean ok
+---@return string|nil err
+function M.chat(opts)
+  return require('acp.chat').open(opts or {})
 end
 
 -- Helper functionality =======================================================

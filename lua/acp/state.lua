@@ -103,6 +103,12 @@ function M.handle(name, data)
   if handler ~= nil then
     effect = handler(data)
   end
+  -- The chat buffers keep every session's history, window open or not; they
+  -- only queue here and draw on a timer (lua/acp/chat.lua).
+  local cok, cerr = pcall(require('acp.chat').on_event, name, data)
+  if not cok then
+    H.chat_error = tostring(cerr)
+  end
   if effect == nil and #M.listeners == 0 then
     return true
   end
@@ -366,9 +372,118 @@ function H.handlers.session_new(d)
   a.cwd = compat.str(d.cwd) or a.cwd
   local s = H.session(session, name)
   s.cwd = a.cwd
-  s.modes = d.modes
+  if compat.present(d.modes) then
+    s.modes = d.modes
+    s.current_mode = compat.str(d.modes.currentModeId) or s.current_mode
+  end
+  s.loading = false
+  local resumed = d.resumed == true
   return function()
-    vim.notify(('(acp) %s: session ready'):format(name), vim.log.levels.INFO)
+    H.remember_session(name, s.cwd, session)
+    vim.notify(('(acp) %s: session %s'):format(name, resumed and 'resumed' or 'ready'), vim.log.levels.INFO)
+  end
+end
+
+function H.handlers.session_loading(d)
+  local session = compat.str(d.session)
+  if session ~= nil then
+    local s = H.session(session, d.agent)
+    s.cwd = compat.str(d.cwd) or s.cwd
+    s.loading = true
+  end
+end
+
+function H.handlers.mode_set(d)
+  local session = compat.str(d.session)
+  if session == nil then
+    return
+  end
+  local s = H.session(session, d.agent)
+  s.current_mode = compat.str(d.modeId)
+  return function()
+    vim.notify(('(acp) %s: agent mode %s'):format(tostring(d.agent), tostring(s.current_mode)), vim.log.levels.INFO)
+  end
+end
+
+function H.handlers.terminal(d)
+  local session = compat.str(d.session)
+  local id = compat.str(d.terminalId)
+  if session ~= nil and id ~= nil then
+    local s = H.session(session, d.agent)
+    s.terminals = s.terminals or {}
+    s.terminals[id] = d
+  end
+end
+
+function H.handlers.auth_required(d)
+  local name = compat.str(d.agent)
+  local a = name and M.agents[name]
+  if a == nil then
+    return
+  end
+  local methods = {}
+  for _, m in ipairs((a.info and type(a.info.authMethods) == 'table') and a.info.authMethods or {}) do
+    -- Terminal logins are run by the person, never sent to `authenticate`.
+    if type(m) == 'table' and compat.str(m.id) and m.type ~= 'terminal' then
+      methods[#methods + 1] = m
+    end
+  end
+  return function()
+    require('acp.auth').choose(name, methods)
+  end
+end
+
+function H.handlers.authenticated(d)
+  return function()
+    vim.notify(('(acp) %s: logged in (%s)'):format(tostring(d.agent), tostring(d.methodId)), vim.log.levels.INFO)
+  end
+end
+
+--- The newest session of agent in cwd that this Neovim (or an earlier one)
+--- saw, from the state file; nil when there is none.
+---@param agent string
+---@param cwd string
+---@return string|nil
+function M.last_session(agent, cwd)
+  for _, e in ipairs(H.read_sessions()) do
+    if e.agent == agent and e.cwd == cwd and type(e.session) == 'string' then
+      return e.session
+    end
+  end
+  return nil
+end
+
+--- Sessions remembered for `:AcpStart!`, newest first (bounded).
+M.max_saved_sessions = 100
+
+function H.read_sessions()
+  local path = compat.state_path('sessions.json')
+  local ok, lines = pcall(vim.fn.readfile, path)
+  if not ok or #lines == 0 then
+    return {}
+  end
+  local dok, list = pcall(vim.fn.json_decode, table.concat(lines, '\n'))
+  if not dok or type(list) ~= 'table' then
+    return {}
+  end
+  return list
+end
+
+function H.remember_session(agent, cwd, session)
+  if agent == nil or cwd == nil then
+    return
+  end
+  local list = { { agent = agent, cwd = cwd, session = session, time = os.time() } }
+  for _, e in ipairs(H.read_sessions()) do
+    if type(e) == 'table' and e.session ~= session and #list < M.max_saved_sessions then
+      list[#list + 1] = e
+    end
+  end
+  local path = compat.state_path('sessions.json')
+  pcall(vim.fn.mkdir, vim.fn.fnamemodify(path, ':h'), 'p')
+  local tmp = path .. '.tmp'
+  if pcall(vim.fn.writefile, { vim.fn.json_encode(list) }, tmp) then
+    (vim.uv or vim.loop).fs_rename(tmp, path)
   end
 end
 
@@ -393,7 +508,7 @@ function H.handlers.update(d)
     s.reply_done = true
     H.upsert_tool(s, u)
   elseif u.sessionUpdate == 'current_mode_update' then
-    s.current_mode = u.currentModeId
+    s.current_mode = compat.str(u.currentModeId) or s.current_mode
   end
 end
 

@@ -619,4 +619,45 @@ function M.run_file(path)
   M.done()
 end
 
+--- The process group of pid (from /proc), or nil.
+function M.pgrp(pid)
+  local s = M.read('/proc/' .. pid .. '/stat')
+  local after = s and s:match('%) (.*)')
+  return after and tonumber(select(3, after:match('(%S+) (%S+) (%S+)')))
+end
+
+--- The live processes in any of the process groups (a pgid or a list).
+function M.group_members(groups)
+  if type(groups) ~= 'table' then
+    groups = { groups }
+  end
+  local want = {}
+  for _, g in ipairs(groups) do
+    want[g] = true
+  end
+  local pids = {}
+  for _, name in ipairs(vim.fn.readdir('/proc')) do
+    local pid = tonumber(name)
+    local g = pid and M.pgrp(pid)
+    if g and want[g] and M.alive(pid) then
+      pids[#pids + 1] = pid
+    end
+  end
+  return pids
+end
+
+--- The process groups of the agent and of the terminals it has running,
+--- from the Lua mirror (`state` may be a table returned by a child Neovim).
+function M.agent_groups(agent_pid, sessions)
+  local groups = { agent_pid }
+  for _, s in pairs(sessions or require('acp.state').sessions) do
+    for _, t in pairs(s.terminals or {}) do
+      if type(t.pid) == 'number' then
+        groups[#groups + 1] = t.pid
+      end
+    end
+  end
+  return groups
+end
+
 return M

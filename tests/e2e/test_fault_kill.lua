@@ -199,24 +199,6 @@ T.test('broker killed (SIGKILL) with a prompt open: the person is told, :AcpStar
 end)
 
 -- The process group of pid (field 5 of /proc/<pid>/stat), or nil.
-local function pgrp(pid)
-  local s = T.read('/proc/' .. pid .. '/stat')
-  local after = s and s:match('%) (.*)')
-  return after and tonumber(select(3, after:match('(%S+) (%S+) (%S+)')))
-end
-
--- Live processes (not zombies) in process group g.
-local function group_members(g)
-  local pids = {}
-  for _, name in ipairs(vim.fn.readdir('/proc')) do
-    local pid = tonumber(name)
-    if pid and pgrp(pid) == g and T.alive(pid) then
-      pids[#pids + 1] = pid
-    end
-  end
-  return pids
-end
-
 local function child_lua(ch, code, ...)
   return vim.fn.rpcrequest(ch, 'nvim_exec_lua', code, { ... })
 end
@@ -224,7 +206,8 @@ end
 T.test('Neovim killed (SIGKILL) while the agent runs commands: its whole process group goes', function()
   -- A child Neovim (as in test_nvim_exit.lua) runs the demo agent, whose
   -- allowed command leaves a background process in the agent's group and
-  -- waits on another: neither may outlive Neovim.
+  -- waits on another: neither may outlive Neovim, nor may the terminal the
+  -- broker runs the command in.
   local project = T.project()
   local transcript = T.tmpname('transcript', '.jsonl')
   local scenario = T.scenario({
@@ -286,12 +269,16 @@ T.test('Neovim killed (SIGKILL) while the agent runs commands: its whole process
     )
   end, nil, 'the prompt in the child, answered')
   -- The agent leads its own group (the broker starts it with setsid); the
-  -- command's shell and both sleeps are in it.
-  T.eq(pgrp(info.agent), info.agent, 'the agent leads its process group')
-  local members = T.wait(function()
-    local m = group_members(info.agent)
-    return #m >= 3 and m
-  end, nil, 'the agent and its commands in its process group')
+  -- command's shell and both sleeps are in the group of the terminal the
+  -- broker runs it in (also its own).
+  T.eq(T.pgrp(info.agent), info.agent, 'the agent leads its process group')
+  local seen = T.wait(function()
+    local sessions = child_lua(ch, [[return require('acp.state').sessions]])
+    local g = T.agent_groups(info.agent, sessions)
+    local m = T.group_members(g)
+    return #g >= 2 and #m >= 4 and { members = m, groups = g }
+  end, nil, 'the agent and its command in their process groups')
+  local members, groups = seen.members, seen.groups
 
   vim.loop.kill(nvim_pid, 9)
   local t0 = vim.loop.hrtime()
@@ -299,10 +286,10 @@ T.test('Neovim killed (SIGKILL) while the agent runs commands: its whole process
     return not T.alive(nvim_pid)
   end, nil, 'the child Neovim to exit')
   T.wait(function()
-    return not T.alive(info.broker) and #group_members(info.agent) == 0
-  end, 5000, ('the broker (%d) and the process group %d %s to be gone'):format(
+    return not T.alive(info.broker) and #T.group_members(groups) == 0
+  end, 5000, ('the broker (%d) and the process groups %s %s to be gone'):format(
     info.broker,
-    info.agent,
+    vim.inspect(groups),
     vim.inspect(members)
   ))
   local ms = (vim.loop.hrtime() - t0) / 1e6

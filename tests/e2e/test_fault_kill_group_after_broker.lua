@@ -1,24 +1,8 @@
 -- A broker killed while its agent runs a command: each agent leads its own
--- process group, which only the broker would end; Neovim ends those groups
--- when the broker dies unexpectedly, so nothing the agent started lives on.
+-- process group, and so does each command it runs through terminal/*; only
+-- the broker would end them. Neovim ends those groups when the broker dies
+-- unexpectedly, so nothing the agent started lives on.
 local T = require('helpers')
-
-local function pgrp(pid)
-  local s = T.read('/proc/' .. pid .. '/stat')
-  local after = s and s:match('%) (.*)')
-  return after and tonumber(select(3, after:match('(%S+) (%S+) (%S+)')))
-end
-
-local function group_members(g)
-  local pids = {}
-  for _, name in ipairs(vim.fn.readdir('/proc')) do
-    local pid = tonumber(name)
-    if pid and pgrp(pid) == g and T.alive(pid) then
-      pids[#pids + 1] = pid
-    end
-  end
-  return pids
-end
 
 T.test('broker killed (SIGKILL) while the agent runs a command: the agent and its group go', function()
   local ctx = T.start_demo({
@@ -36,17 +20,21 @@ T.test('broker killed (SIGKILL) while the agent runs a command: the agent and it
   require('acp').prompt('Sleep, please')
   local p = T.wait_pending('bg_1')
   require('acp').respond(p.id, 'ok')
-  local members = T.wait(function()
-    local m = group_members(apid)
-    return #m >= 3 and m
-  end, nil, 'the agent and its commands in its process group')
+  -- The agent leads its group; the command's shell and both sleeps are in
+  -- the group of the terminal the broker runs it in.
+  local seen = T.wait(function()
+    local g = T.agent_groups(apid)
+    local m = T.group_members(g)
+    return #g >= 2 and #m >= 4 and { members = m, groups = g }
+  end, nil, 'the agent and its command in their process groups')
+  local members, groups = seen.members, seen.groups
   vim.loop.kill(vim.fn.jobpid(require('acp.broker').chan), 9)
   T.wait(function()
     return require('acp.broker').chan == nil
   end, nil, 'the broker channel to close')
   T.wait(function()
-    return #group_members(apid) == 0
-  end, 5000, 'the process group ' .. apid .. ' ' .. vim.inspect(members) .. ' to be gone')
+    return #T.group_members(groups) == 0
+  end, 5000, 'the process groups ' .. vim.inspect(groups) .. ' ' .. vim.inspect(members) .. ' to be gone')
 end)
 
 T.done()

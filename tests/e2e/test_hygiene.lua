@@ -1,6 +1,6 @@
 -- Protocol hygiene the broker owes the agent: every request gets an answer
 -- (-32601 for a method it does not offer, -32602 for a malformed permission
--- request, never a selection), lines it cannot use are skipped without
+-- request or a client method of an unknown session, never a selection), lines it cannot use are skipped without
 -- ending the session, and a request the agent withdraws ($/cancel_request)
 -- is answered `cancelled` and its prompt closes.
 local T = require('helpers')
@@ -52,7 +52,7 @@ T.test('bad lines and unknown methods are answered or skipped; the session goes 
   local requests = T.on('AcpPermissionRequest')
   require('acp').prompt('Misbehave a little')
   T.eq(reply(ctx, 'u1').error.code, -32601, 'an unknown method')
-  T.eq(reply(ctx, 'u2').error.code, -32601, 'fs/* when the capability was not offered')
+  T.eq(reply(ctx, 'u2').error.code, -32602, 'fs/* for a session that does not exist')
   for _, id in ipairs({ 'm1', 'm2' }) do
     local r = reply(ctx, id)
     T.eq(r.error and r.error.code, -32602, 'a malformed permission request ' .. id)

@@ -1,15 +1,10 @@
--- fs/* and terminal/* confinement. The broker does not implement fs/* or
--- terminal/* yet, so confinement today means: the client advertises neither
--- capability in `initialize`, and every fs/* and terminal/* request the agent
--- sends anyway is refused with -32601 (no result), whatever the path: `..`,
--- an absolute path outside the project, a symlink leaving the project, a
--- symlink swapped between two requests, a path inside the project. Nothing is
--- read (no file content reaches the agent) and nothing is written or run.
--- The connection goes on: a permission request afterwards still works.
---
--- When fs/* arrives, these requests must still be refused for the paths
--- outside the project (design §9); the in-project ones will then need their
--- own tests.
+-- fs/* and terminal/* confinement (design §9). The client advertises fs and
+-- terminal; the broker answers fs/* only inside the project root (after
+-- resolving symlinks, and checking again what it opened, so a link swapped
+-- after the check cannot lead out), refuses a protected file the person did
+-- not allow, and runs no terminal command that neither a rule nor an answer
+-- of the person allowed. Refusals are errors (-32001), never content; the
+-- connection goes on.
 local T = require('helpers')
 local write = T.write
 
@@ -50,17 +45,17 @@ local function responses_to(tr, id)
   return r
 end
 
-T.test('initialize advertises no fs and no terminal capability', function()
+T.test('initialize advertises fs and terminal, and nothing else', function()
   local ctx = T.start_demo({ name = 'caps', steps = { { type = 'message', text = 'hi' } } })
   local init = T.messages(T.transcript(ctx.transcript), 'in', 'initialize')
   T.eq(#init, 1, 'initialize requests')
   local caps = init[1].params.clientCapabilities
   T.ok(type(caps) == 'table', 'clientCapabilities is an object')
-  T.eq(caps.terminal, false, 'clientCapabilities.terminal')
-  T.eq(caps.fs, { readTextFile = false, writeTextFile = false }, 'clientCapabilities.fs')
-  -- Nothing else in the capabilities says "yes" either.
+  T.eq(caps.terminal, true, 'clientCapabilities.terminal')
+  T.eq(caps.fs, { readTextFile = true, writeTextFile = true }, 'clientCapabilities.fs')
+  -- Nothing else says "yes" (no terminal login, no elicitation).
   local function no_true(v, where)
-    if v == true then
+    if v == true and not where:match('^clientCapabilities%.fs%.') and where ~= 'clientCapabilities.terminal' then
       error('capability set to true at ' .. where)
     elseif type(v) == 'table' then
       for k, x in pairs(v) do
@@ -71,7 +66,7 @@ T.test('initialize advertises no fs and no terminal capability', function()
   no_true(caps, 'clientCapabilities')
 end)
 
-T.test('every fs/* and terminal/* request is refused with -32601; nothing is read, written or run', function()
+T.test('fs/* outside the project and unapproved terminals are refused; inside works', function()
   local project = T.project()
   local outside = T.project() -- a sibling directory: outside the project
   write(outside .. '/secret.txt', SECRET)
@@ -108,6 +103,7 @@ T.test('every fs/* and terminal/* request is refused with -32601; nothing is rea
     { 'write-link', '${cwd}/link-victim' },
     { 'write-link-dir', '${cwd}/link-dir/pwned-link.txt' },
     { 'write-inside', '${cwd}/new-inside.txt' },
+    { 'write-governing', '${cwd}/.acp/settings.json' },
   }
   local steps = {}
   for _, r in ipairs(reads) do
@@ -168,9 +164,20 @@ T.test('every fs/* and terminal/* request is refused with -32601; nothing is rea
   end
   vim.list_extend(ids, terminal_ids)
   vim.list_extend(ids, { 'read-swap-after', 'write-swap-after' })
+  -- What each request must get: content, an empty result, or an error code.
+  local expect = {
+    ['read-inside'] = { content = INSIDE },
+    ['read-swap-before'] = { content = INSIDE },
+    ['read-relative'] = { code = -32602 },
+    ['write-inside'] = { result = true },
+    ['term-output'] = { code = -32602 },
+    ['term-wait'] = { code = -32602 },
+    ['term-kill'] = { code = -32602 },
+    ['term-release'] = { code = -32602 },
+  }
   for _, id in ipairs(ids) do
     -- The request really went out, with the real session id (so that a
-    -- future refusal for "unknown session" cannot pass for confinement).
+    -- refusal for "unknown session" cannot pass for confinement).
     local sent
     for _, m in ipairs(T.messages(tr, 'out')) do
       if m.id == id and m.method then
@@ -181,70 +188,72 @@ T.test('every fs/* and terminal/* request is refused with -32601; nothing is rea
     T.eq(sent.params.sessionId, ctx.session, 'sessionId of request ' .. id)
     local resp = responses_to(tr, id)
     T.eq(#resp, 1, 'answers to ' .. id)
-    T.eq(resp[1].result, nil, 'result of ' .. id)
-    T.ok(type(resp[1].error) == 'table', 'error answer to ' .. id)
-    T.eq(resp[1].error.code, -32601, 'error code answered to ' .. id)
+    local want = expect[id] or { code = -32001 }
+    if want.content then
+      T.eq(resp[1].result, { content = want.content }, 'content answered to ' .. id)
+    elseif want.result then
+      T.eq(resp[1].result, vim.empty_dict(), 'result of ' .. id)
+    else
+      T.eq(resp[1].result, nil, 'result of ' .. id)
+      T.ok(type(resp[1].error) == 'table', 'error answer to ' .. id)
+      T.eq(resp[1].error.code, want.code, 'error code answered to ' .. id)
+    end
   end
 
-  -- Nothing read: no file content reached the agent.
+  -- Nothing outside was read: no secret content reached the agent.
   local raw_tr = T.read(ctx.transcript)
   T.ok(not raw_tr:find(SECRET, 1, true), 'the secret must never reach the agent')
-  T.ok(not raw_tr:find(INSIDE, 1, true), 'inside.txt must not be read either (fs/* is not offered)')
   T.ok(not raw_tr:find('root:x:0:0', 1, true), '/etc/passwd must never reach the agent')
-  -- Nothing written or run.
+  -- Nothing outside written or run; the file inside was created.
   for _, p in ipairs({
     outside .. '/pwned.txt',
     outside .. '/pwned-abs.txt',
     outside .. '/pwned-link.txt',
     outside .. '/ran.txt',
-    project .. '/new-inside.txt',
+    project .. '/.acp/settings.json',
   }) do
     T.ok(not T.exists(p), p .. ' must not exist')
   end
+  T.eq(T.read(project .. '/new-inside.txt'), 'PWNED write-inside', 'new-inside.txt')
   T.eq(T.read(outside .. '/victim.txt'), 'victim\n', 'victim.txt (through link-victim and the swapped link)')
   T.eq(T.read(home .. '/.bashrc'), '# bashrc\n', '~/.bashrc')
   T.eq(T.read(project .. '/inside.txt'), INSIDE, 'inside.txt')
   T.eq(T.read(outside .. '/secret.txt'), SECRET, 'secret.txt')
-  -- The demo agent never saw a wrote/ran event through the client.
-  T.eq(#T.tr_events(tr, 'wrote'), 0, 'wrote events')
-  T.eq(#T.tr_events(tr, 'ran'), 0, 'ran events')
-  -- The turn ended normally and the agent is still there.
+  -- The person was told about the refusals.
+  local told = false
+  for _, e in ipairs(require('acp.state').events) do
+    if e.event == 'error' and tostring(e.data.message):find('outside the project', 1, true) then
+      told = true
+    end
+  end
+  T.ok(told, 'an error event names the refusal')
   T.ok(require('acp').status().session == ctx.session, 'the session is still there')
 end)
 
-T.test('a scenario action never goes through the client: with fs/terminal off the agent acts itself', function()
-  -- The demo agent sends fs/write_text_file / terminal/create only when the
-  -- client advertised them; with the broker it writes and runs locally.
+T.test('an Edit rule lets fs/write_text_file reach a path outside the project', function()
+  local project = T.project()
+  local outside = T.project()
   local ctx = T.start_demo({
-    name = 'local-actions',
+    name = 'edit-rule',
     steps = {
-      {
-        type = 'permission',
-        toolCall = { toolCallId = 'w_${turn}', title = 'Write a.txt', kind = 'edit' },
-        options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
-        on_allow = { type = 'write', path = 'a.txt', content = 'a\n' },
-      },
-      {
-        type = 'permission',
-        toolCall = { toolCallId = 'r_${turn}', title = 'true', kind = 'execute', rawInput = { command = 'true' } },
-        options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
-        on_allow = { type = 'run', command = 'true' },
-      },
+      raw('w-out', 'fs/write_text_file', { sessionId = '${session}', path = outside .. '/allowed.txt', content = 'ok\n' }),
+      raw('r-out', 'fs/read_text_file', { sessionId = '${session}', path = outside .. '/allowed.txt' }),
+      barrier('done_${turn}'),
+    },
+  }, {
+    project = project,
+    setup = {
+      ui = { arm_ms = 50 },
+      permissions = { allow = { 'Edit(/' .. outside .. '/**)', 'Read(/' .. outside .. '/**)' } },
     },
   })
-  require('acp').prompt('Go')
-  T.answer_with_keys('w_1', 'a')
-  T.answer_with_keys('r_1', 'a')
+  require('acp').prompt('Write outside, with a rule')
+  T.answer_with_keys('done_1', 'a')
   T.idle()
   local tr = T.transcript(ctx.transcript)
-  local wrote, ran = T.tr_events(tr, 'wrote'), T.tr_events(tr, 'ran')
-  T.eq(#wrote, 1, 'wrote events')
-  T.eq(wrote[1].via, 'local', 'the write did not go through the client')
-  T.eq(#ran, 1, 'ran events')
-  T.eq(ran[1].via, 'local', 'the command did not go through the client')
-  for _, m in ipairs(T.messages(tr, 'out')) do
-    T.ok(not (m.method or ''):match('^fs/') and not (m.method or ''):match('^terminal/'), 'no fs/terminal request')
-  end
+  T.eq(responses_to(tr, 'w-out')[1].result, vim.empty_dict(), 'the write outside, allowed by an Edit rule')
+  T.eq(responses_to(tr, 'r-out')[1].result, { content = 'ok\n' }, 'the read outside, allowed by a Read rule')
+  T.eq(T.read(outside .. '/allowed.txt'), 'ok\n', 'allowed.txt')
 end)
 
 T.done()

@@ -1,0 +1,706 @@
+#include "client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp.h"
+#include "broker_priv.h"
+#include "fs.h"
+#include "gate.h"
+#include "jsonpack.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mem.h"
+#include "path.h"
+#include "term.h"
+
+extern char **environ;
+
+#define CLIENT_MAX_TERMS 64      // terminals alive at once, all agents
+#define CLIENT_MAX_WAITERS 16    // terminal/wait_for_exit calls per terminal
+#define CLIENT_MAX_APPROVALS 64  // allow answers remembered, all agents
+#define CLIENT_APPROVAL_MS 60000 // how long an allow answer covers fs/terminal
+#define CLIENT_EVENT_MS 100      // terminal output events, at most this often
+#define CLIENT_EVENT_TAIL 8192   // bytes of output in a terminal event
+#define CLIENT_ERR_REFUSED (-32001) // the broker refused (policy, confinement)
+#define ACP_RESOURCE_NOT_FOUND (-32002)
+
+struct approval {
+  uint64_t serial; // the connection's
+  char *session;
+  char *command; // the request's shell command, or NULL
+  json_t *paths; // its paths (array of strings)
+  bool execute;  // kind execute
+  bool person;   // the person answered (else the policy)
+  uint64_t at_ms;
+};
+
+struct client_term {
+  struct client_term *next;
+  struct broker *b;
+  struct acp_conn *conn;
+  uint64_t serial;
+  char *session;
+  char *id;
+  char *command; // for the events
+  struct term *t;
+  json_t *waiters; // ids of terminal/wait_for_exit calls
+  uv_timer_t timer;
+  bool event_due;
+  bool released;
+};
+
+struct client_state {
+  struct client_term *terms;
+  size_t nterms;
+  uint64_t next_term;
+  struct approval approvals[CLIENT_MAX_APPROVALS];
+  size_t napprovals;
+};
+
+// A Lua call for fs/*: what to do with the answer.
+struct fs_call {
+  struct broker *b;
+  uint64_t serial;
+  json_t *id;     // the agent's request id
+  bool write;     // fs/write_text_file
+  char *resolved; // the path, symlinks resolved
+  char *within;   // the root the file must stay in, or NULL
+  json_t *content;
+  uint32_t line, limit;
+};
+
+static struct client_state *state(struct broker *b) {
+  if (!b->client)
+    b->client = xcalloc(1, sizeof(*b->client));
+  return b->client;
+}
+
+// The live connection with this serial (its pointer may have been reused).
+static struct acp_conn *conn_by_serial(struct broker *b, uint64_t serial) {
+  for (size_t i = 0; i < b->nconns; i++)
+    if (acp_conn_serial(b->conns[i]) == serial && acp_conn_alive(b->conns[i]))
+      return b->conns[i];
+  return NULL;
+}
+
+static void refuse(struct broker *b, struct acp_conn *c, const json_t *id,
+                   const char *what, const char *why) {
+  char msg[1200];
+  snprintf(msg, sizeof(msg), "%s refused: %s", what, why);
+  LOG_W("%s: %s", acp_conn_name(c), msg);
+  acp_conn_respond_error(c, id, CLIENT_ERR_REFUSED, msg);
+  broker_emit_error(b, acp_conn_name(c), msg);
+}
+
+// ---- approvals ----
+
+static void approval_clear(struct approval *a) {
+  free(a->session);
+  free(a->command);
+  json_decref(a->paths);
+  memset(a, 0, sizeof(*a));
+}
+
+static void approval_drop(struct client_state *s, size_t i) {
+  approval_clear(&s->approvals[i]);
+  memmove(s->approvals + i, s->approvals + i + 1,
+          (s->napprovals - i - 1) * sizeof(*s->approvals));
+  s->napprovals--;
+}
+
+void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
+                     bool person) {
+  struct client_state *s = state(b);
+  if (s->napprovals == CLIENT_MAX_APPROVALS)
+    approval_drop(s, 0);
+  const char *session = json_string_value(json_object_get(info, "session"));
+  // A command read from a title is a guess: such an approval covers the
+  // one command the agent runs next, whatever it is.
+  const char *command =
+      json_is_true(json_object_get(info, "rawCommand"))
+          ? json_string_value(json_object_get(info, "command"))
+          : NULL;
+  const char *kind = json_string_value(json_object_get(info, "kind"));
+  json_t *paths = json_object_get(info, "paths");
+  s->approvals[s->napprovals++] = (struct approval){
+      .serial = acp_conn_serial(c),
+      .session = xstrdup(session ? session : ""),
+      .command = command ? xstrdup(command) : NULL,
+      .paths = json_is_array(paths) ? json_incref(paths) : json_array(),
+      .execute = kind && strcmp(kind, "execute") == 0,
+      .person = person,
+      .at_ms = uv_now(b->loop),
+  };
+}
+
+// Uses up the oldest fresh approval of session that covers the command
+// (cmd) or the path (by the person only, when person); returns whether
+// there was one.
+static bool approval_take(struct broker *b, struct acp_conn *c,
+                          const char *session, const char *cmd,
+                          const char *path, bool person) {
+  struct client_state *s = state(b);
+  uint64_t now = uv_now(b->loop);
+  for (size_t i = 0; i < s->napprovals;) {
+    struct approval *a = &s->approvals[i];
+    if (now - a->at_ms > CLIENT_APPROVAL_MS) {
+      approval_drop(s, i);
+      continue;
+    }
+    bool mine = a->serial == acp_conn_serial(c) &&
+                strcmp(a->session, session) == 0 && (a->person || !person);
+    bool covers = false;
+    if (mine && cmd && a->execute)
+      covers = a->command ? strcmp(a->command, cmd) == 0 : true;
+    if (mine && path)
+      for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++)
+        covers = !strcmp(json_string_value(json_array_get(a->paths, k)), path);
+    if (covers) {
+      approval_drop(s, i);
+      return true;
+    }
+    i++;
+  }
+  return false;
+}
+
+// ---- the policy's view of an fs access or a command ----
+
+// Asks the gate about a request the agent did not make: kind with a path
+// or a command. Fills v (free v->info).
+static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
+                      const char *cwd, const char *kind, const char *path,
+                      const char *cmd, struct gate_verdict *v) {
+  json_t *tc = json_pack("{s:s,s:s,s:s}", "toolCallId", "acp-broker-check",
+                         "kind", kind, "title", path ? path : cmd);
+  if (path) {
+    json_object_set_new(tc, "locations", json_pack("[{s:s}]", "path", path));
+    json_object_set_new(tc, "rawInput", json_pack("{s:s}", "file_path", path));
+  } else {
+    json_object_set_new(tc, "rawInput", json_pack("{s:s}", "command", cmd));
+  }
+  json_t *params = json_pack("{s:s,s:o,s:[{s:s,s:s,s:s}]}", "sessionId",
+                             session, "toolCall", tc, "options", "optionId",
+                             "allow", "name", "Allow", "kind", "allow_once");
+  gate_decide(b->gate, acp_conn_name(c), session, cwd, params, v);
+  json_decref(params);
+}
+
+static bool by_rule(const struct gate_verdict *v) {
+  const char *by = json_string_value(json_object_get(v->info, "by"));
+  return v->decision == POLICY_ALLOW && by &&
+         (strcmp(by, "rule") == 0 || strcmp(by, "memory") == 0);
+}
+
+// ---- fs ----
+
+static void fs_call_free(struct fs_call *f) {
+  json_decref(f->id);
+  json_decref(f->content);
+  free(f->resolved);
+  free(f->within);
+  free(f);
+}
+
+static void fs_answer_error(struct acp_conn *c, const json_t *id, int rc,
+                            const char *err) {
+  acp_conn_respond_error(
+      c, id, rc == ENOENT ? ACP_RESOURCE_NOT_FOUND : JSONRPC_INTERNAL_ERROR,
+      err);
+}
+
+static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
+  char err[PATH_LEN_MAX + 200];
+  if (f->write) {
+    const char *text = json_string_value(f->content);
+    int rc = fs_write(f->resolved, f->within, text,
+                      json_string_length(f->content), err, sizeof(err));
+    if (rc != 0)
+      fs_answer_error(c, f->id, rc, err);
+    else
+      acp_conn_respond(c, f->id, json_object());
+    return;
+  }
+  char *text;
+  size_t len;
+  int rc = fs_read(f->resolved, f->within, &text, &len, err, sizeof(err));
+  if (rc == ENOENT && f->within) {
+    // A new file inside the project reads as empty (agents that can only
+    // write what they read create files this way).
+    acp_conn_respond(c, f->id, json_pack("{s:s}", "content", ""));
+    return;
+  }
+  if (rc != 0) {
+    fs_answer_error(c, f->id, rc, err);
+    return;
+  }
+  size_t start, end;
+  fs_slice_lines(text, len, f->line, f->limit, &start, &end);
+  acp_conn_respond(c, f->id,
+                   json_pack("{s:s%}", "content", text + start, end - start));
+  free(text);
+}
+
+// Neovim's answer: the buffer's text (read), true (the buffer took the
+// write), or nil/false (no buffer: disk).
+static void fs_lua_cb(void *ud, const msgpack_object *error,
+                      const msgpack_object *result) {
+  struct fs_call *f = ud;
+  struct acp_conn *c = conn_by_serial(f->b, f->serial);
+  bool nvim_ok = error && error->type == MSGPACK_OBJECT_NIL;
+  if (!c) {
+    fs_call_free(f);
+    return;
+  }
+  if (!nvim_ok && error)
+    LOG_W("Neovim failed an fs call for %s; using the disk", f->resolved);
+  if (nvim_ok && !f->write && result->type == MSGPACK_OBJECT_STR &&
+      fs_utf8_valid(result->via.str.ptr, result->via.str.size)) {
+    acp_conn_respond(c, f->id,
+                     json_pack("{s:s%}", "content", result->via.str.ptr,
+                               (size_t)result->via.str.size));
+  } else if (nvim_ok && f->write && result->type == MSGPACK_OBJECT_BOOLEAN &&
+             result->via.boolean) {
+    acp_conn_respond(c, f->id, json_object());
+  } else if (nvim_ok && result->type == MSGPACK_OBJECT_STR && f->write) {
+    // The buffer refused (e.g. 'nomodifiable'): the person reads why.
+    char msg[600];
+    snprintf(msg, sizeof(msg), "%.*s",
+             (int)(result->via.str.size > 500 ? 500 : result->via.str.size),
+             result->via.str.ptr);
+    acp_conn_respond_error(c, f->id, JSONRPC_INTERNAL_ERROR, msg);
+  } else {
+    fs_from_disk(c, f);
+  }
+  fs_call_free(f);
+}
+
+static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                       bool write, json_t *params) {
+  const char *what = write ? "fs/write_text_file" : "fs/read_text_file";
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *path = json_string_value(json_object_get(params, "path"));
+  json_t *content = json_object_get(params, "content");
+  json_t *line = json_object_get(params, "line");
+  json_t *limit = json_object_get(params, "limit");
+  if (!path || path[0] != '/' || (write && !json_is_string(content)) ||
+      (line && !json_is_null(line) && !json_is_integer(line)) ||
+      (limit && !json_is_null(limit) && !json_is_integer(limit))) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           write ? "an absolute path and a content string "
+                                   "are needed"
+                                 : "an absolute path is needed");
+    return;
+  }
+  const char *cwd = acp_conn_session_cwd(c, sid);
+  struct gate_verdict v;
+  synthetic(b, c, sid, cwd, write ? "edit" : "read", path, NULL, &v);
+  const char *root = json_string_value(json_object_get(v.info, "root"));
+  bool inside = false;
+  char *resolved = fs_resolve(root, path, &inside);
+  char why[PATH_LEN_MAX + 300] = "";
+  if (!resolved)
+    snprintf(why, sizeof(why), "%s cannot be resolved", path);
+  else if (v.decision == POLICY_DENY)
+    snprintf(why, sizeof(why), "%s",
+             json_string_value(json_object_get(v.info, "reason")));
+  else if (!inside && !by_rule(&v) &&
+           !approval_take(b, c, sid, NULL, resolved, true) &&
+           !approval_take(b, c, sid, NULL, path, true))
+    snprintf(why, sizeof(why),
+             "%s is outside the project %s (a %s rule, or your answer to a "
+             "request naming it, can allow it)",
+             resolved, root, write ? "Edit" : "Read");
+  else if (write && inside && v.decision == POLICY_ASK &&
+           strstr(json_string_value(json_object_get(v.info, "reason")),
+                  "protected") &&
+           !approval_take(b, c, sid, NULL, resolved, true) &&
+           !approval_take(b, c, sid, NULL, path, true))
+    snprintf(why, sizeof(why),
+             "%s is protected and no answer of yours allowed writing it",
+             resolved);
+  if (why[0]) {
+    refuse(b, c, id, what, why);
+    free(resolved);
+    json_decref(v.info);
+    return;
+  }
+  struct fs_call *f = xcalloc(1, sizeof(*f));
+  *f = (struct fs_call){
+      .b = b,
+      .serial = acp_conn_serial(c),
+      .id = json_deep_copy(id),
+      .write = write,
+      .resolved = resolved,
+      .within = inside ? xstrdup(root) : NULL,
+      .content = write ? json_incref(content) : NULL,
+      .line = (uint32_t)(json_integer_value(line) > 0 ? json_integer_value(line)
+                                                      : 0),
+      .limit =
+          (uint32_t)(json_integer_value(limit) > 0 ? json_integer_value(limit)
+                                                   : 0),
+  };
+  json_decref(v.info);
+  json_t *args =
+      write ? json_pack("[s,s,O]", "write", resolved, content)
+            : json_pack("[s,s,i,i]", "read", resolved, f->line, f->limit);
+  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
+                       fs_lua_cb, f)) {
+    fs_from_disk(c, f);
+    fs_call_free(f);
+  }
+}
+
+// ---- terminals ----
+
+static struct client_term *term_find(struct broker *b, struct acp_conn *c,
+                                     json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tid = json_string_value(json_object_get(params, "terminalId"));
+  if (!tid)
+    return NULL;
+  for (struct client_term *t = state(b)->terms; t; t = t->next)
+    if (!t->released && t->serial == acp_conn_serial(c) &&
+        strcmp(t->session, sid) == 0 && strcmp(t->id, tid) == 0)
+      return t;
+  return NULL;
+}
+
+static void term_event(struct client_term *ct) {
+  bool truncated;
+  json_t *out = term_output(ct->t, CLIENT_EVENT_TAIL, &truncated);
+  json_t *st = term_exit_status(ct->t);
+  ct->event_due = false;
+  broker_send_event(ct->b, "terminal",
+                    json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:b,s:o?}", "agent",
+                              acp_conn_name(ct->conn), "session", ct->session,
+                              "terminalId", ct->id, "command", ct->command,
+                              "pid", term_pid(ct->t), "output", out,
+                              "truncated", truncated, "exitStatus", st),
+                    NULL);
+}
+
+static void term_timer_cb(uv_timer_t *h) {
+  struct client_term *ct = h->data;
+  if (ct->event_due && !ct->released)
+    term_event(ct);
+}
+
+static void on_term_output(void *ud) {
+  struct client_term *ct = ud;
+  if (ct->event_due)
+    return;
+  ct->event_due = true;
+  uv_timer_start(&ct->timer, term_timer_cb, CLIENT_EVENT_MS, 0);
+}
+
+static void on_term_done(void *ud) {
+  struct client_term *ct = ud;
+  uv_timer_stop(&ct->timer);
+  term_event(ct);
+  json_t *st = term_exit_status(ct->t);
+  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
+    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
+                     json_deep_copy(st));
+  json_array_clear(ct->waiters);
+  json_decref(st);
+}
+
+static void ct_free(uv_handle_t *h) {
+  struct client_term *ct = h->data;
+  free(ct->session);
+  free(ct->id);
+  free(ct->command);
+  json_decref(ct->waiters);
+  free(ct);
+}
+
+static void on_term_closed(void *ud) {
+  struct client_term *ct = ud;
+  uv_close((uv_handle_t *)&ct->timer, ct_free);
+}
+
+static const struct term_ops term_ops = {on_term_output, on_term_done,
+                                         on_term_closed};
+
+// Takes ct out of the list and ends it; pending waiters learn it was
+// killed.
+static void term_release(struct broker *b, struct client_term *ct) {
+  struct client_state *s = state(b);
+  for (struct client_term **pp = &s->terms; *pp; pp = &(*pp)->next)
+    if (*pp == ct) {
+      *pp = ct->next;
+      s->nterms--;
+      break;
+    }
+  ct->released = true;
+  uv_timer_stop(&ct->timer);
+  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
+    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
+                     json_pack("{s:n,s:s}", "exitCode", "signal", "SIGKILL"));
+  json_array_clear(ct->waiters);
+  term_close(ct->t);
+}
+
+// The command line a terminal runs, as the policy sees it: the script of
+// `sh -c SCRIPT`, else the words joined (quoted when needed).
+static char *command_line(const char *command, json_t *args) {
+  size_t n = json_array_size(args);
+  const char *base = strrchr(command, '/');
+  base = base ? base + 1 : command;
+  bool shell = !strcmp(base, "sh") || !strcmp(base, "bash") ||
+               !strcmp(base, "dash") || !strcmp(base, "zsh");
+  if (n == 0)
+    return xstrdup(command);
+  const char *a0 = json_string_value(json_array_get(args, 0));
+  if (shell && n == 2 && a0 && strcmp(a0, "-c") == 0)
+    return xstrdup(json_string_value(json_array_get(args, 1)));
+  size_t cap = strlen(command) + 1;
+  for (size_t i = 0; i < n; i++)
+    cap += strlen(json_string_value(json_array_get(args, i))) * 4 + 3;
+  char *out = xmalloc(cap);
+  size_t o = 0;
+  for (size_t i = 0; i <= n; i++) {
+    const char *w =
+        i ? json_string_value(json_array_get(args, i - 1)) : command;
+    bool plain = w[0] != '\0';
+    for (const char *p = w; *p && plain; p++)
+      plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789-_./=:,+@%",
+                     *p) != NULL;
+    if (i)
+      out[o++] = ' ';
+    if (plain) {
+      memcpy(out + o, w, strlen(w));
+      o += strlen(w);
+      continue;
+    }
+    out[o++] = '\'';
+    for (const char *p = w; *p; p++) {
+      if (*p == '\'') {
+        memcpy(out + o, "'\\''", 4);
+        o += 4;
+      } else {
+        out[o++] = *p;
+      }
+    }
+    out[o++] = '\'';
+  }
+  out[o] = '\0';
+  return out;
+}
+
+static bool strings_array(json_t *a) {
+  if (!a || json_is_null(a))
+    return true;
+  if (!json_is_array(a))
+    return false;
+  for (size_t i = 0; i < json_array_size(a); i++)
+    if (!json_is_string(json_array_get(a, i)))
+      return false;
+  return true;
+}
+
+// environ with the request's {name, value} pairs over it.
+static char **term_env(json_t *env) {
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  size_t extra = json_array_size(env);
+  char **out = xcalloc(n + extra + 1, sizeof(*out));
+  size_t o = 0;
+  for (size_t i = 0; i < extra; i++) {
+    json_t *e = json_array_get(env, i);
+    const char *k = json_string_value(json_object_get(e, "name"));
+    const char *v = json_string_value(json_object_get(e, "value"));
+    if (!k || !v || !k[0] || strchr(k, '='))
+      continue;
+    size_t len = strlen(k) + strlen(v) + 2;
+    out[o] = xmalloc(len);
+    snprintf(out[o++], len, "%s=%s", k, v);
+  }
+  for (size_t i = 0; i < n; i++) {
+    bool overridden = false;
+    for (size_t k = 0; k < o && !overridden; k++) {
+      size_t kl = (size_t)(strchr(out[k], '=') - out[k]);
+      overridden = !strncmp(environ[i], out[k], kl + 1);
+    }
+    if (!overridden)
+      out[o++] = xstrdup(environ[i]);
+  }
+  return out;
+}
+
+static void free_strv(char **v) {
+  for (size_t i = 0; v && v[i]; i++)
+    free(v[i]);
+  free(v);
+}
+
+static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
+                        json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *command = json_string_value(json_object_get(params, "command"));
+  json_t *args = json_object_get(params, "args");
+  json_t *env = json_object_get(params, "env");
+  json_t *cwdj = json_object_get(params, "cwd");
+  json_t *limit = json_object_get(params, "outputByteLimit");
+  const char *cwd = json_string_value(cwdj);
+  if (!command || !command[0] || !strings_array(args) ||
+      (env && !json_is_null(env) && !json_is_array(env)) ||
+      (cwdj && !json_is_null(cwdj) && (!cwd || cwd[0] != '/')) ||
+      (limit && !json_is_null(limit) &&
+       (!json_is_integer(limit) || json_integer_value(limit) < 0))) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           "terminal/create needs a command (args: strings, "
+                           "cwd: absolute, outputByteLimit: >= 0)");
+    return;
+  }
+  if (!cwd)
+    cwd = acp_conn_session_cwd(c, sid);
+  struct client_state *s = state(b);
+  if (s->nterms >= CLIENT_MAX_TERMS) {
+    refuse(b, c, id, "terminal/create",
+           "too many terminals are open (release some)");
+    return;
+  }
+  char *line = command_line(command, json_is_array(args) ? args : NULL);
+  struct gate_verdict v;
+  synthetic(b, c, sid, cwd, "execute", NULL, line, &v);
+  char why[1000] = "";
+  if (v.decision == POLICY_DENY)
+    snprintf(why, sizeof(why), "%s",
+             json_string_value(json_object_get(v.info, "reason")));
+  else if (v.decision == POLICY_ASK &&
+           !approval_take(b, c, sid, line, NULL, false))
+    snprintf(why, sizeof(why),
+             "no answer of yours or rule allowed running `%.300s` (%s)", line,
+             json_string_value(json_object_get(v.info, "reason")));
+  json_decref(v.info);
+  if (why[0]) {
+    refuse(b, c, id, "terminal/create", why);
+    free(line);
+    return;
+  }
+  size_t nargs = json_array_size(args);
+  const char **argv = xcalloc(nargs + 4, sizeof(*argv));
+  if (nargs == 0) {
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = command;
+  } else {
+    argv[0] = command;
+    for (size_t i = 0; i < nargs; i++)
+      argv[i + 1] = json_string_value(json_array_get(args, i));
+  }
+  char **envv = term_env(env);
+  struct client_term *ct = xcalloc(1, sizeof(*ct));
+  char tid[32];
+  snprintf(tid, sizeof(tid), "term-%llu", (unsigned long long)++s->next_term);
+  *ct = (struct client_term){.b = b,
+                             .conn = c,
+                             .serial = acp_conn_serial(c),
+                             .session = xstrdup(sid),
+                             .id = xstrdup(tid),
+                             .command = line,
+                             .waiters = json_array()};
+  struct proc_spawn ps = {argv, envv, cwd, "terminal"};
+  char err[600];
+  ct->t =
+      term_spawn(b->loop, &ps, limit ? (size_t)json_integer_value(limit) : 0,
+                 &term_ops, ct, err, sizeof(err));
+  free(argv);
+  free_strv(envv);
+  if (!ct->t) {
+    acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR, err);
+    free(ct->session);
+    free(ct->id);
+    free(ct->command);
+    json_decref(ct->waiters);
+    free(ct);
+    return;
+  }
+  uv_timer_init(b->loop, &ct->timer);
+  ct->timer.data = ct;
+  ct->next = s->terms;
+  s->terms = ct;
+  s->nterms++;
+  LOG_I("%s: terminal %s (pid %d): %s", acp_conn_name(c), tid, term_pid(ct->t),
+        line);
+  acp_conn_respond(c, id, json_pack("{s:s}", "terminalId", tid));
+  term_event(ct);
+}
+
+static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                         const char *method, json_t *params) {
+  if (strcmp(method, "terminal/create") == 0) {
+    term_create(b, c, id, params);
+    return;
+  }
+  struct client_term *ct = term_find(b, c, params);
+  if (!ct) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           "unknown or released terminalId");
+    return;
+  }
+  if (strcmp(method, "terminal/output") == 0) {
+    bool truncated;
+    json_t *out = term_output(ct->t, 0, &truncated);
+    acp_conn_respond(c, id,
+                     json_pack("{s:o,s:b,s:o?}", "output", out, "truncated",
+                               truncated, "exitStatus",
+                               term_exit_status(ct->t)));
+  } else if (strcmp(method, "terminal/wait_for_exit") == 0) {
+    if (term_done(ct->t))
+      acp_conn_respond(c, id, term_exit_status(ct->t));
+    else if (json_array_size(ct->waiters) >= CLIENT_MAX_WAITERS)
+      acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR,
+                             "too many wait_for_exit calls on this terminal");
+    else
+      json_array_append_new(ct->waiters, json_deep_copy(id));
+  } else if (strcmp(method, "terminal/kill") == 0) {
+    term_kill(ct->t);
+    acp_conn_respond(c, id, json_object());
+  } else { // terminal/release
+    term_release(b, ct);
+    acp_conn_respond(c, id, json_object());
+  }
+}
+
+// ---- public ----
+
+void client_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                    const char *method, json_t *params) {
+  if (strncmp(method, "fs/", 3) == 0)
+    fs_request(b, c, id, strcmp(method, "fs/write_text_file") == 0, params);
+  else
+    term_request(b, c, id, method, params);
+}
+
+void client_conn_gone(struct broker *b, struct acp_conn *c) {
+  if (!b->client)
+    return;
+  struct client_state *s = b->client;
+  for (struct client_term *t = s->terms, *next; t; t = next) {
+    next = t->next;
+    if (t->conn == c)
+      term_release(b, t);
+  }
+  for (size_t i = 0; i < s->napprovals;)
+    if (s->approvals[i].serial == acp_conn_serial(c))
+      approval_drop(s, i);
+    else
+      i++;
+}
+
+void client_free(struct broker *b) {
+  if (!b->client)
+    return;
+  for (size_t i = 0; i < b->client->napprovals; i++)
+    approval_clear(&b->client->approvals[i]);
+  free(b->client);
+  b->client = NULL;
+}
