@@ -64,7 +64,8 @@ struct client_state {
 struct fs_call {
   struct broker *b;
   uint64_t serial;
-  json_t *id;     // the agent's request id
+  json_t *id; // the agent's request id
+  char *session;
   bool write;     // fs/write_text_file
   char *resolved; // the path, symlinks resolved
   char *within;   // the root the file must stay in, or NULL
@@ -199,10 +200,21 @@ static bool by_rule(const struct gate_verdict *v) {
 
 static void fs_call_free(struct fs_call *f) {
   json_decref(f->id);
+  free(f->session);
   json_decref(f->content);
   free(f->resolved);
   free(f->within);
   free(f);
+}
+
+// Tells Lua what the agent read or wrote (for the chat and tests).
+static void fs_done(struct acp_conn *c, struct fs_call *f, const char *via) {
+  broker_send_event(f->b, "fs",
+                    json_pack("{s:s,s:s,s:s,s:s,s:s}", "agent",
+                              acp_conn_name(c), "session", f->session, "op",
+                              f->write ? "write" : "read", "path", f->resolved,
+                              "via", via),
+                    NULL);
 }
 
 static void fs_answer_error(struct acp_conn *c, const json_t *id, int rc,
@@ -218,10 +230,12 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
     const char *text = json_string_value(f->content);
     int rc = fs_write(f->resolved, f->within, text,
                       json_string_length(f->content), err, sizeof(err));
-    if (rc != 0)
+    if (rc != 0) {
       fs_answer_error(c, f->id, rc, err);
-    else
+    } else {
       acp_conn_respond(c, f->id, json_object());
+      fs_done(c, f, "disk");
+    }
     return;
   }
   char *text;
@@ -231,6 +245,7 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
     // A new file inside the project reads as empty (agents that can only
     // write what they read create files this way).
     acp_conn_respond(c, f->id, json_pack("{s:s}", "content", ""));
+    fs_done(c, f, "missing");
     return;
   }
   if (rc != 0) {
@@ -242,6 +257,7 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
   acp_conn_respond(c, f->id,
                    json_pack("{s:s%}", "content", text + start, end - start));
   free(text);
+  fs_done(c, f, "disk");
 }
 
 // Neovim's answer: the buffer's text (read), true (the buffer took the
@@ -262,9 +278,11 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
     acp_conn_respond(c, f->id,
                      json_pack("{s:s%}", "content", result->via.str.ptr,
                                (size_t)result->via.str.size));
+    fs_done(c, f, "buffer");
   } else if (nvim_ok && f->write && result->type == MSGPACK_OBJECT_BOOLEAN &&
              result->via.boolean) {
     acp_conn_respond(c, f->id, json_object());
+    fs_done(c, f, "buffer");
   } else if (nvim_ok && result->type == MSGPACK_OBJECT_STR && f->write) {
     // The buffer refused (e.g. 'nomodifiable'): the person reads why.
     char msg[600];
@@ -333,6 +351,7 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
       .b = b,
       .serial = acp_conn_serial(c),
       .id = json_deep_copy(id),
+      .session = xstrdup(sid),
       .write = write,
       .resolved = resolved,
       .within = inside ? xstrdup(root) : NULL,

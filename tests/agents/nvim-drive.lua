@@ -55,6 +55,15 @@ vim.api.nvim_create_autocmd('User', {
   end,
 })
 
+-- What the agent read and wrote through the client's fs/* (the broker's
+-- `fs` events): Gemini uses them when they are offered.
+result.fs = {}
+require('acp.state').subscribe(function(name, d)
+  if name == 'fs' then
+    table.insert(result.fs, { op = d.op, file = vim.fn.fnamemodify(d.path, ':t'), via = d.via })
+  end
+end)
+
 local env = decode(vim.env.ACP_AGENT_ENV)
 local cmd = decode(vim.env.ACP_AGENT_CMD)
 acp.start({ cmd = cmd, env = env }, { cwd = ws })
@@ -124,6 +133,15 @@ local want_files = vim.env.ACP_EXPECT_FILES
 local ok = result.stopReason == want_stop and not result.windows_left
   and (want_files == 'yes') == (result.test_txt and result.shell_ran)
   and (want_files == 'yes' or not result.test_txt)
+if vim.env.ACP_AGENT == 'gemini' and want_files == 'yes' then
+  -- Gemini creates the new file through the client: it reads it first
+  -- (missing inside the project: empty content), then writes it.
+  local wrote = false
+  for _, e in ipairs(result.fs) do
+    wrote = wrote or (e.op == 'write' and e.file == 'test.txt')
+  end
+  ok = ok and wrote
+end
 if policy == 'rules' then
   -- Both requests decided by the broker, none asked.
   ok = ok and result.unexpected_prompt == nil and #decided == 2
