@@ -660,4 +660,25 @@ function M.agent_groups(agent_pid, sessions)
   return groups
 end
 
+--- A raw JSON-RPC request step for the demo agent (variables such as
+--- ${session} and ${cwd} are expanded by the agent).
+function M.raw_request(id, method, params)
+  return {
+    type = 'raw',
+    line = vim.fn.json_encode({ jsonrpc = '2.0', id = id, method = method, params = params }),
+  }
+end
+
+--- Waits until the client has answered the agent's request with this id
+--- (same JSON type); returns the response message.
+function M.response_to(ctx, id, timeout)
+  return M.wait(function()
+    for _, m in ipairs(M.messages(M.transcript(ctx.transcript), 'in')) do
+      if m.method == nil and m.id == id and type(m.id) == type(id) then
+        return m
+      end
+    end
+  end, timeout, 'the answer to request ' .. tostring(id) .. ' in the transcript')
+end
+
 return M
