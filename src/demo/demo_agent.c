@@ -4,30 +4,35 @@
 // and plays a scenario on every session/prompt: message chunks, permission
 // requests shaped like those of real agents, and the actions they guard
 // (write a file, run a command), through the client's fs/terminal methods
-// when the client advertised them. `make demo` uses the built-in scenario;
+// when the client advertised them. A scenario can also read, write or run
+// without asking (as real agents read files, or as a misbehaving agent
+// would write), end a turn with an error, offer session modes, require
+// authentication and load sessions. `make demo` uses the built-in scenario;
 // the end-to-end tests pass scenario files (format: tests/scenarios/README.md)
 // and read the transcript named by $ACP_DEMO_TRANSCRIPT.
 //
 // One thread, one poll() loop over stdin, a self-pipe for signals, the output
-// pipes of local child processes, and the sleep timers of running turns. A
-// prompt turn is a small state machine:
+// pipes of local child processes, the sleep timers of running turns and the
+// kill timers of running commands. A prompt turn is a small state machine:
 //
 //   session/prompt
 //        |
 //        v
-//   [next step] --message/raw/update--> [next step]
+//   [next step] --message/raw/update(s)--> [next step]
 //        |  |  \--sleep--> (timer) ----> [next step]
+//        |  |   \--read/write/run--------------------> [acting] --> done
 //        |  \--permission(s)--> [asking] --answer--> [acting] --> done
 //        |                         (fs/*, terminal/* or a child process)
 //        v                                                         |
-//   no step left, a stop, or session/cancel  <---------------------/
+//   no step left, a stop, an error step, or session/cancel  <------/
 //        |                     (once no permission of the turn is open)
 //        v
-//   prompt response {stopReason}
+//   prompt response {stopReason} (or the error step's error)
 //
-// Each permission request is a "perm" in a list of its own. A perm whose turn
-// has ended (the turn failed, or the step said "wait": false) is orphaned: it
-// still takes its answer, but acts on nothing and tells nobody.
+// Each permission request is a "perm" in a list of its own, and so is each
+// action step, which asks nothing. A perm whose turn has ended (the turn
+// failed, or the step said "wait": false) is orphaned: it still takes its
+// answer, but acts on nothing and tells nobody.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +57,8 @@
 #define MAX_LINE ((size_t)64 << 20) // longest accepted input line
 #define CHUNK_BYTES 20              // usual size of a message chunk
 #define MAX_CHUNKS 8                // long texts get bigger chunks instead
-#define OUTPUT_KEEP 8192            // bytes of a local command's output kept
+#define OUTPUT_KEEP 8192 // bytes of a local command's output or read kept
+#define READ_SHOW 2000   // bytes of a file read shown in its message
 // Bulk output (garbage and flood steps) is written in chunks of this size.
 #define WRITE_CHUNK ((size_t)1 << 20)
 
@@ -149,12 +155,17 @@ enum id_style { ID_INT, ID_STRING, ID_UUID };
 // continuation of the perm that sent it.
 enum req_kind {
   REQ_PERMISSION,
+  REQ_FS_READ,
   REQ_FS_WRITE,
   REQ_TERM_CREATE,
+  REQ_TERM_KILL,
   REQ_TERM_WAIT,
   REQ_TERM_OUTPUT,
   REQ_TERM_RELEASE
 };
+
+// What an allowed permission (its on_allow) or an action step does.
+enum act_type { ACT_NONE, ACT_READ, ACT_WRITE, ACT_RUN };
 
 struct perm;
 
@@ -174,6 +185,7 @@ struct session {
   char *cwd;         // absolute, without a trailing slash
   struct turn *turn; // the running prompt turn, or NULL
   unsigned turns;    // prompt turns started so far
+  char *mode;        // current mode id, or NULL if the scenario has no modes
 };
 
 struct turn {
@@ -185,21 +197,27 @@ struct turn {
   int64_t wake_at;   // monotonic ms at which a sleep ends, or 0
   bool cancelled;    // session/cancel arrived
   const char *stop;  // stop reason asked for by an on_reject, or NULL
+  json_t *error;     // owned; the error an error step ends the turn with
+  bool pumping;      // turn_pump is running steps
 };
 
 struct perm {
   struct perm *next, *prev; // newest first
   struct session *session;
   struct turn *turn;        // NULL once orphaned
-  json_t *spec;             // owned; the request spec, variables expanded
-  const char *tool_call_id; // borrowed from spec
+  json_t *spec;             // owned; the request or step, variables expanded
+  json_t *act;              // borrowed from spec: on_allow, or the step
+  const char *tool_call_id; // borrowed from spec; NULL for an action step
   char *title;              // what messages call the tool call
   char *detail;             // outcome of the action, e.g. "exit 0"
   bool failed;              // the action failed
-  char *path;               // file written, absolute
+  char *path;               // file read or written, absolute
   char *term_id;            // the client's terminal, while we hold it
-  struct buf output;        // the command's output
+  struct buf output;        // the command's output, or the start of a read
+  bool truncated;           // the command's output was cut
   json_t *exit_code;        // exit code of a command that ran, or NULL
+  json_t *signal;           // signal name that ended the command, or NULL
+  int64_t kill_at;          // monotonic ms at which to kill it, or 0
   pid_t pid;                // local child running the command, or 0
   int out_fd;               // read end of the child's output pipe, or -1
   bool reaped;              // the child has been waited for
@@ -208,7 +226,8 @@ struct perm {
 struct agent {
   json_t *scenario;
   enum id_style id_style;
-  bool fs_write, terminal; // what the client advertised
+  bool fs_read, fs_write, terminal; // what the client advertised
+  bool authenticated;               // an authenticate request succeeded
   FILE *transcript;
   struct session *sessions;
   unsigned nsessions;
@@ -611,72 +630,105 @@ static void request(struct agent *a, json_t *id_override, const char *method,
 }
 
 // ---------------------------------------------------------------------------
-// Scenario variables: ${cwd}, ${turn}, ${session}, ${prompt_id} and ${n}
+// Scenario variables: ${cwd}, ${turn}, ${session}, ${prompt_id}, ${mode}
+// and ${n}
 
-// Expands the variables in s. n, if not NULL, is the text of ${n} (the
-// request number in a many_permissions step); else ${n} stays as it is.
-static char *expand(const char *s, const struct turn *t, const char *n) {
-  char number[24];
-  snprintf(number, sizeof(number), "%u", t->number);
+// What the variables stand for. A variable with nothing to stand for (no
+// turn when a session/load replays history, no modes, no ${n}) stays as it
+// is.
+struct vars {
+  const struct session *session;
+  const struct turn *turn; // ${turn} and ${prompt_id}, or NULL
+  const char *n;           // the text of ${n} (a copy's number), or NULL
+};
+
+// Appends the value of the variable at s, if one is there and has a value,
+// and returns its length; else returns 0.
+static size_t expand_var(struct buf *b, const char *s, const struct vars *v) {
+  const struct session *sess = v->session;
+  const struct turn *t = v->turn;
+  if (strncmp(s, "${cwd}", 6) == 0) {
+    buf_adds(b, sess->cwd);
+    return 6;
+  }
+  if (strncmp(s, "${session}", 10) == 0) {
+    buf_adds(b, sess->id);
+    return 10;
+  }
+  if (sess->mode && strncmp(s, "${mode}", 7) == 0) {
+    buf_adds(b, sess->mode);
+    return 7;
+  }
+  if (t && strncmp(s, "${turn}", 7) == 0) {
+    char number[24];
+    snprintf(number, sizeof(number), "%u", t->number);
+    buf_adds(b, number);
+    return 7;
+  }
+  if (t && strncmp(s, "${prompt_id}", 12) == 0) {
+    char *id = json_dumps(t->prompt_id, JSON_COMPACT | JSON_ENCODE_ANY);
+    buf_adds(b, id ? id : "null");
+    free(id);
+    return 12;
+  }
+  if (v->n && strncmp(s, "${n}", 4) == 0) {
+    buf_adds(b, v->n);
+    return 4;
+  }
+  return 0;
+}
+
+// Returns a new string: s with its variables expanded.
+static char *expand(const char *s, const struct vars *v) {
   struct buf b = {0};
   buf_add(&b, "", 0);
   while (*s) {
-    if (strncmp(s, "${cwd}", 6) == 0) {
-      buf_adds(&b, t->session->cwd);
-      s += 6;
-    } else if (strncmp(s, "${turn}", 7) == 0) {
-      buf_adds(&b, number);
-      s += 7;
-    } else if (strncmp(s, "${session}", 10) == 0) {
-      buf_adds(&b, t->session->id);
-      s += 10;
-    } else if (strncmp(s, "${prompt_id}", 12) == 0) {
-      char *id = json_dumps(t->prompt_id, JSON_COMPACT | JSON_ENCODE_ANY);
-      buf_adds(&b, id ? id : "null");
-      free(id);
-      s += 12;
-    } else if (n && strncmp(s, "${n}", 4) == 0) {
-      buf_adds(&b, n);
-      s += 4;
-    } else {
+    size_t n = expand_var(&b, s, v);
+    if (n)
+      s += n;
+    else
       buf_add(&b, s++, 1);
-    }
   }
   return b.data;
 }
 
-// Returns a deep copy of v with the variables expanded in every string and
+// Returns a deep copy of j with the variables expanded in every string and
 // object key.
-static json_t *subst(json_t *v, const struct turn *t, const char *n) {
-  if (json_is_string(v)) {
-    char *s = expand(json_string_value(v), t, n);
+static json_t *subst(json_t *j, const struct vars *v) {
+  if (json_is_string(j)) {
+    char *s = expand(json_string_value(j), v);
     json_t *r = json_string(s);
     free(s);
     return r;
   }
-  if (json_is_array(v)) {
+  if (json_is_array(j)) {
     json_t *r = json_array();
     size_t i;
     json_t *item;
-    json_array_foreach(v, i, item) json_array_append_new(r, subst(item, t, n));
+    json_array_foreach(j, i, item) json_array_append_new(r, subst(item, v));
     return r;
   }
-  if (json_is_object(v)) {
+  if (json_is_object(j)) {
     json_t *r = json_object();
     const char *key;
     json_t *item;
-    json_object_foreach(v, key, item) {
-      char *k = expand(key, t, n);
-      json_object_set_new(r, k, subst(item, t, n));
+    json_object_foreach(j, key, item) {
+      char *k = expand(key, v);
+      json_object_set_new(r, k, subst(item, v));
       free(k);
     }
     return r;
   }
-  return json_deep_copy(v);
+  return json_deep_copy(j);
+}
+
+// Expands the variables of a step of turn t; n as in struct vars.
+static json_t *subst_turn(json_t *j, const struct turn *t, const char *n) {
+  return subst(j, &(struct vars){.session = t->session, .turn = t, .n = n});
 }
 
 // ---------------------------------------------------------------------------
-// Perms: one permission request and the action it guards
+// Perms: one permission request and the action it guards, or an action step
 
 static struct perm *perm_new(struct agent *a, struct turn *t, json_t *spec) {
   struct perm *p = xcalloc(1, sizeof(*p));
@@ -699,6 +751,7 @@ static void perm_free(struct agent *a, struct perm *p) {
     close(p->out_fd);
   json_decref(p->spec);
   json_decref(p->exit_code);
+  json_decref(p->signal);
   free(p->title);
   free(p->detail);
   free(p->path);
@@ -717,6 +770,17 @@ static void perm_done(struct agent *a, struct perm *p) {
   }
 }
 
+// Appends the words of an array to b, each after a space (but the first
+// only if b is not empty); a word that is not a string shows as "?".
+static void add_words(struct buf *b, json_t *words) {
+  size_t i;
+  json_t *word;
+  json_array_foreach(words, i, word) {
+    buf_adds(b, i || b->len ? " " : "");
+    buf_adds(b, json_is_string(word) ? json_string_value(word) : "?");
+  }
+}
+
 // The name messages use: the title, else the announced title, else the
 // command, else the kind and id (codex's TS adapter sends no title).
 static char *tool_title(json_t *spec) {
@@ -732,12 +796,7 @@ static char *tool_title(json_t *spec) {
     return xstrdup(json_string_value(cmd));
   if (json_is_array(cmd) && json_array_size(cmd) > 0) {
     struct buf b = {0};
-    size_t i;
-    json_t *word;
-    json_array_foreach(cmd, i, word) {
-      buf_adds(&b, i ? " " : "");
-      buf_adds(&b, json_is_string(word) ? json_string_value(word) : "?");
-    }
+    add_words(&b, cmd);
     return b.data;
   }
   const char *kind = json_string_value(json_object_get(tc, "kind"));
@@ -762,6 +821,7 @@ static void perm_announce(struct agent *a, struct perm *p) {
 static void perm_start(struct agent *a, struct turn *t, json_t *spec) {
   struct perm *p = perm_new(a, t, spec);
   json_t *tc = json_object_get(spec, "toolCall");
+  p->act = json_object_get(spec, "on_allow");
   p->tool_call_id = json_string_value(json_object_get(tc, "toolCallId"));
   p->title = tool_title(spec);
   perm_announce(a, p);
@@ -818,16 +878,144 @@ static void perm_rejected(struct agent *a, struct perm *p) {
 }
 
 // ---------------------------------------------------------------------------
-// Actions: write a file, run a command
+// Actions: read or write a file, run a command
+
+static enum act_type act_type(json_t *act) {
+  const char *type = json_string_value(json_object_get(act, "type"));
+  if (!type)
+    return ACT_NONE;
+  return strcmp(type, "read") == 0    ? ACT_READ
+         : strcmp(type, "write") == 0 ? ACT_WRITE
+         : strcmp(type, "run") == 0   ? ACT_RUN
+                                      : ACT_NONE;
+}
 
 static char *abs_path(const struct session *s, const char *path) {
   return path[0] == '/' ? xstrdup(path) : fmt("%s/%s", s->cwd, path);
 }
 
-static void act_write(struct agent *a, struct perm *p, json_t *act) {
-  const char *content = json_string_value(json_object_get(act, "content"));
+// The length of the longest start of the n bytes at s that has at most max
+// bytes and does not end inside a UTF-8 character.
+static size_t utf8_prefix(const char *s, size_t n, size_t max) {
+  if (n <= max)
+    return n;
+  while (max > 0 && (s[max] & 0xC0) == 0x80)
+    max--;
+  return max;
+}
+
+// A read has ended with content, or else with error (a JSON-RPC error
+// object); steals both. Its message shows the first READ_SHOW bytes.
+static void read_finished(struct agent *a, struct perm *p, json_t *content,
+                          json_t *error, const char *via) {
+  json_t *ev = json_pack("{s:s,s:s}", "event", "read", "path", p->path);
+  if (content) {
+    const char *text = json_string_value(content);
+    size_t n = json_string_length(content);
+    size_t keep = utf8_prefix(text, n, READ_SHOW);
+    buf_add(&p->output, text, keep);
+    if (keep < n)
+      buf_adds(&p->output, "…");
+    json_object_set_new(ev, "content", content);
+  } else {
+    const char *m = json_string_value(json_object_get(error, "message"));
+    p->failed = true;
+    p->detail = xstrdup(m ? m : "?");
+    json_object_set_new(ev, "error", error);
+  }
+  json_object_set_new(ev, "via", json_string(via));
+  record(a, ev);
+  perm_complete(a, p);
+}
+
+// Reads the file itself: from line "line" (1-based, default 1), at most
+// "limit" lines (default all), keeping the first OUTPUT_KEEP bytes.
+static void read_local(struct agent *a, struct perm *p) {
+  json_t *line = json_object_get(p->act, "line");
+  json_t *limit = json_object_get(p->act, "limit");
+  json_int_t first = line ? json_integer_value(line) : 1;
+  json_int_t end = limit ? first + json_integer_value(limit) : -1;
+  struct buf b = {0};
+  buf_add(&b, "", 0);
+  FILE *f = fopen(p->path, "re");
+  json_int_t n = 1; // the number of the line being read
+  int c;
+  while (f && b.len < OUTPUT_KEEP && n != end && (c = getc(f)) != EOF) {
+    char ch = (char)c;
+    if (n >= first)
+      buf_add(&b, &ch, 1);
+    n += c == '\n';
+  }
+  int err = !f || ferror(f) ? errno : 0;
+  if (f)
+    fclose(f);
+  if (err)
+    read_finished(a, p, NULL, json_pack("{s:s}", "message", strerror(err)),
+                  "local");
+  else
+    read_finished(a, p, text_json(b.data, b.len), NULL, "local");
+  buf_free(&b);
+}
+
+static void act_read(struct agent *a, struct perm *p) {
   p->path =
-      abs_path(p->session, json_string_value(json_object_get(act, "path")));
+      abs_path(p->session, json_string_value(json_object_get(p->act, "path")));
+  if (!a->fs_read) {
+    read_local(a, p);
+    return;
+  }
+  json_t *params =
+      json_pack("{s:s,s:s}", "sessionId", p->session->id, "path", p->path);
+  static const char *const optional[] = {"line", "limit", NULL};
+  for (const char *const *k = optional; *k; k++)
+    if (json_object_get(p->act, *k))
+      json_object_set(params, *k, json_object_get(p->act, *k));
+  request(a, NULL, "fs/read_text_file", params, REQ_FS_READ, p);
+}
+
+static void on_fs_read(struct agent *a, struct perm *p, json_t *msg) {
+  json_t *content = json_object_get(json_object_get(msg, "result"), "content");
+  json_t *err = json_object_get(msg, "error");
+  if (json_is_string(content))
+    read_finished(a, p, json_incref(content), NULL, "client");
+  else
+    read_finished(a, p, NULL,
+                  err ? json_incref(err)
+                      : json_pack("{s:s}", "message", "no content string"),
+                  "client");
+}
+
+// A write has ended; error (stolen) is NULL on success, else a JSON-RPC
+// error object. A permission's message names the file in its detail; a
+// write step's title already does.
+static void write_finished(struct agent *a, struct perm *p, json_t *error,
+                           const char *via) {
+  if (!error) {
+    if (p->tool_call_id)
+      p->detail = fmt("wrote %s", p->path);
+    record(a, json_pack("{s:s,s:s,s:s}", "event", "wrote", "path", p->path,
+                        "via", via));
+    perm_complete(a, p);
+    return;
+  }
+  const char *m = json_string_value(json_object_get(error, "message"));
+  m = m ? m : "?";
+  p->failed = true;
+  if (!p->tool_call_id)
+    p->detail = xstrdup(m);
+  else if (strcmp(via, "client") == 0)
+    p->detail = fmt("fs/write_text_file failed: %s", m);
+  else
+    p->detail = fmt("%s: %s", p->path, m);
+  record(a, json_pack("{s:s,s:s,s:o,s:s}", "event", "write_failed", "path",
+                      p->path, "error", error, "via", via));
+  perm_complete(a, p);
+}
+
+static void act_write(struct agent *a, struct perm *p) {
+  const char *content = json_string_value(json_object_get(p->act, "content"));
+  p->path =
+      abs_path(p->session, json_string_value(json_object_get(p->act, "path")));
   if (a->fs_write) {
     request(a, NULL, "fs/write_text_file",
             json_pack("{s:s,s:s,s:s}", "sessionId", p->session->id, "path",
@@ -840,35 +1028,24 @@ static void act_write(struct agent *a, struct perm *p, json_t *act) {
   bool ok = f && fwrite(content, 1, n, f) == n;
   if (f && fclose(f) != 0)
     ok = false;
-  if (ok) {
-    p->detail = fmt("wrote %s", p->path);
-    record(a, json_pack("{s:s,s:s,s:s}", "event", "wrote", "path", p->path,
-                        "via", "local"));
-  } else {
-    p->failed = true;
-    p->detail = fmt("%s: %s", p->path, strerror(errno));
-  }
-  perm_complete(a, p);
+  write_finished(a, p,
+                 ok ? NULL : json_pack("{s:s}", "message", strerror(errno)),
+                 "local");
 }
 
 static void on_fs_written(struct agent *a, struct perm *p, json_t *msg) {
-  if (json_object_get(msg, "result")) {
-    p->detail = fmt("wrote %s", p->path);
-    record(a, json_pack("{s:s,s:s,s:s}", "event", "wrote", "path", p->path,
-                        "via", "client"));
-  } else {
-    const char *m = json_string_value(
-        json_object_get(json_object_get(msg, "error"), "message"));
-    p->failed = true;
-    p->detail = fmt("fs/write_text_file failed: %s", m ? m : "?");
-  }
-  perm_complete(a, p);
+  write_finished(a, p,
+                 json_object_get(msg, "result")
+                     ? NULL
+                     : json_incref(json_object_get(msg, "error")),
+                 "client");
 }
 
 // Runs in the child: the command gets /dev/null as stdin and our pipe as
-// stdout and stderr, never our stdout, which carries only ACP messages.
-__attribute__((noreturn)) static void
-child_exec(const int fds[2], const char *cwd, const char *cmd) {
+// stdout and stderr, never our stdout, which carries only ACP messages. It
+// runs under /bin/sh -c, or with "args" as the command and those arguments.
+__attribute__((noreturn)) static void child_exec(const int fds[2],
+                                                 const char *cwd, json_t *act) {
   signal(SIGPIPE, SIG_DFL); // ignored dispositions survive exec
   int null = open("/dev/null", O_RDONLY);
   if (null > STDIN_FILENO) {
@@ -883,23 +1060,47 @@ child_exec(const int fds[2], const char *cwd, const char *cmd) {
     dprintf(STDERR_FILENO, "cd %s: %s\n", cwd, strerror(errno));
     _exit(127);
   }
-  execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-  dprintf(STDERR_FILENO, "/bin/sh: %s\n", strerror(errno));
+  size_t i;
+  json_t *item;
+  json_array_foreach(json_object_get(act, "env"), i, item) {
+    setenv(json_string_value(json_object_get(item, "name")),
+           json_string_value(json_object_get(item, "value")), 1);
+  }
+  const char *cmd = json_string_value(json_object_get(act, "command"));
+  json_t *args = json_object_get(act, "args");
+  const char *file = args ? cmd : "/bin/sh";
+  // Copies, because execvp takes strings that are not const.
+  char **argv = xcalloc(json_array_size(args) + 4, sizeof(*argv));
+  size_t n = 0;
+  argv[n++] = xstrdup(args ? cmd : "sh");
+  if (!args) {
+    argv[n++] = xstrdup("-c");
+    argv[n++] = xstrdup(cmd);
+  }
+  json_array_foreach(args, i, item) {
+    argv[n++] = xstrdup(json_string_value(item));
+  }
+  execvp(file, argv);
+  dprintf(STDERR_FILENO, "%s: %s\n", file, strerror(errno));
   _exit(127);
 }
 
-static void spawn_local(struct agent *a, struct perm *p, const char *cmd) {
+static void spawn_local(struct agent *a, struct perm *p) {
   int fds[2];
   pid_t pid = -1;
   if (pipe(fds) == 0) {
     pid = fork();
     if (pid == 0)
-      child_exec(fds, p->session->cwd, cmd);
+      child_exec(fds, p->session->cwd, p->act);
+    int saved = errno;
     close(fds[1]);
+    if (pid < 0)
+      close(fds[0]);
+    errno = saved;
   }
   if (pid < 0) {
     p->failed = true;
-    p->detail = fmt("could not start /bin/sh: %s", strerror(errno));
+    p->detail = fmt("could not start a process: %s", strerror(errno));
     perm_complete(a, p);
     return;
   }
@@ -907,6 +1108,12 @@ static void spawn_local(struct agent *a, struct perm *p, const char *cmd) {
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   p->pid = pid;
   p->out_fd = fds[0];
+  buf_add(&p->output, "", 0); // the output is "" until some comes
+  json_t *ms = json_object_get(p->act, "kill_after_ms");
+  if (json_is_true(json_object_get(p->act, "release_early")))
+    p->kill_at = now_ms(); // there is no terminal to release: kill it now
+  else if (ms)
+    p->kill_at = now_ms() + json_integer_value(ms);
 }
 
 // Sends the next terminal/* call about the perm's terminal.
@@ -918,29 +1125,62 @@ static void term_call(struct agent *a, struct perm *p, const char *method,
           kind, p);
 }
 
-static void act_run(struct agent *a, struct perm *p, json_t *act) {
-  const char *cmd = json_string_value(json_object_get(act, "command"));
+static void act_run(struct agent *a, struct perm *p) {
   if (!a->terminal) {
-    spawn_local(a, p, cmd);
+    spawn_local(a, p);
     return;
   }
-  request(a, NULL, "terminal/create",
-          json_pack("{s:s,s:s,s:[s,s],s:s}", "sessionId", p->session->id,
-                    "command", "/bin/sh", "args", "-c", cmd, "cwd",
-                    p->session->cwd),
-          REQ_TERM_CREATE, p);
+  const char *cmd = json_string_value(json_object_get(p->act, "command"));
+  json_t *args = json_object_get(p->act, "args");
+  json_t *params =
+      args ? json_pack("{s:s,s:s,s:O}", "sessionId", p->session->id, "command",
+                       cmd, "args", args)
+           : json_pack("{s:s,s:s,s:[s,s]}", "sessionId", p->session->id,
+                       "command", "/bin/sh", "args", "-c", cmd);
+  json_object_set_new(params, "cwd", json_string(p->session->cwd));
+  static const char *const optional[] = {"env", "outputByteLimit", NULL};
+  for (const char *const *k = optional; *k; k++)
+    if (json_object_get(p->act, *k))
+      json_object_set(params, *k, json_object_get(p->act, *k));
+  request(a, NULL, "terminal/create", params, REQ_TERM_CREATE, p);
+}
+
+// The time for a command's kill_after_ms (or, locally, release_early) has
+// come. In the client's terminal, terminal/kill goes out even if the
+// command has exited: only the client knows. A local child still running
+// is killed, and its pipe closed, since something it started in the
+// background may hold the pipe open.
+static void perm_kill(struct agent *a, struct perm *p) {
+  p->kill_at = 0;
+  if (p->term_id) {
+    term_call(a, p, "terminal/kill", REQ_TERM_KILL);
+    return;
+  }
+  if (p->reaped)
+    return;
+  kill(p->pid, SIGKILL);
+  if (p->out_fd >= 0) {
+    close(p->out_fd);
+    p->out_fd = -1;
+  }
 }
 
 // The command has finished, locally or in the client's terminal. A detail
-// set before this point is an error or a signal, so a failure.
+// set before this point is an error or a signal, so a failure; with neither
+// a detail nor an exit code, the terminal was released while running.
 static void run_finished(struct agent *a, struct perm *p, const char *via) {
   json_t *code = p->exit_code ? p->exit_code : json_null();
-  record(a, json_pack("{s:s,s:O,s:O,s:s}", "event", "ran", "command",
-                      json_object_get(json_object_get(p->spec, "on_allow"),
-                                      "command"),
-                      "exit", code, "via", via));
+  json_t *out =
+      p->output.data ? text_json(p->output.data, p->output.len) : json_null();
+  record(a,
+         json_pack("{s:s,s:O,s:O,s:s,s:o,s:b,s:O}", "event", "ran", "command",
+                   json_object_get(p->act, "command"), "exit", code, "via", via,
+                   "output", out, "truncated", p->truncated, "signal",
+                   p->signal ? p->signal : json_null()));
   if (p->detail) {
     p->failed = true;
+  } else if (!p->exit_code) {
+    p->detail = xstrdup("released while running");
   } else {
     p->detail = fmt("exit %" JSON_INTEGER_FORMAT, json_integer_value(code));
     p->failed = json_integer_value(code) != 0;
@@ -957,6 +1197,21 @@ static void term_error(struct perm *p, const char *method, json_t *msg) {
     p->detail = fmt("%s failed: %s", method, m ? m : "bad answer");
 }
 
+// The terminal was created: release it at once (release_early), kill it
+// after kill_after_ms, or wait for it to exit.
+static void term_created(struct agent *a, struct perm *p) {
+  json_t *ms = json_object_get(p->act, "kill_after_ms");
+  if (json_is_true(json_object_get(p->act, "release_early")))
+    term_call(a, p, "terminal/release", REQ_TERM_RELEASE);
+  else if (ms)
+    p->kill_at = now_ms() + json_integer_value(ms);
+  else
+    term_call(a, p, "terminal/wait_for_exit", REQ_TERM_WAIT);
+}
+
+// The terminal/* sequence, each call after the answer to the one before:
+// create -> (kill) -> wait_for_exit -> output -> release. After an error,
+// release comes next.
 static void on_term_response(struct agent *a, struct perm *p,
                              enum req_kind kind, json_t *msg) {
   json_t *res = json_object_get(msg, "result");
@@ -970,9 +1225,17 @@ static void on_term_response(struct agent *a, struct perm *p,
       return;
     }
     p->term_id = xstrdup(id);
-    term_call(a, p, "terminal/wait_for_exit", REQ_TERM_WAIT);
+    term_created(a, p);
     return;
   }
+  case REQ_TERM_KILL:
+    if (json_object_get(msg, "error")) {
+      term_error(p, "terminal/kill", msg);
+      term_call(a, p, "terminal/release", REQ_TERM_RELEASE);
+    } else {
+      term_call(a, p, "terminal/wait_for_exit", REQ_TERM_WAIT);
+    }
+    return;
   case REQ_TERM_WAIT:
     if (!json_is_object(res)) {
       term_error(p, "terminal/wait_for_exit", msg);
@@ -980,8 +1243,10 @@ static void on_term_response(struct agent *a, struct perm *p,
       return;
     }
     p->exit_code = json_incref(json_object_get(res, "exitCode"));
+    if (json_is_string(json_object_get(res, "signal")))
+      p->signal = json_incref(json_object_get(res, "signal"));
     if (!json_is_integer(p->exit_code)) {
-      const char *sig = json_string_value(json_object_get(res, "signal"));
+      const char *sig = json_string_value(p->signal);
       p->detail = fmt("killed by signal %s", sig ? sig : "?");
     }
     term_call(a, p, "terminal/output", REQ_TERM_OUTPUT);
@@ -992,51 +1257,93 @@ static void on_term_response(struct agent *a, struct perm *p,
       buf_adds(&p->output, out);
     else
       term_error(p, "terminal/output", msg);
+    p->truncated = json_is_true(json_object_get(res, "truncated"));
     term_call(a, p, "terminal/release", REQ_TERM_RELEASE);
     return;
   }
-  default: // REQ_TERM_RELEASE: its answer does not matter
+  default: // REQ_TERM_RELEASE
+    if (json_object_get(msg, "error"))
+      term_error(p, "terminal/release", msg);
     run_finished(a, p, "terminal");
   }
 }
 
 static void perm_act(struct agent *a, struct perm *p) {
-  json_t *act = json_object_get(p->spec, "on_allow");
-  const char *type = json_string_value(json_object_get(act, "type"));
-  if (type && strcmp(type, "write") == 0)
-    act_write(a, p, act);
-  else if (type && strcmp(type, "run") == 0)
-    act_run(a, p, act);
-  else
+  switch (act_type(p->act)) {
+  case ACT_READ:
+    act_read(a, p);
+    return;
+  case ACT_WRITE:
+    act_write(a, p);
+    return;
+  case ACT_RUN:
+    act_run(a, p);
+    return;
+  default:
     perm_complete(a, p);
+  }
 }
 
-// The allowed tool call is over: report it, then let the turn go on.
+// The message that reports a finished action: "Done: <title> (<detail>)"
+// or "Failed: ...", then a command's output on the next lines; for a read,
+// "Read <path>: <content>" or "Failed: read <path> (<error>)".
+static char *result_text(const struct perm *p) {
+  if (act_type(p->act) == ACT_READ)
+    return p->failed ? fmt("Failed: read %s (%s)", p->path, p->detail)
+                     : fmt("Read %s: %s", p->path, p->output.data);
+  struct buf text = {0};
+  buf_adds(&text, p->failed ? "Failed: " : "Done: ");
+  buf_adds(&text, p->title);
+  if (p->detail) {
+    buf_adds(&text, " (");
+    buf_adds(&text, p->detail);
+    buf_adds(&text, ")");
+  }
+  size_t n = p->output.len;
+  while (n > 0 && p->output.data[n - 1] == '\n')
+    n--; // the message ends where the output's last line does
+  if (n) {
+    buf_adds(&text, "\n");
+    buf_add(&text, p->output.data, n);
+  }
+  return text.data;
+}
+
+// The action is over: report it (a permission's tool call too), then let
+// the turn go on.
 static void perm_complete(struct agent *a, struct perm *p) {
   if (p->turn) {
-    send_update(a, p->session,
-                json_pack("{s:s,s:s,s:s}", "sessionUpdate", "tool_call_update",
-                          "toolCallId", p->tool_call_id, "status",
-                          p->failed ? "failed" : "completed"));
-    struct buf text = {0};
-    buf_adds(&text, p->failed ? "Failed: " : "Done: ");
-    buf_adds(&text, p->title);
-    if (p->detail) {
-      buf_adds(&text, " (");
-      buf_adds(&text, p->detail);
-      buf_adds(&text, ")");
-    }
-    size_t n = p->output.len;
-    while (n > 0 && p->output.data[n - 1] == '\n')
-      n--; // the message ends where the output's last line does
-    if (n) {
-      buf_adds(&text, "\n");
-      buf_add(&text, p->output.data, n);
-    }
-    send_text(a, p->session, text.data);
-    buf_free(&text);
+    if (p->tool_call_id)
+      send_update(a, p->session,
+                  json_pack("{s:s,s:s,s:s}", "sessionUpdate",
+                            "tool_call_update", "toolCallId", p->tool_call_id,
+                            "status", p->failed ? "failed" : "completed"));
+    char *text = result_text(p);
+    send_text(a, p->session, text);
+    free(text);
   }
   perm_done(a, p);
+}
+
+// Starts an action step of turn t: a read, write or run that asks no
+// permission. Its title is "read <path>", "write <path>" or the command.
+static void action_start(struct agent *a, struct turn *t, json_t *step) {
+  struct perm *p = perm_new(a, t, step);
+  p->act = step;
+  if (act_type(step) == ACT_RUN) {
+    struct buf b = {0};
+    buf_adds(&b, json_string_value(json_object_get(step, "command")));
+    add_words(&b, json_object_get(step, "args"));
+    p->title = b.data;
+  } else {
+    char *path =
+        abs_path(t->session, json_string_value(json_object_get(step, "path")));
+    p->title =
+        fmt("%s %s", json_string_value(json_object_get(step, "type")), path);
+    free(path);
+  }
+  t->active++;
+  perm_act(a, p);
 }
 
 // Handles the client's answer to a permission request.
@@ -1098,11 +1405,28 @@ static void read_child(struct agent *a, int fd) {
     return;
   if (n > 0) {
     size_t room = OUTPUT_KEEP - p->output.len;
+    p->truncated = p->truncated || (size_t)n > room;
     buf_add(&p->output, tmp, (size_t)n < room ? (size_t)n : room);
     return;
   }
   close(fd); // end of output (or a read error: same thing here)
   p->out_fd = -1;
+}
+
+// The name of a signal as ACP clients report it ("SIGKILL"), else its
+// number.
+static json_t *signal_json(int sig) {
+  static const struct {
+    int sig;
+    const char *name;
+  } names[] = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+      {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGSEGV, "SIGSEGV"},
+      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}};
+  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+    if (names[i].sig == sig)
+      return json_string(names[i].name);
+  return json_sprintf("%d", sig);
 }
 
 static void reap_children(struct agent *a) {
@@ -1112,8 +1436,10 @@ static void reap_children(struct agent *a) {
       p->reaped = true;
       p->exit_code =
           WIFEXITED(status) ? json_integer(WEXITSTATUS(status)) : NULL;
-      if (WIFSIGNALED(status))
+      if (WIFSIGNALED(status)) {
         p->detail = fmt("killed by signal %d", WTERMSIG(status));
+        p->signal = signal_json(WTERMSIG(status));
+      }
     }
   }
 }
@@ -1160,10 +1486,31 @@ static void many_permissions(struct agent *a, struct turn *t, json_t *st) {
   for (json_int_t i = 1; i <= count; i++) {
     char n[24];
     snprintf(n, sizeof(n), "%" JSON_INTEGER_FORMAT, i);
-    json_t *one = subst(req, t, n);
+    json_t *one = subst_turn(req, t, n);
     perm_start(a, t, one);
     json_decref(one);
   }
+}
+
+// Sends the updates of an "updates" step: `count` copies of its update,
+// ${n} numbering them from 1, as fast as the client reads them.
+static void send_updates(struct agent *a, struct turn *t, json_t *st) {
+  json_int_t count = json_integer_value(json_object_get(st, "count"));
+  json_t *update = json_object_get(st, "update");
+  for (json_int_t i = 1; i <= count; i++) {
+    char n[24];
+    snprintf(n, sizeof(n), "%" JSON_INTEGER_FORMAT, i);
+    send_update(a, t->session, subst_turn(update, t, n));
+  }
+}
+
+// An "error" step: the turn ends with this JSON-RPC error (turn_pump sends
+// it, since the turn cannot be freed while a step runs).
+static void error_step(struct turn *t, json_t *st) {
+  t->error = json_pack("{s:O,s:O}", "code", json_object_get(st, "code"),
+                       "message", json_object_get(st, "message"));
+  if (json_object_get(st, "data"))
+    json_object_set(t->error, "data", json_object_get(st, "data"));
 }
 
 static void raw_step(struct agent *a, json_t *st) {
@@ -1178,7 +1525,7 @@ static void raw_step(struct agent *a, json_t *st) {
 }
 
 static void run_step(struct agent *a, struct turn *t, json_t *step) {
-  json_t *st = subst(step, t, NULL);
+  json_t *st = subst_turn(step, t, NULL);
   const char *type = json_string_value(json_object_get(st, "type"));
   if (strcmp(type, "message") == 0) {
     send_text(a, t->session, json_string_value(json_object_get(st, "text")));
@@ -1207,27 +1554,43 @@ static void run_step(struct agent *a, struct turn *t, json_t *step) {
     send_flood(a, t->session, st);
   } else if (strcmp(type, "many_permissions") == 0) {
     many_permissions(a, t, st);
+  } else if (strcmp(type, "updates") == 0) {
+    send_updates(a, t, st);
+  } else if (strcmp(type, "error") == 0) {
+    error_step(t, st);
+  } else { // read, write or run, without asking
+    action_start(a, t, st);
   }
   json_decref(st);
 }
 
 // Runs steps until the turn has to wait (for answers or a timer) or ends.
+// An action step that finishes at once (a local read or write) calls this
+// again from inside run_step: that inner call returns at once, and this
+// loop goes on, so that only this loop frees the turn.
 static void turn_pump(struct agent *a, struct turn *t) {
   json_t *steps = json_object_get(a->scenario, "steps");
+  if (t->pumping)
+    return;
+  t->pumping = true;
   while (t->active == 0 && t->wake_at == 0) {
     const char *stop = t->cancelled ? "cancelled" : t->stop;
     if (!stop && t->step >= json_array_size(steps))
       stop = "end_turn";
-    if (stop) {
-      turn_finish(a, t, stop, NULL);
+    if (stop || t->error) {
+      turn_finish(a, t, stop, t->error);
       return;
     }
     run_step(a, t, json_array_get(steps, t->step++));
   }
+  t->pumping = false;
 }
 
 static void fire_timers(struct agent *a) {
   int64_t now = now_ms();
+  for (struct perm *p = a->perms; p; p = p->next)
+    if (p->kill_at && p->kill_at <= now)
+      perm_kill(a, p);
   for (struct session *s = a->sessions; s; s = s->next)
     if (s->turn && s->turn->wake_at && s->turn->wake_at <= now) {
       s->turn->wake_at = 0;
@@ -1235,13 +1598,21 @@ static void fire_timers(struct agent *a) {
     }
 }
 
-// Milliseconds until the next sleep ends, or -1 when nothing sleeps.
+// The earlier of two monotonic times, where 0 or less means none.
+static int64_t earliest(int64_t next, int64_t at) {
+  return at > 0 && (next <= 0 || at < next) ? at : next;
+}
+
+// Milliseconds until the next sleep ends or command is to be killed, or -1
+// when there is nothing to wait for.
 static int next_timeout(const struct agent *a) {
-  int64_t next = -1, now = now_ms();
+  int64_t next = 0, now = now_ms();
   for (const struct session *s = a->sessions; s; s = s->next)
-    if (s->turn && s->turn->wake_at && (next < 0 || s->turn->wake_at < next))
-      next = s->turn->wake_at;
-  if (next < 0)
+    if (s->turn)
+      next = earliest(next, s->turn->wake_at);
+  for (const struct perm *p = a->perms; p; p = p->next)
+    next = earliest(next, p->kill_at);
+  if (next <= 0)
     return -1;
   return next <= now ? 0 : next - now > INT_MAX ? INT_MAX : (int)(next - now);
 }
@@ -1263,43 +1634,179 @@ static void invalid_params(struct agent *a, json_t *id, const char *why) {
                 json_pack("{s:s}", "details", why));
 }
 
+// The object of an array whose "id" is the string id, or NULL.
+static json_t *find_by_id(json_t *array, const char *id) {
+  size_t i;
+  json_t *item;
+  json_array_foreach(array, i, item) {
+    const char *s = json_string_value(json_object_get(item, "id"));
+    if (s && strcmp(s, id) == 0)
+      return item;
+  }
+  return NULL;
+}
+
 static void on_initialize(struct agent *a, json_t *id, json_t *params) {
   json_t *caps = json_object_get(params, "clientCapabilities");
-  a->fs_write = json_is_true(
-      json_object_get(json_object_get(caps, "fs"), "writeTextFile"));
+  json_t *fs = json_object_get(caps, "fs");
+  a->fs_read = json_is_true(json_object_get(fs, "readTextFile"));
+  a->fs_write = json_is_true(json_object_get(fs, "writeTextFile"));
   a->terminal = json_is_true(json_object_get(caps, "terminal"));
-  say("initialize: client fs.writeTextFile=%s terminal=%s",
-      a->fs_write ? "yes" : "no", a->terminal ? "yes" : "no");
+  say("initialize: client fs.readTextFile=%s fs.writeTextFile=%s terminal=%s",
+      a->fs_read ? "yes" : "no", a->fs_write ? "yes" : "no",
+      a->terminal ? "yes" : "no");
+  json_t *agent_caps =
+      json_pack("{s:b,s:{s:b,s:b,s:b}}", "loadSession", 0, "promptCapabilities",
+                "image", 0, "audio", 0, "embeddedContext", 0);
+  json_object_update(agent_caps,
+                     json_object_get(a->scenario, "agent_capabilities"));
+  json_t *methods = json_object_get(a->scenario, "auth_methods");
   respond(a, id,
-          json_pack("{s:i,s:{s:b,s:{s:b,s:b,s:b}},s:{s:s,s:s},s:[]}",
-                    "protocolVersion", 1, "agentCapabilities", "loadSession", 0,
-                    "promptCapabilities", "image", 0, "audio", 0,
-                    "embeddedContext", 0, "agentInfo", "name", AGENT_NAME,
-                    "version", AGENT_VERSION, "authMethods"));
+          json_pack("{s:i,s:o,s:{s:s,s:s},s:o}", "protocolVersion", 1,
+                    "agentCapabilities", agent_caps, "agentInfo", "name",
+                    AGENT_NAME, "version", AGENT_VERSION, "authMethods",
+                    methods ? json_incref(methods) : json_array()));
+}
+
+// While the scenario's require_auth holds and no authenticate has
+// succeeded, answers -32000 and returns false.
+static bool check_auth(struct agent *a, json_t *id) {
+  if (a->authenticated ||
+      !json_is_true(json_object_get(a->scenario, "require_auth")))
+    return true;
+  say("authentication required");
+  respond_error(a, id, -32000, "Authentication required", NULL);
+  return false;
+}
+
+static void on_authenticate(struct agent *a, json_t *id, json_t *params) {
+  const char *method = json_string_value(json_object_get(params, "methodId"));
+  if (!method ||
+      !find_by_id(json_object_get(a->scenario, "auth_methods"), method)) {
+    invalid_params(a, id, "unknown methodId");
+    return;
+  }
+  a->authenticated = true;
+  say("authenticated with %s", method);
+  respond(a, id, json_object());
+  record(a,
+         json_pack("{s:s,s:s}", "event", "authenticated", "methodId", method));
+}
+
+// Sets the session's cwd, an absolute path, without trailing slashes so
+// that "${cwd}/x" has one slash.
+static void session_set_cwd(struct session *s, const char *cwd) {
+  free(s->cwd);
+  s->cwd = xstrdup(cwd);
+  size_t n = strlen(s->cwd);
+  while (n > 1 && s->cwd[n - 1] == '/')
+    s->cwd[--n] = '\0';
+}
+
+// Adds a session; takes id, a new string. It starts in the scenario's
+// current mode, if the scenario has modes.
+static struct session *session_add(struct agent *a, char *id, const char *cwd) {
+  const char *mode = json_string_value(
+      json_object_get(json_object_get(a->scenario, "modes"), "currentModeId"));
+  struct session *s = xcalloc(1, sizeof(*s));
+  s->id = id;
+  session_set_cwd(s, cwd);
+  s->mode = mode ? xstrdup(mode) : NULL;
+  s->next = a->sessions;
+  a->sessions = s;
+  return s;
+}
+
+// Returns result (a session/new or session/load result) with the
+// scenario's modes added, if it has modes, showing the session's mode.
+static json_t *with_modes(struct agent *a, struct session *s, json_t *result) {
+  json_t *modes = json_object_get(a->scenario, "modes");
+  if (modes) {
+    json_t *m = json_deep_copy(modes);
+    json_object_set_new(m, "currentModeId", json_string(s->mode));
+    json_object_set_new(result, "modes", m);
+  }
+  return result;
 }
 
 static void on_session_new(struct agent *a, json_t *id, json_t *params) {
   const char *cwd = json_string_value(json_object_get(params, "cwd"));
+  if (!check_auth(a, id))
+    return;
   if (!cwd || cwd[0] != '/') {
     invalid_params(a, id, "cwd must be an absolute path");
     return;
   }
-  struct session *s = xcalloc(1, sizeof(*s));
-  s->id = fmt("demo-%ld-%u", (long)getpid(), ++a->nsessions);
-  s->cwd = xstrdup(cwd);
-  size_t n = strlen(s->cwd);
-  while (n > 1 && s->cwd[n - 1] == '/') // so "${cwd}/x" has one slash
-    s->cwd[--n] = '\0';
-  s->next = a->sessions;
-  a->sessions = s;
+  struct session *s =
+      session_add(a, fmt("demo-%ld-%u", (long)getpid(), ++a->nsessions), cwd);
   say("session %s in %s", s->id, s->cwd);
-  respond(a, id, json_pack("{s:s}", "sessionId", s->id));
+  respond(a, id, with_modes(a, s, json_pack("{s:s}", "sessionId", s->id)));
   // Like Gemini and Claude: right after the response, outside any turn.
   send_update(a, s,
               json_pack("{s:s,s:[{s:s,s:s,s:n}]}", "sessionUpdate",
                         "available_commands_update", "availableCommands",
                         "name", "demo", "description",
                         "Play the demo scenario (any prompt does)", "input"));
+}
+
+// The session may come from an earlier run of the agent, so any id that
+// looks like one of ours will do. The scenario's history is replayed
+// before the answer, as the protocol asks.
+static void on_session_load(struct agent *a, json_t *id, json_t *params) {
+  const char *cwd = json_string_value(json_object_get(params, "cwd"));
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  if (!check_auth(a, id))
+    return;
+  if (!cwd || cwd[0] != '/') {
+    invalid_params(a, id, "cwd must be an absolute path");
+    return;
+  }
+  if (!sid || strncmp(sid, "demo-", 5) != 0) {
+    say("session/load: no session %s", sid ? sid : "(no sessionId string)");
+    respond_error(a, id, -32002, "Resource not found",
+                  json_pack("{s:s?}", "sessionId", sid));
+    return;
+  }
+  struct session *s = find_session(a, params);
+  if (s && s->turn) {
+    respond_error(a, id, -32000, "turn already running", NULL);
+    return;
+  }
+  if (s)
+    session_set_cwd(s, cwd);
+  else
+    s = session_add(a, xstrdup(sid), cwd);
+  say("session %s loaded in %s", s->id, s->cwd);
+  size_t i;
+  json_t *update;
+  json_array_foreach(json_object_get(a->scenario, "history"), i, update) {
+    send_update(a, s, subst(update, &(struct vars){.session = s}));
+  }
+  respond(a, id, with_modes(a, s, json_object()));
+  record(a, json_pack("{s:s,s:s}", "event", "loaded", "session", s->id));
+}
+
+static void on_set_mode(struct agent *a, json_t *id, json_t *params) {
+  struct session *s = find_session(a, params);
+  const char *mode = json_string_value(json_object_get(params, "modeId"));
+  json_t *modes = json_object_get(a->scenario, "modes");
+  if (!s) {
+    invalid_params(a, id, "unknown sessionId");
+    return;
+  }
+  if (!mode || !find_by_id(json_object_get(modes, "availableModes"), mode)) {
+    invalid_params(a, id, "unknown modeId");
+    return;
+  }
+  free(s->mode);
+  s->mode = xstrdup(mode);
+  say("session %s: mode %s", s->id, s->mode);
+  send_update(a, s,
+              json_pack("{s:s,s:s}", "sessionUpdate", "current_mode_update",
+                        "currentModeId", s->mode));
+  respond(a, id, json_object());
+  record(a, json_pack("{s:s,s:s,s:s}", "event", "mode", "session", s->id,
+                      "modeId", s->mode));
 }
 
 static void on_session_prompt(struct agent *a, json_t *id, json_t *params) {
@@ -1333,13 +1840,32 @@ static void on_session_cancel(struct agent *a, json_t *params) {
   turn_pump(a, s->turn);
 }
 
+// Whether the scenario offers authenticate, session/load, session/set_mode.
+static bool offers_auth(const struct agent *a) {
+  return json_object_get(a->scenario, "auth_methods") != NULL;
+}
+
+static bool offers_load(const struct agent *a) {
+  return json_is_true(json_object_get(
+      json_object_get(a->scenario, "agent_capabilities"), "loadSession"));
+}
+
+static bool offers_modes(const struct agent *a) {
+  return json_object_get(a->scenario, "modes") != NULL;
+}
+
+// A method the scenario does not offer is unknown (-32601), like any other.
 static const struct {
   const char *name;
   void (*fn)(struct agent *a, json_t *id, json_t *params);
+  bool (*offered)(const struct agent *a); // NULL: always offered
 } request_handlers[] = {
-    {"initialize", on_initialize},
-    {"session/new", on_session_new},
-    {"session/prompt", on_session_prompt},
+    {"initialize", on_initialize, NULL},
+    {"authenticate", on_authenticate, offers_auth},
+    {"session/new", on_session_new, NULL},
+    {"session/load", on_session_load, offers_load},
+    {"session/prompt", on_session_prompt, NULL},
+    {"session/set_mode", on_set_mode, offers_modes},
 };
 
 static void on_request(struct agent *a, json_t *id, const char *method,
@@ -1350,7 +1876,8 @@ static void on_request(struct agent *a, json_t *id, const char *method,
   }
   for (size_t i = 0; i < sizeof(request_handlers) / sizeof(*request_handlers);
        i++)
-    if (strcmp(method, request_handlers[i].name) == 0) {
+    if (strcmp(method, request_handlers[i].name) == 0 &&
+        (!request_handlers[i].offered || request_handlers[i].offered(a))) {
       request_handlers[i].fn(a, id, params);
       return;
     }
@@ -1379,6 +1906,8 @@ static void on_response(struct agent *a, json_t *msg) {
   free(r);
   if (kind == REQ_PERMISSION)
     on_permission_answer(a, p, msg);
+  else if (kind == REQ_FS_READ)
+    on_fs_read(a, p, msg);
   else if (kind == REQ_FS_WRITE)
     on_fs_written(a, p, msg);
   else
@@ -1595,6 +2124,7 @@ static void agent_free(struct agent *a) {
     free(s->turn);
     free(s->id);
     free(s->cwd);
+    free(s->mode);
     free(s);
   }
   json_decref(a->scenario);
@@ -1616,25 +2146,90 @@ __attribute__((noreturn)) static void agent_exit(struct agent *a, int code) {
 // ---------------------------------------------------------------------------
 // Scenario loading and checking
 
-static const char *check_action(json_t *act) {
-  const char *type = json_string_value(json_object_get(act, "type"));
-  if (type && strcmp(type, "write") == 0)
-    return json_is_string(json_object_get(act, "path")) &&
-                   json_is_string(json_object_get(act, "content"))
-               ? NULL
-               : "a write action needs path and content strings";
-  if (type && strcmp(type, "run") == 0)
-    return json_is_string(json_object_get(act, "command"))
-               ? NULL
-               : "a run action needs a command string";
-  return "on_allow must be {\"type\":\"write\",...} or {\"type\":\"run\",...}";
-}
-
 static bool is_one_of(const char *s, const char *const *list) {
   for (; s && *list; list++)
     if (strcmp(s, *list) == 0)
       return true;
   return false;
+}
+
+// Is v an integer >= min?
+static bool is_count(json_t *v, json_int_t min) {
+  return json_is_integer(v) && json_integer_value(v) >= min;
+}
+
+static bool is_string_array(json_t *v) {
+  size_t i;
+  json_t *item;
+  json_array_foreach(v, i, item) {
+    if (!json_is_string(item))
+      return false;
+  }
+  return json_is_array(v);
+}
+
+// Is v an array of objects, each with a string in every field named in
+// fields (a NULL-terminated list)?
+static bool is_array_of(json_t *v, const char *const *fields) {
+  size_t i;
+  json_t *item;
+  json_array_foreach(v, i, item) {
+    for (const char *const *f = fields; *f; f++)
+      if (!json_is_string(json_object_get(item, *f)))
+        return false;
+  }
+  return json_is_array(v);
+}
+
+// Is v absent, or a uint32 (as line and limit are in the schema) >= 1?
+static bool is_line_count(json_t *v) {
+  return !v || (is_count(v, 1) && json_integer_value(v) <= UINT32_MAX);
+}
+
+static const char *check_run(json_t *act) {
+  json_t *args = json_object_get(act, "args");
+  json_t *env = json_object_get(act, "env");
+  json_t *limit = json_object_get(act, "outputByteLimit");
+  json_t *kill_ms = json_object_get(act, "kill_after_ms");
+  json_t *early = json_object_get(act, "release_early");
+  if (!json_is_string(json_object_get(act, "command")))
+    return "a run action needs a command string";
+  if (args && !is_string_array(args))
+    return "args must be an array of strings";
+  if (env && !is_array_of(env, (const char *const[]){"name", "value", NULL}))
+    return "env must be an array of {name, value} strings";
+  if (limit && !is_count(limit, 0))
+    return "outputByteLimit must be an integer >= 0";
+  if (kill_ms && !is_count(kill_ms, 0))
+    return "kill_after_ms must be an integer >= 0";
+  if (early && !json_is_boolean(early))
+    return "release_early must be true or false";
+  if (kill_ms && json_is_true(early))
+    return "kill_after_ms and release_early exclude each other";
+  return NULL;
+}
+
+// Checks an action: a permission's on_allow, or a read, write or run step.
+static const char *check_action(json_t *act) {
+  switch (act_type(act)) {
+  case ACT_READ:
+    return !json_is_string(json_object_get(act, "path"))
+               ? "a read action needs a path string"
+           : !is_line_count(json_object_get(act, "line")) ||
+                   !is_line_count(json_object_get(act, "limit"))
+               ? "line and limit must be integers 1-4294967295"
+               : NULL;
+  case ACT_WRITE:
+    return json_is_string(json_object_get(act, "path")) &&
+                   json_is_string(json_object_get(act, "content"))
+               ? NULL
+               : "a write action needs path and content strings";
+  case ACT_RUN:
+    return check_run(act);
+  default:
+    return "on_allow must be {\"type\":\"write\",...}, {\"type\":\"run\","
+           "...} or {\"type\":\"read\",...}";
+  }
 }
 
 // Checks one permission request (a "permission" step or an item of a
@@ -1668,11 +2263,6 @@ static const char *check_request(json_t *req) {
   if (wait && !json_is_boolean(wait))
     return "wait must be true or false";
   return NULL;
-}
-
-// Is v an integer >= min?
-static bool is_count(json_t *v, json_int_t min) {
-  return json_is_integer(v) && json_integer_value(v) >= min;
 }
 
 static const char *check_raw(json_t *step) {
@@ -1774,7 +2364,51 @@ static const char *check_step(json_t *step) {
     return json_is_object(json_object_get(step, "update"))
                ? NULL
                : "update needs an update object";
+  if (strcmp(type, "updates") == 0)
+    return !is_count(json_object_get(step, "count"), 1)
+               ? "updates needs count, an integer >= 1"
+           : !json_is_object(json_object_get(step, "update"))
+               ? "updates needs an update object"
+               : NULL;
+  if (strcmp(type, "error") == 0)
+    return json_is_integer(json_object_get(step, "code")) &&
+                   json_is_string(json_object_get(step, "message"))
+               ? NULL
+               : "error needs code, an integer, and a message string";
+  if (is_one_of(type, (const char *const[]){"read", "write", "run", NULL}))
+    return check_action(step);
   return "unknown step type";
+}
+
+// Checks the scenario's optional top-level fields (all but steps and
+// id_style). Returns why one is bad, naming it, or NULL.
+static const char *check_top(json_t *sc) {
+  json_t *caps = json_object_get(sc, "agent_capabilities");
+  json_t *methods = json_object_get(sc, "auth_methods");
+  json_t *auth = json_object_get(sc, "require_auth");
+  json_t *modes = json_object_get(sc, "modes");
+  json_t *history = json_object_get(sc, "history");
+  json_t *available = json_object_get(modes, "availableModes");
+  const char *mode = json_string_value(json_object_get(modes, "currentModeId"));
+  static const char *const id_name[] = {"id", "name", NULL};
+  if (caps && !json_is_object(caps))
+    return "agent_capabilities must be an object";
+  if (methods && !is_array_of(methods, id_name))
+    return "auth_methods must be an array of objects with id and name strings";
+  if (auth && !json_is_boolean(auth))
+    return "require_auth must be true or false";
+  if (json_is_true(auth) && json_array_size(methods) == 0)
+    return "require_auth needs a non-empty auth_methods";
+  if (modes && (!is_array_of(available, id_name) || !mode ||
+                !find_by_id(available, mode)))
+    return "modes needs availableModes (objects with id and name strings) "
+           "and a currentModeId, the id of one of them";
+  if (history &&
+      !is_array_of(history, (const char *const[]){"sessionUpdate", NULL}))
+    return "history must be an array of objects with a sessionUpdate string";
+  if (history && !json_is_true(json_object_get(caps, "loadSession")))
+    return "history needs agent_capabilities.loadSession: true";
+  return NULL;
 }
 
 // Loads the scenario (the built-in one if path is NULL) and checks it, so
@@ -1796,10 +2430,15 @@ static json_t *scenario_load(const char *path, enum id_style *style) {
     why = "a scenario is an object with a steps array";
   else if (json_object_get(sc, "id_style") && !is_one_of(idst, styles))
     why = "id_style must be \"int\", \"string\" or \"uuid\"";
+  else
+    why = check_top(sc);
   for (; !why && bad < json_array_size(json_object_get(sc, "steps")); bad++)
     why = check_step(json_array_get(json_object_get(sc, "steps"), bad));
   if (why) {
-    say("%s: steps[%zu]: %s", name, bad ? bad - 1 : 0, why);
+    if (bad) // a step is bad; else the scenario's top level is
+      say("%s: steps[%zu]: %s", name, bad - 1, why);
+    else
+      say("%s: %s", name, why);
     json_decref(sc);
     exit(2);
   }
