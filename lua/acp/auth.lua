@@ -64,6 +64,7 @@ function H.command(name)
   return spec and table.concat(spec.cmd, ' ') or name
 end
 
+
 --- The variable a method reads its key from, if it says or is well known.
 function H.var_of(m)
   local meta = type(m._meta) == 'table' and m._meta or {}
@@ -77,8 +78,8 @@ end
 
 --- The one method whose variable is set in the agent's environment.
 function H.env_method(name, methods)
-  local spec = require('acp.config').resolve_agent(name)
-  local agent_env = spec and spec.env or {}
+  local a = require('acp.state').agents[name]
+  local agent_env = a and a.env or {}
   local found
   for _, m in ipairs(methods) do
     local var = H.var_of(m)
@@ -86,6 +87,8 @@ function H.env_method(name, methods)
       local v = agent_env[var]
       if v == nil then
         v = vim.env[var]
+      elseif v == false then
+        v = nil
       end
       if type(v) == 'string' and v ~= '' then
         if found ~= nil then

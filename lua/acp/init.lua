@@ -54,7 +54,7 @@ function M.start(agent, opts)
   if not ok then
     return H.fail(send_err)
   end
-  state.agent_starting(spec.name, cwd)
+  state.agent_starting(spec.name, cwd, spec.env)
   return true
 end
 

@@ -136,9 +136,13 @@ function M.log(event, data)
 end
 
 --- Records that `name` is being started in `cwd` and makes it current.
-function M.agent_starting(name, cwd)
+---@param name string
+---@param cwd string
+---@param env table|nil the agent's environment additions (for logins)
+function M.agent_starting(name, cwd, env)
   M.agents[name] = M.agents[name] or { name = name, prompts = 0, stopping = false }
   M.agents[name].cwd = cwd
+  M.agents[name].env = env or M.agents[name].env
   H.seq = H.seq + 1
   M.agents[name].seq = H.seq
   M.current = name
