@@ -190,4 +190,51 @@ T.test('an agent error (429) ends the turn with a readable message; the next pro
   end, nil, 'the second turn ends too')
 end)
 
+T.test('two agents side by side: separate sessions, prompts, permissions', function()
+  local bin = os.getenv('ACP_DEMO_AGENT_BIN')
+  local project = T.project()
+  local tr = { one = T.tmpname('transcript', '.jsonl'), two = T.tmpname('transcript', '.jsonl') }
+  local function agent(name)
+    return {
+      cmd = { bin },
+      env = {
+        ACP_DEMO_TRANSCRIPT = tr[name],
+        ACP_DEMO_SCENARIO = T.scenario({
+          name = name,
+          steps = {
+            {
+              type = 'permission',
+              toolCall = { toolCallId = name .. '_${turn}', title = 'Write ' .. name .. '.txt', kind = 'edit' },
+              options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
+              on_allow = { type = 'write', path = name .. '.txt', content = name .. '\n' },
+            },
+          },
+        }),
+      },
+    }
+  end
+  require('acp').setup({ ui = { arm_ms = 50 }, agents = { one = agent('one'), two = agent('two') } })
+  T.defer(T.stop_all)
+  local state = require('acp.state')
+  require('acp').start('one', { cwd = project })
+  require('acp').start('two', { cwd = project })
+  T.wait(function()
+    return state.agents.one and state.agents.one.session and state.agents.two and state.agents.two.session
+  end, nil, 'both sessions')
+  T.ok(state.agents.one.session ~= state.agents.two.session, 'two sessions')
+  T.eq(require('acp').status().agent, 'two', 'the last started is current')
+  require('acp').prompt('Write yours')
+  require('acp').start('one', { cwd = project }) -- reuse: becomes current again
+  require('acp').prompt('Write yours too')
+  T.wait(function()
+    return #require('acp').pending() == 2
+  end, nil, 'a prompt from each agent')
+  vim.cmd('AcpAllow!')
+  T.wait(function()
+    return T.exists(project .. '/one.txt') and T.exists(project .. '/two.txt')
+  end, nil, 'both files written')
+  T.eq(#T.messages(T.transcript(tr.one), 'in', 'session/prompt'), 1, 'one prompt to one')
+  T.eq(#T.messages(T.transcript(tr.two), 'in', 'session/prompt'), 1, 'one prompt to two')
+end)
+
 T.done()
