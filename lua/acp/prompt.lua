@@ -578,7 +578,7 @@ function H.select(req, opts)
   local pos, total = state.position(req.id)
   local tc = state.tool_call(req)
   local prompt = ('Permission %d/%d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
-  local cmd = H.command(tc)
+  local cmd = state.command(tc.rawInput)
   if cmd ~= nil and cmd ~= state.title(req) then
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')
   end
@@ -742,25 +742,6 @@ function H.height(lines, width)
   return h
 end
 
---- The shell command of an `execute` tool call, as one string, or nil.
-function H.command(tc)
-  local input = tc.rawInput
-  if type(input) ~= 'table' then
-    return nil
-  end
-  local cmd = input.command or input.cmd
-  if type(cmd) == 'string' and cmd ~= '' then
-    return cmd
-  elseif type(cmd) == 'table' and compat.islist(cmd) and #cmd > 0 then
-    local parts = {}
-    for _, p in ipairs(cmd) do
-      parts[#parts + 1] = tostring(p)
-    end
-    return table.concat(parts, ' ')
-  end
-  return nil
-end
-
 function H.details(req, tc)
   local state = H.state()
   local b = H.block()
@@ -768,7 +749,7 @@ function H.details(req, tc)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
 
   if kind == 'execute' then
-    b.text(H.command(tc) or state.title(req), 'AcpPromptCommand', '$ ', '  ')
+    b.text(state.command(tc.rawInput) or state.title(req), 'AcpPromptCommand', '$ ', '  ')
     if type(input.cwd) == 'string' then
       b.add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } })
     end

@@ -226,6 +226,27 @@ function M.title(req)
   return compat.str(req.title) or compat.str(tc.title) or M.kind(req)
 end
 
+--- The shell command of an `execute` tool call's rawInput (a string, or a
+--- list joined with spaces), or nil.
+---@param input any the tool call's rawInput
+---@return string|nil
+function M.command(input)
+  if type(input) ~= 'table' then
+    return nil
+  end
+  local cmd = input.command or input.cmd
+  if type(cmd) == 'string' and cmd ~= '' then
+    return cmd
+  elseif type(cmd) == 'table' and compat.islist(cmd) and #cmd > 0 then
+    local parts = {}
+    for _, p in ipairs(cmd) do
+      parts[#parts + 1] = tostring(p)
+    end
+    return table.concat(parts, ' ')
+  end
+  return nil
+end
+
 ---@param req acp.Pending
 ---@return string
 function M.kind(req)

@@ -1,0 +1,576 @@
+-- The chat buffer (lua/acp/chat.lua): one buffer per session, drawn from the
+-- broker's events on a timer. Most tests play tests/scenarios/chat.json with
+-- the demo agent and read the buffer; the events the broker does not send
+-- yet (turn_start's text, terminal, session_loading) are fed to
+-- require('acp.broker')._on_event, the entry point the broker calls.
+local T = require('helpers')
+local api = vim.api
+local uv = vim.uv or vim.loop
+
+local function lines(buf)
+  return api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+local function text(buf)
+  return table.concat(lines(buf), '\n')
+end
+
+--- 1-based index of the first line equal to `line`, or nil.
+local function find(ls, line, from)
+  for i = from or 1, #ls do
+    if ls[i] == line then
+      return i
+    end
+  end
+  return nil
+end
+
+--- How many lines contain `sub`.
+local function count(ls, sub)
+  local n = 0
+  for _, l in ipairs(ls) do
+    if l:find(sub, 1, true) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- Waits until the chat buffer of `session` shows `needle`; returns it.
+local function wait_text(session, needle, timeout)
+  return T.wait(function()
+    local buf = require('acp.chat').buffer(session)
+    return buf and text(buf):find(needle, 1, true) and buf
+  end, timeout, 'the chat of ' .. session .. ' to show ' .. vim.inspect(needle))
+end
+
+--- Highlight groups on 0-based row `row` of a chat buffer.
+local function groups(buf, row)
+  local ns = api.nvim_get_namespaces()['acp-chat']
+  local list = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+    list[#list + 1] = m[4].hl_group
+  end
+  return list
+end
+
+--- Windows of the current tab page showing `buf`.
+local function windows(buf)
+  local list = {}
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) == buf then
+      list[#list + 1] = w
+    end
+  end
+  return list
+end
+
+--- Closes every window but the first (tests open splits).
+local function only()
+  T.defer(function()
+    vim.cmd('silent! only!')
+  end)
+end
+
+--- Starts chat.json, sends a prompt and waits for the edit's permission.
+local function chat_turn()
+  local ctx = T.start_demo('chat.json')
+  T.ok(require('acp').prompt('fix notes.txt'))
+  ctx.pending = T.wait_pending('chat_edit_1')
+  return ctx
+end
+
+--- Starts the demo agent under another name (a symlink), so that two agents
+--- run side by side; like T.start_demo otherwise.
+local function start_other(name, scenario)
+  local dir = T.project()
+  local link = dir .. '/' .. name
+  assert(uv.fs_symlink(os.getenv('ACP_DEMO_AGENT_BIN'), link))
+  local ctx = { project = T.project(), transcript = T.tmpname('transcript', '.jsonl') }
+  T.ok(require('acp').start({
+    cmd = { link },
+    env = { ACP_DEMO_SCENARIO = T.scenario(scenario), ACP_DEMO_TRANSCRIPT = ctx.transcript },
+  }, { cwd = ctx.project }))
+  ctx.agent = name
+  ctx.session = T.wait(function()
+    local a = require('acp.state').agents[name]
+    return a and a.session
+  end, nil, 'the session of ' .. name)
+  return ctx
+end
+
+local function prompts(ctx)
+  local list = {}
+  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in', 'session/prompt')) do
+    list[#list + 1] = m.params.prompt[1].text
+  end
+  return list
+end
+
+local reply = { name = 'reply', steps = { { type = 'message', text = 'Reply number ${turn}.' } } }
+
+T.test('streamed chunks become one message; a thought is shown apart, dimmed', function()
+  local ctx = chat_turn()
+  local msg = 'Hello from the demo agent! I will read notes.txt, then fix its second line.'
+  local buf = wait_text(ctx.session, msg)
+  local ls = lines(buf)
+  local i = T.ok(find(ls, msg), 'the message on one line of its own:\n' .. text(buf))
+  T.eq(ls[i - 1], ctx.agent, 'the line above the message')
+  local chunks = 0
+  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'out', 'session/update')) do
+    local u = m.params.update
+    local t = u.sessionUpdate == 'agent_message_chunk' and u.content.text
+    if type(t) == 'string' and msg:find(t, 1, true) then
+      chunks = chunks + 1
+    end
+  end
+  T.ok(chunks >= 3, 'the agent streamed the message in several chunks: ' .. chunks)
+
+  local j = T.ok(find(ls, '│ The person wants notes.txt fixed; read it first.'), 'the thought:\n' .. text(buf))
+  T.eq(ls[j - 1], ctx.agent .. ' · thinking', 'the line above the thought')
+  T.ok(j < i, 'the thought comes first')
+  T.eq(groups(buf, j - 1), { 'AcpChatThought' }, 'highlight of the thought')
+  T.eq(groups(buf, i - 1), {}, 'highlight of the message')
+end)
+
+T.test('the chat buffer: name, options, header; not modifiable', function()
+  local ctx = chat_turn()
+  local buf = wait_text(ctx.session, 'awaiting your answer')
+  T.eq(api.nvim_buf_get_name(buf), ('acp://chat/%s/%s'):format(ctx.agent, ctx.session), 'name')
+  T.eq(vim.bo[buf].filetype, 'acpchat', 'filetype')
+  T.eq(vim.bo[buf].buftype, 'nofile', 'buftype')
+  T.eq(vim.bo[buf].bufhidden, 'hide', 'bufhidden')
+  T.eq(vim.bo[buf].modifiable, false, 'modifiable')
+  T.eq(vim.fn.buflisted(buf), 0, 'listed')
+  local ls = lines(buf)
+  T.contains(ls[1], ('acp chat · %s · session %s'):format(ctx.agent, ctx.session), 'header')
+  T.contains(ls[2], 'working…', 'state in the header')
+  T.contains(ls[2], '1 awaiting your answer', 'prompts waiting, in the header')
+  local ok = pcall(api.nvim_buf_set_lines, buf, 0, 1, false, { 'typed over' })
+  T.eq(ok, false, 'the person cannot change the history')
+end)
+
+T.test('a tool call is updated in place: title kept, status changed, one block', function()
+  local ctx = chat_turn()
+  local buf = wait_text(ctx.session, '[pending] Edit notes.txt · edit')
+  local before = lines(buf)
+  local row = find(before, '[pending] Edit notes.txt · edit')
+  T.eq(count(before, 'Edit notes.txt · edit'), 1, 'blocks for the edit')
+  -- The read was created by tool_call and completed by a tool_call_update
+  -- without a title.
+  local r = T.ok(find(before, '[done] Read notes.txt · read'), 'the completed read:\n' .. text(buf))
+  T.eq({ before[r + 1], before[r + 2] }, { '  one', '  two' }, 'its content')
+  T.eq(count(before, 'Read notes.txt · read'), 1, 'blocks for the read')
+
+  -- The answer: the agent sends a tool_call_update {status = completed}
+  -- without a title.
+  T.ok(require('acp').respond(ctx.pending.id, 'allow'))
+  T.idle()
+  buf = wait_text(ctx.session, 'All done.')
+  local after = lines(buf)
+  T.eq(after[row], '[done] Edit notes.txt · edit', 'the same line, updated')
+  T.eq(count(after, 'Edit notes.txt · edit'), 1, 'blocks for the edit after the update')
+  T.eq(after[row + 1], '  you chose: Allow', 'the answer replaced the question')
+  T.eq(count(after, 'awaiting your answer'), 0, 'questions left')
+  T.eq(groups(buf, row - 1)[1], 'AcpChatDone', 'highlight of the status')
+  T.ok(find(after, 'Done: Edit notes.txt (wrote ' .. ctx.project .. '/notes.txt)'), "the agent's message after it")
+end)
+
+T.test('a permission shows on its tool call with the diff as -/+ lines', function()
+  local ctx = chat_turn()
+  local buf = wait_text(ctx.session, '[pending] Edit notes.txt · edit')
+  local ls = lines(buf)
+  local row = find(ls, '[pending] Edit notes.txt · edit')
+  T.contains(ls[row + 1], '  ? awaiting your answer (:AcpPending)', 'the line under the title')
+  T.eq(groups(buf, row), { 'AcpChatAwaiting' }, 'its highlight')
+  local d = T.ok(find(ls, '  @@ -1,2 +1,2 @@', row), 'the hunk:\n' .. text(buf))
+  T.eq({ ls[d + 1], ls[d + 2], ls[d + 3] }, { '   one', '  -two', '  +2' }, 'the diff lines')
+  T.contains(ls[d - 2], '  --- ', 'old file line')
+  T.contains(ls[d - 1], 'notes.txt', 'new file line')
+  T.eq(groups(buf, d + 1), { 'AcpChatDiffDelete' }, 'highlight of -')
+  T.eq(groups(buf, d + 2), { 'AcpChatDiffAdd' }, 'highlight of +')
+end)
+
+T.test('a permission for a tool call never announced creates its block', function()
+  local ctx = T.start_demo('unannounced.json')
+  T.ok(require('acp').prompt('read my notes'))
+  local p = T.wait_pending('resolve-prompt-' .. ctx.project .. '/notes.txt-1')
+  local buf = wait_text(ctx.session, '[pending] Read notes.txt · read')
+  local ls = lines(buf)
+  local row = find(ls, '[pending] Read notes.txt · read')
+  T.contains(ls[row + 1], 'awaiting your answer', 'the question')
+  T.ok(require('acp').respond(p.id, 'cancel'))
+  buf = wait_text(ctx.session, 'All done.')
+  ls = lines(buf)
+  T.eq(ls[row], '[rejected] Read notes.txt · read', 'the rejected call (the agent sends no update)')
+  T.eq(ls[row + 1], '  you chose: Deny', 'the answer')
+end)
+
+T.test('the plan is shown, replaced whole within a turn, and a new turn gets its own', function()
+  local ctx = chat_turn()
+  local buf = wait_text(ctx.session, 'Plan · 0/3 done')
+  local ls = lines(buf)
+  local row = find(ls, 'Plan · 0/3 done')
+  T.eq({ ls[row + 1], ls[row + 2], ls[row + 3] }, {
+    '  [~] Read notes.txt (high)',
+    '  [ ] Fix the second line (medium)',
+    '  [ ] Run the tests (low)',
+  }, 'the entries')
+  T.ok(require('acp').respond(ctx.pending.id, 'allow'))
+  T.idle()
+  buf = wait_text(ctx.session, 'All done.')
+  ls = lines(buf)
+  T.eq(ls[row], 'Plan · 2/3 done', 'the plan block, replaced')
+  T.eq({ ls[row + 1], ls[row + 2], ls[row + 3] }, {
+    '  [x] Read notes.txt (high)',
+    '  [x] Fix the second line (medium)',
+    '  [~] Run the tests (low)',
+  }, 'the new entries')
+  T.eq(count(ls, 'Plan · '), 1, 'plan blocks')
+
+  T.ok(require('acp').prompt('again'))
+  local p = T.wait_pending('chat_edit_2')
+  T.ok(require('acp').respond(p.id, 'allow'))
+  T.idle()
+  T.wait(function()
+    return count(lines(buf), 'All done.') == 2
+  end, nil, 'the second turn drawn')
+  ls = lines(buf)
+  T.eq(count(ls, 'Plan · '), 2, 'plan blocks after two turns')
+  T.eq(ls[row], 'Plan · 2/3 done', 'the first plan stays as it was')
+end)
+
+T.test('available commands and the current mode are shown; commands complete in the input', function()
+  only()
+  local ctx = chat_turn()
+  local buf = wait_text(ctx.session, 'commands: /demo')
+  wait_text(ctx.session, 'mode: architect')
+  local ls = lines(buf)
+  T.contains(ls[2], 'mode: architect', 'the mode in the header')
+  T.ok(find(ls, 'mode changed to architect'), 'the change, where it happened:\n' .. text(buf))
+  T.eq(count(ls, 'commands: /demo'), 1, 'the commands line')
+
+  T.ok(require('acp').chat(), 'chat()')
+  local input = api.nvim_get_current_buf()
+  T.eq(vim.bo[input].filetype, 'acpchatinput', 'focus in the input area')
+  local chat_win = windows(buf)[1]
+  if vim.fn.has('nvim-0.8') == 1 then
+    T.contains(vim.wo[chat_win].winbar, 'mode: architect', 'the winbar')
+  end
+  T.contains(vim.wo[api.nvim_get_current_win()].statusline, 'mode: architect', 'the statusline of the input')
+
+  api.nvim_buf_set_lines(input, 0, -1, false, { '/d' })
+  T.feed('A<C-x><C-o><Esc>')
+  T.eq(lines(input), { '/demo' }, 'completed')
+  api.nvim_buf_set_lines(input, 0, -1, false, { 'text /d' })
+  T.feed('A<C-x><C-o><Esc>')
+  T.eq(lines(input), { 'text /d' }, 'no command completion after text')
+end)
+
+T.test('an unknown update variant and unknown fields break nothing', function()
+  local ctx = chat_turn()
+  -- chat.json sends an unknown variant, then an image chunk with unknown
+  -- fields, then a mode change: all drawn in order.
+  local buf = wait_text(ctx.session, 'mode changed to architect')
+  local ls = lines(buf)
+  local img = T.ok(find(ls, '[image image/png]'), 'the placeholder of the image:\n' .. text(buf))
+  T.ok(find(ls, 'mode changed to architect', img), 'what follows is drawn')
+
+  -- Malformed events straight to the chat: no error, and it still draws.
+  local chat = require('acp.chat')
+  local function chunk(id, t)
+    return { sessionUpdate = 'agent_message_chunk', messageId = id, content = { type = 'text', text = t } }
+  end
+  local odd = {
+    { 'update', vim.NIL },
+    { 'update', { sessionUpdate = vim.NIL } },
+    { 'update', { sessionUpdate = 'agent_message_chunk', content = vim.NIL } },
+    { 'update', { sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 5 } } },
+    { 'update', { sessionUpdate = 'tool_call', toolCallId = vim.NIL } },
+    {
+      'update',
+      {
+        sessionUpdate = 'tool_call',
+        toolCallId = 'odd',
+        title = vim.NIL,
+        content = { 'x', { type = 'wat' }, { type = 'diff' } },
+        locations = vim.NIL,
+      },
+    },
+    { 'update', { sessionUpdate = 'plan', entries = { 'x', { status = 'weird' } } } },
+    { 'update', { sessionUpdate = 'available_commands_update', availableCommands = { 1, { name = vim.NIL } } } },
+    { 'update', { sessionUpdate = 'current_mode_update', currentModeId = vim.NIL } },
+    { 'turn_end', { agent = vim.NIL, session = vim.NIL } },
+    { 'permission_resolved', { id = 99999, toolCallId = 'nope' } },
+    { 'terminal', { terminalId = 'tt', output = vim.NIL, exitStatus = 3 } },
+    { 'no_such_event', {} },
+  }
+  for _, e in ipairs(odd) do
+    local data = e[1] == 'update' and { update = e[2] } or e[2]
+    data.session = data.session or ctx.session
+    local ok, err = pcall(chat.on_event, e[1], data)
+    T.ok(ok, 'on_event(' .. e[1] .. ') raised: ' .. tostring(err))
+  end
+  chat.on_event('update', { session = ctx.session, update = chunk('after', 'Still drawing.') })
+  buf = wait_text(ctx.session, 'Still drawing.')
+  -- The same message, continued after it was drawn: the same line grows.
+  chat.on_event('update', { session = ctx.session, update = chunk('after', ' And more.') })
+  wait_text(ctx.session, 'Still drawing. And more.')
+  T.eq(count(lines(buf), 'Still drawing.'), 1, 'lines of the continued message')
+  T.ok(find(lines(buf), '[pending] tool call · other'), 'a tool call with nothing but an id')
+  T.ok(find(lines(buf), '  [wat]'), 'an unknown content type as a placeholder')
+  T.eq(T.notes_text():find('chat', 1, true), nil, 'error messages: ' .. T.notes_text())
+end)
+
+T.test('closing the window keeps the history; :AcpChat opens it again', function()
+  only()
+  local ctx = chat_turn()
+  T.ok(require('acp').respond(ctx.pending.id, 'allow'))
+  T.idle()
+  local buf = wait_text(ctx.session, 'All done.')
+  local before = lines(buf)
+  vim.cmd('AcpChat')
+  local input = api.nvim_get_current_buf()
+  T.eq(#windows(buf), 1, 'chat windows')
+  local win = windows(buf)[1]
+  T.eq(api.nvim_win_get_cursor(win)[1], #before, 'the chat window shows the end')
+  api.nvim_set_current_win(win)
+  T.feed('q')
+  T.wait(function()
+    return #windows(buf) == 0 and #windows(input) == 0
+  end, nil, 'the chat and input windows to close')
+  T.ok(api.nvim_buf_is_loaded(buf), 'the buffer is kept')
+
+  vim.cmd('AcpChat')
+  T.eq(api.nvim_get_current_buf(), input, 'the same input buffer')
+  T.eq(#windows(buf), 1, 'the chat is shown again')
+  T.eq(lines(buf), before, 'the history')
+  vim.cmd('AcpChat')
+  T.eq(#windows(buf), 1, 'a second :AcpChat focuses, it does not split again')
+end)
+
+T.test('a window at the end follows new lines, another stays; the bars stay with the chat', function()
+  only()
+  local ctx = T.start_demo(reply)
+  T.ok(require('acp').chat(), 'chat()')
+  local input_win = api.nvim_get_current_win()
+  local buf = require('acp.chat').buffer(ctx.session)
+  local win = windows(buf)[1]
+  api.nvim_set_current_win(win)
+  vim.cmd('split')
+  local other = api.nvim_get_current_win()
+  api.nvim_win_set_cursor(other, { 1, 0 })
+  T.ok(require('acp').prompt('one'))
+  wait_text(ctx.session, 'Reply number 1.')
+  T.idle()
+  T.wait(function()
+    return text(buf):find('idle', 1, true)
+  end, nil, 'the end of the turn in the header')
+  local n = api.nvim_buf_line_count(buf)
+  T.eq(api.nvim_win_get_cursor(win)[1], n, 'the window that was at the end')
+  T.eq(api.nvim_win_get_cursor(other)[1], 1, 'the window that was not')
+
+  T.contains(vim.wo[input_win].statusline, 'idle', 'the statusline of the input')
+  local scratch = api.nvim_create_buf(false, true)
+  api.nvim_win_set_buf(input_win, scratch)
+  T.eq(vim.wo[input_win].statusline, '', 'the statusline once the input buffer left the window')
+  if vim.fn.has('nvim-0.8') == 1 then
+    T.contains(vim.wo[win].winbar, 'idle', 'the winbar of the chat')
+    api.nvim_win_set_buf(win, scratch)
+    T.eq(vim.wo[win].winbar, '', 'the winbar once the chat left the window')
+    api.nvim_win_set_buf(win, buf)
+    T.contains(vim.wo[win].winbar, 'idle', 'the winbar when the chat is back')
+  end
+end)
+
+T.test("<CR> in the input sends it to the chat's agent and clears it; one chat per session", function()
+  only()
+  local a = T.start_demo(reply)
+  local b = start_other('other-agent', reply)
+  T.eq(require('acp').status().agent, 'other-agent', 'the current agent')
+
+  T.ok(require('acp').chat({ agent = a.agent }), 'chat() of the first agent')
+  local input = api.nvim_get_current_buf()
+  api.nvim_buf_set_lines(input, 0, -1, false, { 'hello', 'from the chat' })
+  vim.cmd('stopinsert')
+  T.feed('<CR>')
+  T.wait(function()
+    return prompts(a)[1]
+  end, nil, "the prompt in the first agent's transcript")
+  T.eq(prompts(a), { 'hello\nfrom the chat' }, 'what the first agent received')
+  T.eq(lines(input), { '' }, 'the input after sending')
+  local abuf = wait_text(a.session, 'Reply number 1.')
+  T.idle()
+  -- turn_start carries the prompt's text once the broker sends it.
+  for _, e in ipairs(require('acp.state').events) do
+    if e.event == 'turn_start' and e.data.session == a.session and e.data.text ~= nil then
+      local ls = lines(abuf)
+      local i = T.ok(find(ls, 'You'), 'the person as author:\n' .. text(abuf))
+      T.eq({ ls[i + 1], ls[i + 2] }, { 'hello', 'from the chat' }, 'the prompt in the chat')
+    end
+  end
+
+  T.ok(require('acp').chat({ agent = b.agent }), 'chat() of the other agent')
+  local bbuf = T.ok(require('acp.chat').buffer(b.session), 'the other chat buffer')
+  T.ok(bbuf ~= abuf, 'two buffers')
+  T.eq(#windows(abuf), 1, 'the first chat is still shown')
+  T.eq(#windows(bbuf), 1, 'the second chat is shown beside it')
+  T.eq(api.nvim_buf_get_name(bbuf), 'acp://chat/other-agent/' .. b.session, 'its name')
+  T.eq(prompts(b), {}, 'the other agent received nothing')
+  T.eq(count(lines(bbuf), 'Reply number'), 0, 'nothing of the first agent in the second chat')
+
+  api.nvim_buf_set_lines(api.nvim_get_current_buf(), 0, -1, false, { 'second' })
+  T.feed('<CR>')
+  wait_text(b.session, 'Reply number 1.')
+  T.eq(prompts(b), { 'second' }, 'what the other agent received')
+  T.eq(#prompts(a), 1, 'the first agent received one prompt')
+end)
+
+T.test('a turn that fails shows its error in the chat', function()
+  local ctx = T.start_demo({
+    name = 'rate-limited',
+    steps = {
+      { type = 'message', text = 'Thinking…' },
+      {
+        type = 'raw',
+        line = '{"jsonrpc":"2.0","id":${prompt_id},"error":{"code":429,"message":"Rate limit exceeded. Try again later."}}',
+      },
+    },
+  })
+  T.ok(require('acp').prompt('go'))
+  local line = 'error: Rate limit exceeded. Try again later. (code 429)'
+  local buf = wait_text(ctx.session, line)
+  local row = find(lines(buf), line)
+  T.eq(groups(buf, row - 1), { 'AcpChatError' }, 'its highlight')
+  T.idle()
+  T.contains(lines(buf)[2], 'idle', 'the header after the turn')
+end)
+
+T.test('an agent that exits mid-turn: error, unfinished call, header; the input is kept', function()
+  only()
+  local crash = T.start_demo('crash.json')
+  T.ok(require('acp').prompt('go'))
+  buf = wait_text(crash.session, 'agent exited')
+  local ls = lines(buf)
+  local err = T.ok(find(ls, 'error: the agent exited with code 9'), 'the end of the turn:\n' .. text(buf))
+  T.eq(ls[err + 2], 'the agent exited with code 9', 'the exit, after it')
+  local tool = T.ok(find(ls, '[interrupted] Write crash.txt · edit'), 'the unfinished call:\n' .. text(buf))
+  T.eq(ls[tool + 1], '  not answered: the agent exited', 'its question')
+  T.contains(ls[2], 'agent exited', 'the header')
+
+  T.ok(require('acp').chat({ session = crash.session }), 'chat() of the exited session')
+  local input = api.nvim_get_current_buf()
+  api.nvim_buf_set_lines(input, 0, -1, false, { 'anyone?' })
+  T.feed('<CR>')
+  T.eq(lines(input), { 'anyone?' }, 'the input is kept')
+  T.contains(T.notes_text(), 'is not running', 'the reason')
+end)
+
+T.test('the prompt text of turn_start, terminal output and a replayed session', function()
+  local broker = require('acp.broker')
+  local sid, agent = 'replayed-1', 'ghost'
+  local function ev(name, data)
+    data.agent, data.session = agent, sid
+    broker._on_event(name, data)
+  end
+  local function update(u)
+    ev('update', { update = u })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  ev('session_loading', { cwd = '/tmp' })
+  update({ sessionUpdate = 'user_message_chunk', content = { type = 'text', text = 'What is in notes.txt?' } })
+  update({ sessionUpdate = 'agent_message_chunk', content = { type = 'text', text = 'Two lines.' } })
+  update({
+    sessionUpdate = 'tool_call',
+    toolCallId = 'run_1',
+    title = 'List the files',
+    kind = 'execute',
+    status = 'in_progress',
+    rawInput = { command = 'ls -l' },
+    content = { { type = 'terminal', terminalId = 'term_1' } },
+  })
+  ev('terminal', { terminalId = 'term_1', command = 'ls -l', output = 'a\nb\n', truncated = false, exitStatus = vim.NIL })
+  local buf = wait_text(sid, '  │ b')
+  local ls = lines(buf)
+  T.contains(ls[2], 'loading history…', 'the header while loading')
+  local u = T.ok(find(ls, 'You'), 'the replayed prompt:\n' .. text(buf))
+  T.eq(ls[u + 1], 'What is in notes.txt?', 'its text')
+  local row = T.ok(find(ls, '[running] List the files · execute'), 'the tool call')
+  T.eq({ ls[row + 1], ls[row + 2], ls[row + 3] }, { '  $ ls -l  (running)', '  │ a', '  │ b' }, 'its terminal')
+
+  ev('session_new', {
+    cwd = '/tmp',
+    resumed = true,
+    modes = { currentModeId = 'code', availableModes = { { id = 'code', name = 'Code' }, { id = 'ask', name = 'Ask' } } },
+  })
+  ev('turn_start', { text = 'Count them\nplease' })
+  local out = {}
+  for i = 1, 30 do
+    out[i] = 'line ' .. i
+  end
+  ev('terminal', {
+    terminalId = 'term_1',
+    command = 'ls -l',
+    output = table.concat(out, '\n'),
+    exitStatus = { exitCode = 0, signal = vim.NIL },
+  })
+  update({ sessionUpdate = 'tool_call_update', toolCallId = 'run_1', status = 'completed' })
+  buf = wait_text(sid, 'please')
+  T.wait(function()
+    return find(lines(buf), '  $ ls -l  (exit 0)')
+  end, nil, 'the terminal to end')
+  ls = lines(buf)
+  T.contains(ls[2], 'mode: Code', 'the mode by its name')
+  T.contains(ls[2], 'working…', 'a turn runs')
+  T.ok(find(ls, 'session resumed: the history above was replayed by the agent'), 'the end of the replay')
+  T.eq(ls[row], '[done] List the files · execute', 'the tool call, in place')
+  T.eq({ ls[row + 2], ls[row + 3], ls[row + 22] }, { '  │ …', '  │ line 11', '  │ line 30' }, 'the last 20 lines')
+  local you = T.ok(find(ls, 'You', u + 1), 'the prompt of the turn')
+  T.eq({ ls[you + 1], ls[you + 2] }, { 'Count them', 'please' }, 'its text')
+end)
+
+T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few updates', function()
+  local MiB = 1024 * 1024
+  local ctx = T.start_demo({
+    name = 'flood',
+    steps = {
+      { type = 'flood', bytes = 16 * MiB, chunk = 32768 },
+      { type = 'message', text = 'After the flood.' },
+    },
+  })
+  -- Once the session exists (the header is drawn), count the changes of the
+  -- buffer and how late the main loop runs a 10 ms timer meanwhile.
+  local buf = wait_text(ctx.session, 'acp chat')
+  local tick0 = api.nvim_buf_get_changedtick(buf)
+  local late, last = 0, uv.hrtime()
+  local timer = uv.new_timer()
+  timer:start(10, 10, vim.schedule_wrap(function()
+    local now = uv.hrtime()
+    late = math.max(late, (now - last) / 1e6 - 10)
+    last = now
+  end))
+  T.defer(function()
+    timer:stop()
+    timer:close()
+  end)
+  T.ok(require('acp').prompt('talk a lot'))
+  T.wait(function()
+    return not require('acp').status().busy and text(buf):find('After the flood.', 1, true)
+  end, 60000, 'the turn to end and its last message')
+  local changes = api.nvim_buf_get_changedtick(buf) - tick0
+  local ls = lines(buf)
+  local bytes = 0
+  for _, l in ipairs(ls) do
+    bytes = bytes + #l + 1
+  end
+  local i = T.ok(find(ls, ctx.agent), 'the message:\n' .. text(buf):sub(1, 300))
+  T.eq(ls[i + 1]:sub(1, 8), '[0]xxxxx', 'it starts with the first chunk')
+  T.contains(ls[i + 2], 'MiB more not shown', 'what was left out is counted')
+  T.ok(bytes < 300 * 1024, ('the buffer holds %d bytes'):format(bytes))
+  T.ok(changes < 512, ('%d buffer changes for 512 chunks'):format(changes))
+  T.note('16 MiB flood: %d buffer changes for 512 chunks; the main loop ran up to %d ms late', changes, late)
+end)
+
+T.done()
