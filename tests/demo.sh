@@ -49,4 +49,5 @@ exec env -u VIMRUNTIME "$NVIM" --clean \
 	--cmd "set rtp^=$ROOT" \
 	-c "runtime plugin/acp.lua" \
 	-c "lua require('acp').start('demo', {cwd = vim.fn.getcwd()})" \
-	-c "AcpPrompt Please create hello.txt and then list it."
+	-c "AcpPrompt Please create hello.txt and then list it." \
+	-c "AcpChat"

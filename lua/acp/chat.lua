@@ -30,6 +30,7 @@ function M.on_event(name, data)
   if handler ~= nil and type(data) == 'table' then
     handler(data)
   end
+  H.open_pending(name, data)
 end
 
 --- Opens the chat of a session in a split on the right with the input area
@@ -42,7 +43,12 @@ end
 ---@return string|nil err
 function M.open(opts)
   opts = opts or {}
-  local chat, err = H.resolve(opts)
+  local chat, err, starting = H.resolve(opts)
+  if chat == nil and starting ~= nil then
+    -- The agent is starting: the chat opens with its session.
+    H.waiting[starting] = true
+    return true
+  end
   if chat == nil then
     vim.notify(err, vim.log.levels.ERROR)
     return false, err
@@ -291,11 +297,31 @@ function H.resolve(opts)
     return chat
   end
   if a ~= nil then
-    return nil, ("(acp) agent '%s' has no session yet"):format(agent)
+    return nil, ("(acp) agent '%s' has no session yet"):format(agent), agent
   elseif opts.agent ~= nil then
     return nil, ("(acp) no chat for agent '%s': :AcpStart %s starts it"):format(opts.agent, opts.agent)
   end
   return nil, '(acp) no session yet: :AcpStart starts an agent'
+end
+
+--- Agents whose chat opens as soon as their session exists (:AcpChat
+--- right after :AcpStart).
+H.waiting = {}
+
+function H.open_pending(name, data)
+  local agent = compat.str(data.agent)
+  if agent == nil or not H.waiting[agent] then
+    return
+  end
+  if name == 'session_new' then
+    H.waiting[agent] = nil
+    local session = compat.str(data.session)
+    vim.schedule(function()
+      M.open({ session = session })
+    end)
+  elseif name == 'agent_exit' then
+    H.waiting[agent] = nil
+  end
 end
 
 --- Queues drawing work.
