@@ -573,4 +573,27 @@ T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few upda
   T.note('16 MiB flood: %d buffer changes for 512 chunks; the main loop ran up to %d ms late', changes, late)
 end)
 
+T.test(':AcpChat before the session exists opens the chat once it does', function()
+  require('acp').setup({ ui = { arm_ms = 50 } })
+  T.defer(T.stop_all)
+  local path = T.scenario({ name = 'late', steps = { { type = 'message', text = 'hi' } } })
+  require('acp').start({
+    cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
+    env = { ACP_DEMO_SCENARIO = path, ACP_DEMO_TRANSCRIPT = T.tmpname('transcript', '.jsonl') },
+  }, { cwd = T.project() })
+  T.eq(require('acp').status().session, nil, 'no session yet')
+  T.ok(require('acp').chat(), ':AcpChat is accepted while the agent starts')
+  local session = T.wait(function()
+    return require('acp').status().session
+  end, nil, 'the session')
+  T.wait(function()
+    local buf = require('acp.chat').buffer(session)
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if buf and vim.api.nvim_win_get_buf(w) == buf then
+        return true
+      end
+    end
+  end, nil, 'a window showing the chat of the new session')
+end)
+
 T.done()
