@@ -288,6 +288,9 @@ function H.resolve(opts)
   local a = agent and state.agents[agent]
   if a ~= nil and a.session ~= nil then
     return H.get(a.session, agent)
+  elseif a ~= nil then
+    -- Starting: its new session's chat, not an older one.
+    return nil, ("(acp) agent '%s' has no session yet"):format(agent), agent
   end
   local chat = H.latest(agent)
   if chat == nil and opts.agent == nil then
@@ -296,9 +299,7 @@ function H.resolve(opts)
   if chat ~= nil then
     return chat
   end
-  if a ~= nil then
-    return nil, ("(acp) agent '%s' has no session yet"):format(agent), agent
-  elseif opts.agent ~= nil then
+  if opts.agent ~= nil then
     return nil, ("(acp) no chat for agent '%s': :AcpStart %s starts it"):format(opts.agent, opts.agent)
   end
   return nil, '(acp) no session yet: :AcpStart starts an agent'
