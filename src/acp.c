@@ -41,6 +41,12 @@ struct call {
   struct session *s; // CALL_PROMPT, CALL_SET_MODE: its session
 };
 
+// A prompt waiting to be sent.
+struct prompt {
+  char *text;
+  char *session; // its session, or NULL: the newest
+};
+
 // A session to open once initialize is answered (or after a login).
 struct want {
   char *cwd;
@@ -69,7 +75,7 @@ struct acp_conn {
   size_t nwant;
   struct want *auth_wants; // sessions refused until the person logs in
   size_t nauth;
-  char **prompts; // texts waiting for the newest session, oldest first
+  struct prompt *prompts; // waiting for their session, oldest first
   size_t nprompts;
   int creating; // session/new requests not yet answered
 };
@@ -155,32 +161,48 @@ static void emit_turn_end(struct acp_conn *c, const char *session,
 // turns so that Lua's idea of "busy" stays right.
 static void drop_prompts(struct acp_conn *c, const char *reason,
                          const char *message) {
-  const char *sid = c->sessions ? c->sessions->id : NULL;
+  const char *newest = c->sessions ? c->sessions->id : NULL;
   for (size_t i = 0; i < c->nprompts; i++) {
-    free(c->prompts[i]);
-    emit_turn_end(c, sid, reason, message);
+    const char *sid = c->prompts[i].session;
+    emit_turn_end(c, sid ? sid : newest, reason, message);
+    free(c->prompts[i].text);
+    free(c->prompts[i].session);
   }
   c->nprompts = 0;
 }
 
-// Sends the oldest waiting prompt when the newest session is idle.
+static void send_prompt(struct acp_conn *c, struct session *s,
+                        const char *text);
+
+// Sends the oldest waiting prompt when its session is idle.
 static void pump_prompts(struct acp_conn *c) {
-  struct session *s = c->sessions;
-  if (!c->nprompts || !s || s->running || c->creating || !c->alive)
-    return;
-  char *text = c->prompts[0];
-  memmove(c->prompts, c->prompts + 1, --c->nprompts * sizeof(*c->prompts));
+  while (c->nprompts && c->alive) {
+    struct prompt *p = &c->prompts[0];
+    struct session *s = p->session ? find_session(c, p->session) : c->sessions;
+    if (!s && p->session) {
+      emit_turn_end(c, p->session, "error", "no such session");
+    } else if (!s || s->running || (!p->session && c->creating)) {
+      return;
+    } else {
+      send_prompt(c, s, p->text);
+    }
+    free(p->text);
+    free(p->session);
+    memmove(c->prompts, c->prompts + 1, --c->nprompts * sizeof(*c->prompts));
+  }
+}
+
+static void send_prompt(struct acp_conn *c, struct session *s,
+                        const char *text) {
   json_t *params = json_pack("{s:s,s:[{s:s,s:s}]}", "sessionId", s->id,
                              "prompt", "type", "text", "text", text);
   if (!send_request(c, "session/prompt", params, CALL_PROMPT, NULL, NULL, s)) {
     emit_turn_end(c, s->id, "error", "the prompt could not be sent");
-    free(text);
     return;
   }
   s->running = true;
   emit(c, "turn_start",
        json_pack("{s:s,s:s?}", "session", s->id, "text", text));
-  free(text);
 }
 
 // Sends session/new, or session/load when w->load is set; takes w's
@@ -577,8 +599,10 @@ static void conn_free(struct acp_conn *c) {
   }
   wants_free(c->wants, c->nwant);
   wants_free(c->auth_wants, c->nauth);
-  for (size_t i = 0; i < c->nprompts; i++)
-    free(c->prompts[i]);
+  for (size_t i = 0; i < c->nprompts; i++) {
+    free(c->prompts[i].text);
+    free(c->prompts[i].session);
+  }
   free(c->calls);
   free(c->prompts);
   linebuf_free(&c->lines);
@@ -697,11 +721,12 @@ uint64_t acp_conn_serial(const struct acp_conn *c) {
   return c->serial;
 }
 
-int acp_conn_prompt(struct acp_conn *c, const char *text) {
+int acp_conn_prompt(struct acp_conn *c, const char *text, const char *session) {
   if (!c->alive || c->nprompts >= ACP_MAX_PROMPTS)
     return -1;
-  c->prompts = xrealloc(c->prompts, (c->nprompts + 1) * sizeof(char *));
-  c->prompts[c->nprompts++] = xstrdup(text);
+  c->prompts = xrealloc(c->prompts, (c->nprompts + 1) * sizeof(*c->prompts));
+  c->prompts[c->nprompts++] =
+      (struct prompt){xstrdup(text), session ? xstrdup(session) : NULL};
   pump_prompts(c);
   return 0;
 }

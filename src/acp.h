@@ -65,10 +65,10 @@ void acp_conn_respond_error(struct acp_conn *c, const json_t *id, int code,
                             const char *message);
 // A number no other connection of this process has (pointers are reused).
 uint64_t acp_conn_serial(const struct acp_conn *c);
-// Sends text as a prompt on the newest session; queued (bounded) until that
-// session exists and its previous turn has ended. Returns 0, or -1 when
-// the queue is full.
-int acp_conn_prompt(struct acp_conn *c, const char *text);
+// Sends text as a prompt on session (NULL: the newest); queued (bounded)
+// until that session exists and its previous turn has ended. Returns 0, or
+// -1 when the queue is full.
+int acp_conn_prompt(struct acp_conn *c, const char *text, const char *session);
 // Sends session/cancel for every running turn and drops queued prompts.
 void acp_conn_cancel(struct acp_conn *c);
 // Answers a request the agent made; result is stolen.

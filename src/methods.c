@@ -196,10 +196,11 @@ static void m_set_mode(struct broker *b, const struct nvim_rpc_msg *m) {
 static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
   char *name = mp_utf8dup(arg(m, 0));
   char *text = mp_utf8dup(arg(m, 1));
+  char *session = mp_utf8dup(arg(m, 2));
   struct acp_conn *c = name ? broker_find_conn(b, name) : NULL;
   const char *why = !text ? "a prompt must be UTF-8 text"
                     : !c  ? "that agent is not running (:AcpStart starts it)"
-                    : acp_conn_prompt(c, text) != 0
+                    : acp_conn_prompt(c, text, session) != 0
                         ? "too many prompts are waiting"
                         : NULL;
   if (why) {
@@ -211,6 +212,7 @@ static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
   }
   free(name);
   free(text);
+  free(session);
 }
 
 static void m_cancel(struct broker *b, const struct nvim_rpc_msg *m) {

@@ -119,8 +119,12 @@ function M.set_mode(name, session, mode_id)
   return M.notify_if_running('acp_set_mode', name, session == nil and vim.NIL or session, mode_id)
 end
 
-function M.prompt(name, text)
-  return M.notify('acp_prompt', name, text)
+--- Sends a prompt to the agent's session (nil: its current one).
+---@param name string
+---@param text string
+---@param session string|nil
+function M.prompt(name, text, session)
+  return M.notify('acp_prompt', name, text, session == nil and vim.NIL or session)
 end
 
 function M.cancel(name)

@@ -1467,22 +1467,13 @@ function H.send(chat)
   vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
 end
 
---- Like require('acp').prompt(), for this chat's agent, and only while
---- this chat's session is the one the agent's prompts go to.
+--- Like require('acp').prompt(), for this chat's session.
 function H.prompt(chat, text)
   local state = require('acp.state')
-  local a = state.agents[chat.agent]
-  if a == nil then
+  if state.agents[chat.agent] == nil then
     return false, ("(acp) agent '%s' is not running: :AcpStart starts a new session"):format(chat.agent)
   end
-  if a.session ~= chat.session then
-    return false,
-      ("(acp) this chat's session is not the current session of '%s' (%s): prompts would go there"):format(
-        chat.agent,
-        tostring(a.session or 'none yet')
-      )
-  end
-  local ok, err = require('acp.broker').prompt(chat.agent, text)
+  local ok, err = require('acp.broker').prompt(chat.agent, text, chat.session)
   if not ok then
     return false, err
   end

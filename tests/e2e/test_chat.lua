@@ -426,6 +426,31 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
   T.eq(#prompts(a), 1, 'the first agent received one prompt')
 end)
 
+T.test("the input of an older session's chat prompts that session, not the newest", function()
+  only()
+  local a = T.start_demo(reply)
+  local first = a.session
+  -- The same agent, a session in another project: it becomes the newest.
+  T.ok(require('acp').start({
+    cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
+    env = { ACP_DEMO_SCENARIO = a.scenario, ACP_DEMO_TRANSCRIPT = a.transcript },
+  }, { cwd = T.project() }), 'start() in another project')
+  local second = T.wait(function()
+    local s = require('acp').status().session
+    return s ~= first and s
+  end, nil, 'the second session')
+  T.ok(require('acp').chat({ session = first }), 'chat() of the first session')
+  api.nvim_buf_set_lines(api.nvim_get_current_buf(), 0, -1, false, { 'to the first' })
+  vim.cmd('stopinsert')
+  T.feed('<CR>')
+  local sent = T.wait(function()
+    return T.messages(T.transcript(a.transcript), 'in', 'session/prompt')[1]
+  end, nil, 'the prompt')
+  T.eq(sent.params.sessionId, first, 'sent to the chat\'s session')
+  T.ok(sent.params.sessionId ~= second, 'not to the newest')
+  wait_text(first, 'Reply number 1.')
+end)
+
 T.test('a turn that fails shows its error in the chat', function()
   local ctx = T.start_demo({
     name = 'rate-limited',
