@@ -22,11 +22,13 @@ T.test('respond() with an optionId that was not offered is refused; the prompt s
     end
   end, nil, 'an error message for the refused optionId')
   -- The refusal comes from the broker (the authority), as an `error` event.
-  local refused = false
-  for _, e in ipairs(require('acp.state').events) do
-    refused = refused or e.event == 'error'
-  end
-  T.ok(refused, "an 'error' event from the broker")
+  T.wait(function()
+    for _, e in ipairs(require('acp.state').events) do
+      if e.event == 'error' and tostring(e.data.message):find('was not offered', 1, true) then
+        return true
+      end
+    end
+  end, nil, "an 'error' event from the broker")
   -- Still pending, and the prompt comes back on screen.
   T.wait(function()
     local list = require('acp').pending()
