@@ -190,6 +190,12 @@ static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
   json_decref(params);
 }
 
+// Why the gate decided as it did ("" when it did not say).
+static const char *reason_of(const struct gate_verdict *v) {
+  const char *r = json_string_value(json_object_get(v->info, "reason"));
+  return r ? r : "";
+}
+
 static bool by_rule(const struct gate_verdict *v) {
   const char *by = json_string_value(json_object_get(v->info, "by"));
   return v->decision == POLICY_ALLOW && by &&
@@ -323,8 +329,7 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
   if (!resolved)
     snprintf(why, sizeof(why), "%s cannot be resolved", path);
   else if (v.decision == POLICY_DENY)
-    snprintf(why, sizeof(why), "%s",
-             json_string_value(json_object_get(v.info, "reason")));
+    snprintf(why, sizeof(why), "%s", reason_of(&v));
   else if (!inside && !by_rule(&v) &&
            !approval_take(b, c, sid, NULL, resolved, true) &&
            !approval_take(b, c, sid, NULL, path, true))
@@ -333,8 +338,7 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
              "request naming it, can allow it)",
              resolved, root, write ? "Edit" : "Read");
   else if (write && inside && v.decision == POLICY_ASK &&
-           strstr(json_string_value(json_object_get(v.info, "reason")),
-                  "protected") &&
+           strstr(reason_of(&v), "protected") &&
            !approval_take(b, c, sid, NULL, resolved, true) &&
            !approval_take(b, c, sid, NULL, path, true))
     snprintf(why, sizeof(why),
@@ -591,13 +595,12 @@ static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
   synthetic(b, c, sid, cwd, "execute", NULL, line, &v);
   char why[1000] = "";
   if (v.decision == POLICY_DENY)
-    snprintf(why, sizeof(why), "%s",
-             json_string_value(json_object_get(v.info, "reason")));
+    snprintf(why, sizeof(why), "%s", reason_of(&v));
   else if (v.decision == POLICY_ASK &&
            !approval_take(b, c, sid, line, NULL, false))
     snprintf(why, sizeof(why),
              "no answer of yours or rule allowed running `%.300s` (%s)", line,
-             json_string_value(json_object_get(v.info, "reason")));
+             reason_of(&v));
   json_decref(v.info);
   if (why[0]) {
     refuse(b, c, id, "terminal/create", why);
