@@ -581,6 +581,35 @@ function H.updates.current_mode_update(chat, u)
   H.note(chat, 'mode changed to ' .. H.mode_name(chat))
 end
 
+function H.updates.session_info_update(chat, u)
+  if u.title ~= nil then
+    chat.title = compat.str(u.title) -- null clears it
+    H.touch(chat)
+  end
+end
+
+function H.updates.usage_update(chat, u)
+  if type(u.used) == 'number' and type(u.size) == 'number' then
+    chat.usage = { used = u.used, size = u.size, cost = type(u.cost) == 'table' and u.cost or nil }
+    H.touch(chat)
+  end
+end
+
+function H.updates.config_option_update(chat, u)
+  local list = {}
+  for _, o in ipairs(type(u.configOptions) == 'table' and u.configOptions or {}) do
+    if type(o) == 'table' and compat.str(o.id) then
+      local value = o.currentValue
+      if type(value) ~= 'string' and type(value) ~= 'number' and type(value) ~= 'boolean' then
+        value = nil
+      end
+      list[#list + 1] = ('%s: %s'):format(compat.str(o.name) or o.id, tostring(value == nil and '?' or value))
+    end
+  end
+  chat.options = list
+  H.touch(chat)
+end
+
 function H.events.turn_start(d)
   local chat = H.chat_for(d)
   if chat == nil then
@@ -984,7 +1013,13 @@ function H.render_header(chat)
   local b = H.block()
   local where = chat.cwd and (' · ' .. vim.fn.fnamemodify(chat.cwd, ':~')) or ''
   b.add({ { ('acp chat · %s · session %s%s'):format(chat.agent, chat.session, where), 'AcpChatHeader' } })
+  if chat.title ~= nil then
+    b.add({ { chat.title, 'AcpChatHeader' } })
+  end
   b.add({ { H.summary(chat), 'AcpChatMeta' } })
+  if chat.options ~= nil and #chat.options > 0 then
+    b.add({ { 'options: ' .. table.concat(chat.options, ' · '), 'AcpChatMeta' } })
+  end
   if #chat.commands > 0 then
     local names = {}
     for _, c in ipairs(chat.commands) do
@@ -1017,7 +1052,24 @@ function H.summary(chat)
   if n > 0 then
     parts[#parts + 1] = ('%d awaiting your answer'):format(n)
   end
+  local u = chat.usage
+  if u ~= nil then
+    local usage = ('context %s/%s'):format(H.tokens(u.used), H.tokens(u.size))
+    if u.cost ~= nil and type(u.cost.amount) == 'number' then
+      usage = usage .. (' · %.2f %s'):format(u.cost.amount, compat.str(u.cost.currency) or '')
+    end
+    parts[#parts + 1] = usage
+  end
   return table.concat(parts, ' · ')
+end
+
+--- 1234 → "1.2k", 200000 → "200k".
+function H.tokens(n)
+  if n >= 1000 then
+    local k = n / 1000
+    return (k >= 100 and '%.0fk' or '%.1fk'):format(k)
+  end
+  return tostring(n)
 end
 
 function H.mode_name(chat)

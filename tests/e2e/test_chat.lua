@@ -621,4 +621,37 @@ T.test(':AcpChat before the session exists opens the chat once it does', functio
   end, nil, 'a window showing the chat of the new session')
 end)
 
+T.test('session title, context usage and config options appear in the header', function()
+  local ctx = T.start_demo({
+    name = 'header-updates',
+    steps = {
+      { type = 'update', update = { sessionUpdate = 'session_info_update', title = 'Fix the parser' } },
+      {
+        type = 'update',
+        update = { sessionUpdate = 'usage_update', used = 12345, size = 200000, cost = { amount = 0.25, currency = 'USD' } },
+      },
+      {
+        type = 'update',
+        update = {
+          sessionUpdate = 'config_option_update',
+          configOptions = {
+            { id = 'model', name = 'Model', type = 'select', currentValue = 'fast', options = {} },
+            { id = 'web', name = 'Web search', type = 'boolean', currentValue = true },
+          },
+        },
+      },
+      { type = 'message', text = 'Header done.' },
+    },
+  })
+  require('acp').prompt('Go')
+  local buf = wait_text(ctx.session, 'Header done.')
+  T.idle()
+  T.wait(function()
+    local t = text(buf)
+    return t:find('Fix the parser', 1, true)
+      and t:find('context 12.3k/200k · 0.25 USD', 1, true)
+      and t:find('options: Model: fast · Web search: true', 1, true)
+  end, nil, 'the title, usage and options in the header:\n' .. text(buf))
+end)
+
 T.done()
