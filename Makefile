@@ -47,7 +47,7 @@ BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010 test-agents fuzz
+        demo fmt fmt-check clean nvim010 test-agents fuzz bench
 
 all: check-deps $(BROKER) $(DEMO)
 
@@ -148,5 +148,7 @@ fmt-check:
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \
 	  $(BROKER) $(DEMO)
+
+include bench/bench.mk
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d $(BUILD)/obj/demo/demo_agent.d

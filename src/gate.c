@@ -1,15 +1,25 @@
 #include "gate.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "log.h"
 #include "mem.h"
 #include "settings.h"
+#include "trust.h"
 
 #define GATE_MAX_PROJECTS 256 // projects with runtime state
 #define GATE_MAX_MEMORY 1024  // rules remembered per session
+#define GATE_SNAPSHOTS 8      // projects whose loaded settings are kept
+// File times advance by clock ticks (up to 2 s on some filesystems): a
+// file changed within this long of when it was read may keep its times.
+#define GATE_RACY_NS ((int64_t)2000000000)
+#define GATE_CONTENT_MAX (1 << 20) // settings_read.c's limit on a file
 
 // Runtime state of one project, for the life of the broker.
 struct project {
@@ -28,11 +38,57 @@ struct memory {
   struct memory *next;
 };
 
+// The files settings_load reads for a project (settings.h lists them),
+// and the trust store.
+enum {
+  F_HOME_GEMINI,
+  F_HOME_CLAUDE,
+  F_USER,
+  F_ROOT_GEMINI,
+  F_ROOT_CLAUDE,
+  F_ROOT_ACP,
+  F_ROOT_CLAUDE_LOCAL,
+  F_TRUST,
+  NFILES
+};
+
+// What one of them was when it was read: stat()'s answer, absent included,
+// and the content, for when its times cannot tell a change (see
+// file_fresh).
+struct file_id {
+  char *path; // NULL when there is no such file to look for (no HOME)
+  int err;    // 0, or stat()'s errno
+  struct stat st;
+  char *data; // the content (NULL: absent, unreadable or too large)
+  size_t len;
+  int64_t read_ns; // CLOCK_REALTIME before it was read
+};
+
+// A project's settings as settings_load found them, with the policy
+// compiled from them. Valid while every file is as it was, the setup()
+// options and the environment are the same, and the gate wrote nothing.
+struct snapshot {
+  char *root;
+  char *env[3];  // HOME, XDG_CONFIG_HOME, XDG_STATE_HOME (NULL: unset)
+  uint64_t gen;  // the gate's generation when loaded
+  uint64_t used; // for evicting the least recently used
+  struct file_id files[NFILES];
+  struct settings s;
+  struct policy_rule_text *texts;
+  struct policy_input in; // as the settings say (no runtime state)
+  struct policy *policy;  // compiled for policy_mode and policy_yolo
+  enum policy_mode policy_mode;
+  bool policy_yolo;
+};
+
 struct gate {
   json_t *setup; // setup() options, or NULL
   struct project projects[GATE_MAX_PROJECTS];
   size_t nprojects;
   struct memory *memory;
+  uint64_t gen; // bumped by whatever may change settings: setup(), writes
+  uint64_t clock;
+  struct snapshot *snaps[GATE_SNAPSHOTS];
 };
 
 struct gate *gate_new(void) {
@@ -49,7 +105,11 @@ static void memory_free(struct memory *m) {
   free(m);
 }
 
+static void snapshot_free(struct snapshot *sn);
+
 void gate_free(struct gate *g) {
+  for (size_t i = 0; i < GATE_SNAPSHOTS; i++)
+    snapshot_free(g->snaps[i]);
   for (size_t i = 0; i < g->nprojects; i++)
     free(g->projects[i].root);
   for (struct memory *m = g->memory, *next; m; m = next) {
@@ -61,6 +121,7 @@ void gate_free(struct gate *g) {
 }
 
 void gate_configure(struct gate *g, json_t *setup) {
+  g->gen++;
   json_decref(g->setup);
   g->setup = json_is_object(setup) ? setup : NULL;
   if (!g->setup)
@@ -96,25 +157,250 @@ static bool agent_yolo(const struct settings *s, const char *agent) {
   return agent && json_is_true(json_object_get(s->agents_yolo, agent));
 }
 
+// ---- the settings cache ----
+//
+// Loading a project's settings reads up to eight files and compiling its
+// rules costs far more than deciding, so both are kept per project root
+// and done again only when something they come from changed. Before each
+// use every file settings_load reads is looked at again with stat(),
+// absent ones included: a file that appeared, went, or whose device,
+// inode, size, mode, mtime or ctime (nanoseconds) changed means a reload.
+// Times advance by clock ticks, so a file written again within one tick
+// can keep them all; a file whose mtime or ctime is that recent ("racy",
+// as git calls it) has its content compared too, until it is older. The
+// setup() options and HOME/XDG variables are part of the key, and
+// whatever the gate itself writes (rules, trust, per-agent yolo) bumps a
+// generation that invalidates every snapshot.
+
+static int64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t ts_ns(struct timespec t) {
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static char *join(const char *dir, const char *rel) {
+  size_t n = strlen(dir);
+  char *p = xmalloc(n + strlen(rel) + 2);
+  sprintf(p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", rel);
+  return p;
+}
+
+static char *env_dup(const char *name) {
+  const char *v = getenv(name);
+  return v ? xstrdup(v) : NULL;
+}
+
+static const char *const env_names[3] = {"HOME", "XDG_CONFIG_HOME",
+                                         "XDG_STATE_HOME"};
+
+static bool env_same(const struct snapshot *sn) {
+  for (size_t i = 0; i < 3; i++) {
+    const char *v = getenv(env_names[i]);
+    if (!v != !sn->env[i] || (v && strcmp(v, sn->env[i]) != 0))
+      return false;
+  }
+  return true;
+}
+
+// The content of path (a new string in *data), or false when it cannot be
+// read whole.
+static bool read_all(const char *path, char **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return false;
+  char *buf = xmalloc(GATE_CONTENT_MAX + 1);
+  size_t n = fread(buf, 1, GATE_CONTENT_MAX + 1, f);
+  bool ok = !ferror(f) && n <= GATE_CONTENT_MAX;
+  fclose(f);
+  if (!ok) {
+    free(buf);
+    return false;
+  }
+  *data = xrealloc(buf, n + 1);
+  *len = n;
+  return true;
+}
+
+static void file_read(struct file_id *f) {
+  f->read_ns = realtime_ns();
+  f->err = stat(f->path, &f->st) == 0 ? 0 : errno;
+  if (f->err == 0)
+    read_all(f->path, &f->data, &f->len);
+}
+
+static bool same_stat(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+         a->st_size == b->st_size && a->st_mode == b->st_mode &&
+         ts_ns(a->st_mtim) == ts_ns(b->st_mtim) &&
+         ts_ns(a->st_ctim) == ts_ns(b->st_ctim);
+}
+
+// True when f is still what was read. A racy file is read again and
+// compared; when it is unchanged it counts as read now.
+static bool file_fresh(struct file_id *f) {
+  if (!f->path)
+    return true;
+  int64_t now = realtime_ns();
+  struct stat st;
+  int err = stat(f->path, &st) == 0 ? 0 : errno;
+  if (err != f->err)
+    return false;
+  if (err != 0)
+    return true; // still absent (or still unreadable for the same reason)
+  if (!same_stat(&st, &f->st))
+    return false;
+  int64_t since = f->read_ns - GATE_RACY_NS;
+  if (ts_ns(st.st_mtim) < since && ts_ns(st.st_ctim) < since)
+    return true;
+  char *data;
+  size_t len;
+  bool readable = read_all(f->path, &data, &len);
+  bool same = readable == (f->data != NULL) &&
+              (!readable || (len == f->len && memcmp(data, f->data, len) == 0));
+  free(data);
+  if (same)
+    f->read_ns = now;
+  return same;
+}
+
+// The paths settings_load reads for root (as settings.c builds them).
+static void file_paths(struct snapshot *sn) {
+  static const char *const rel[NFILES] = {
+      [F_HOME_GEMINI] = ".gemini/settings.json",
+      [F_HOME_CLAUDE] = ".claude/settings.json",
+      [F_ROOT_GEMINI] = ".gemini/settings.json",
+      [F_ROOT_CLAUDE] = ".claude/settings.json",
+      [F_ROOT_ACP] = ".acp/settings.json",
+      [F_ROOT_CLAUDE_LOCAL] = ".claude/settings.local.json",
+  };
+  const char *home = getenv("HOME");
+  for (int i = 0; i < NFILES; i++) {
+    char *p = NULL;
+    if (i == F_USER)
+      p = trust_xdg_path("XDG_CONFIG_HOME", ".config",
+                         "acp-broker/settings.json");
+    else if (i == F_TRUST)
+      p = trust_store_path();
+    else if (i >= F_ROOT_GEMINI)
+      p = join(sn->root, rel[i]);
+    else if (home && home[0] == '/')
+      p = join(home, rel[i]);
+    sn->files[i].path = p;
+  }
+}
+
+static void snapshot_free(struct snapshot *sn) {
+  if (!sn)
+    return;
+  for (int i = 0; i < NFILES; i++) {
+    free(sn->files[i].path);
+    free(sn->files[i].data);
+  }
+  for (size_t i = 0; i < 3; i++)
+    free(sn->env[i]);
+  policy_free(sn->policy);
+  free(sn->texts);
+  settings_free(&sn->s);
+  free(sn->root);
+  free(sn);
+}
+
+// Loads root's settings. The files are read (for their identity) before
+// settings_load reads them: a change in between makes the snapshot look
+// stale next time, never fresh.
+static struct snapshot *snapshot_load(struct gate *g, const char *root) {
+  struct snapshot *sn = xcalloc(1, sizeof(*sn));
+  sn->root = xstrdup(root);
+  sn->gen = g->gen;
+  for (size_t i = 0; i < 3; i++)
+    sn->env[i] = env_dup(env_names[i]);
+  file_paths(sn);
+  for (int i = 0; i < NFILES; i++)
+    if (sn->files[i].path)
+      file_read(&sn->files[i]);
+  settings_load(root, g->setup, &sn->s);
+  sn->in = settings_policy_input(&sn->s, &sn->texts);
+  return sn;
+}
+
+static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
+  if (sn->gen != g->gen || !env_same(sn))
+    return false;
+  for (int i = 0; i < NFILES; i++)
+    if (!file_fresh(&sn->files[i]))
+      return false;
+  return true;
+}
+
+// root's settings, loaded again when anything they come from changed.
+static struct snapshot *snapshot_get(struct gate *g, const char *root) {
+  size_t slot = 0;
+  for (size_t i = 0; i < GATE_SNAPSHOTS; i++) {
+    struct snapshot *sn = g->snaps[i];
+    if (sn && strcmp(sn->root, root) == 0) {
+      slot = i;
+      break;
+    }
+    // Otherwise the free slot, else the least recently used one.
+    if (!sn || (g->snaps[slot] && sn->used < g->snaps[slot]->used))
+      slot = i;
+  }
+  struct snapshot *sn = g->snaps[slot];
+  if (sn && (strcmp(sn->root, root) != 0 || !snapshot_fresh(g, sn))) {
+    snapshot_free(sn);
+    sn = NULL;
+  }
+  if (!sn)
+    sn = g->snaps[slot] = snapshot_load(g, root);
+  sn->used = ++g->clock;
+  return sn;
+}
+
+static struct policy *compile(const struct policy_input *in);
+
+// The policy for the effective input (the runtime state changes its mode
+// and yolo), compiled once per snapshot and state.
+static struct policy *snapshot_policy(struct snapshot *sn,
+                                      const struct policy_input *in) {
+  if (!sn->policy || sn->policy_mode != in->mode ||
+      sn->policy_yolo != in->yolo) {
+    policy_free(sn->policy);
+    sn->policy = compile(in);
+    sn->policy_mode = in->mode;
+    sn->policy_yolo = in->yolo;
+  }
+  return sn->policy;
+}
+
+// ---- effective settings: the files plus the runtime state ----
+
 struct effective {
-  struct settings s;
+  struct snapshot *snap;
+  const struct settings *s; // the snapshot's
   struct policy_input in;
-  struct policy_rule_text *texts;
   const char *yolo_source; // what turned yolo on, or NULL
 };
 
-// Loads the settings of root and applies the runtime state on top.
+// root's settings with the runtime state on top; borrowed from the cache,
+// valid until the next call.
 static void effective_load(struct gate *g, const char *root, const char *agent,
                            struct effective *e) {
   memset(e, 0, sizeof(*e));
-  settings_load(root, g->setup, &e->s);
-  e->in = settings_policy_input(&e->s, &e->texts);
+  e->snap = snapshot_get(g, root);
+  e->s = &e->snap->s;
+  e->in = e->snap->in;
   struct project *pr = project(g, root);
   if (pr->mode >= 0)
     e->in.mode = (enum policy_mode)pr->mode;
-  bool yolo = e->s.yolo || e->in.mode == POLICY_MODE_YOLO;
-  e->yolo_source = e->s.yolo ? e->s.yolo_source : yolo ? "mode yolo" : NULL;
-  if (agent_yolo(&e->s, agent)) {
+  bool yolo = e->s->yolo || e->in.mode == POLICY_MODE_YOLO;
+  e->yolo_source = e->s->yolo ? e->s->yolo_source : yolo ? "mode yolo" : NULL;
+  if (agent_yolo(e->s, agent)) {
     yolo = true;
     e->yolo_source = "agent trusted (per-agent yolo)";
   }
@@ -123,18 +409,13 @@ static void effective_load(struct gate *g, const char *root, const char *agent,
     e->yolo_source = yolo ? ":AcpYolo on" : NULL;
   }
   // The veto wins over every way of turning yolo on.
-  if (e->s.veto) {
+  if (e->s->veto) {
     yolo = false;
     e->yolo_source = NULL;
   }
   e->in.yolo = yolo;
   if (e->in.mode == POLICY_MODE_YOLO && !yolo)
     e->in.mode = POLICY_MODE_DEFAULT;
-}
-
-static void effective_free(struct effective *e) {
-  free(e->texts);
-  settings_free(&e->s);
 }
 
 static struct policy *compile(const struct policy_input *in) {
@@ -227,7 +508,7 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   char *root = settings_find_root(cwd);
   struct effective e;
   effective_load(g, root, agent, &e);
-  struct policy *p = compile(&e.in);
+  struct policy *p = snapshot_policy(e.snap, &e.in);
   struct policy_request *r = policy_request_new(params, cwd, home());
   struct memory *m = memory_find(g, agent, session, false);
   struct policy_result res;
@@ -244,26 +525,28 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   json_t *title = json_object_get(tc, "title");
   json_t *kind = json_object_get(tc, "kind");
   v->info = json_pack(
-      "{s:s,s:s,s:s,s:O?,s:O?,s:O?,s:s?,s:o,s:s,s:s,s:s,s:s,s:s,s:o}", "root",
-      root, "agent", agent, "session", session, "toolCallId",
+      "{s:s,s:s,s:s,s:O?,s:O?,s:O?,s:s?,s:o,s:s,s:s,s:s,s:s,s:s}", "root", root,
+      "agent", agent, "session", session, "toolCallId",
       json_object_get(tc, "toolCallId"), "kind",
       json_is_string(kind) ? kind : NULL, "title",
       json_is_string(title) ? title : NULL, "command",
       policy_request_command(r), "paths", policy_request_paths(r), "decision",
       policy_decision_name(d), "by", d == POLICY_ASK ? "person" : by_name(&res),
-      "reason", res.reason, "rule", res.rule, "source", res.source, "narrow",
-      narrow_json(r));
+      "reason", res.reason, "rule", res.rule, "source", res.source);
   if (!v->info)
     v->info = json_object();
+  // Only a prompt offers to remember the request (its narrow rules);
+  // working them out for every decision would cost more than deciding.
+  if (d == POLICY_ASK)
+    json_object_set_new(v->info, "narrow", narrow_json(r));
   policy_request_free(r);
-  policy_free(p);
-  effective_free(&e);
   free(root);
 }
 
 int gate_remember(struct gate *g, const char *scope, const char *agent,
                   const char *session, const char *cwd, const json_t *info,
                   char *err, size_t errlen) {
+  g->gen++; // whatever is written below changes settings
   if (strcmp(scope, "agent") == 0)
     return settings_set_agent_yolo(agent, true, err, errlen);
   json_t *narrow = json_object_get(info, "narrow");
@@ -313,6 +596,7 @@ int gate_add_rule(struct gate *g, const char *scope, const char *list,
   }
   if (policy_rule_check(rule, err, errlen) != 0)
     return -1;
+  g->gen++; // a project or user file may be written below
   char *root = settings_find_root(cwd);
   int r = -1;
   if (strcmp(scope, "session") == 0) {
@@ -354,23 +638,24 @@ int gate_yolo(struct gate *g, const char *cwd, const char *action,
   if (strcmp(action, "toggle") == 0)
     action = on ? "off" : "on";
   if (strcmp(action, "on") == 0) {
-    if (e.s.veto) {
+    if (e.s->veto) {
       snprintf(err, errlen,
                "yolo is vetoed by security.disableYoloMode: true in %s",
-               e.s.veto_source ? e.s.veto_source : "a Gemini settings file");
+               e.s->veto_source ? e.s->veto_source : "a Gemini settings file");
       r = -1;
     } else {
       pr->yolo = 1;
     }
   } else if (strcmp(action, "off") == 0) {
     pr->yolo = 0;
-    if (agent && agent_yolo(&e.s, agent))
+    if (agent && agent_yolo(e.s, agent)) {
       r = settings_set_agent_yolo(agent, false, err, errlen);
+      g->gen++;
+    }
   } else if (strcmp(action, "status") != 0) {
     snprintf(err, errlen, "unknown action '%s' (on, off or toggle)", action);
     r = -1;
   }
-  effective_free(&e);
   free(root);
   return r;
 }
@@ -393,7 +678,7 @@ int gate_mode(struct gate *g, const char *cwd, const char *mode, char *err,
 
 int gate_trust(struct gate *g, const char *cwd, json_t **enabled, char *err,
                size_t errlen) {
-  (void)g;
+  g->gen++; // trust.json is written below
   char *root = settings_find_root(cwd);
   struct settings s;
   settings_load(root, NULL, &s);
@@ -419,14 +704,14 @@ json_t *gate_settings(struct gate *g, const char *cwd, const char *agent) {
   char *root = settings_find_root(cwd);
   struct effective e;
   effective_load(g, root, agent, &e);
-  json_t *d = json_pack(
-      "{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o}", "root", root, "mode",
-      policy_mode_name(e.in.mode), "yolo", e.in.yolo, "yoloSource",
-      e.yolo_source, "veto", e.s.veto, "vetoSource", e.s.veto_source, "trusted",
-      e.s.trusted, "hasPermissive", e.s.has_permissive, "permissive",
-      e.s.permissive, "errors", strings(e.s.errors, e.s.nerrors), "warnings",
-      strings(e.s.warnings, e.s.nwarnings));
-  effective_free(&e);
+  json_t *d =
+      json_pack("{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o}", "root",
+                root, "mode", policy_mode_name(e.in.mode), "yolo", e.in.yolo,
+                "yoloSource", e.yolo_source, "veto", e.s->veto, "vetoSource",
+                e.s->veto_source, "trusted", e.s->trusted, "hasPermissive",
+                e.s->has_permissive, "permissive", e.s->permissive, "errors",
+                strings(e.s->errors, e.s->nerrors), "warnings",
+                strings(e.s->warnings, e.s->nwarnings));
   free(root);
   return d;
 }
@@ -435,7 +720,7 @@ json_t *gate_rules(struct gate *g, const char *cwd, const char *agent) {
   char *root = settings_find_root(cwd);
   struct effective e;
   effective_load(g, root, agent, &e);
-  json_t *d = settings_to_json(&e.s);
+  json_t *d = settings_to_json(e.s);
   json_object_set_new(d, "mode", json_string(policy_mode_name(e.in.mode)));
   json_object_set_new(d, "yolo", json_boolean(e.in.yolo));
   json_object_set_new(d, "yoloSource",
@@ -447,7 +732,6 @@ json_t *gate_rules(struct gate *g, const char *cwd, const char *agent) {
                                            "session", m->session, "rule",
                                            m->rules[i]));
   json_object_set_new(d, "memory", mem);
-  effective_free(&e);
   free(root);
   return d;
 }

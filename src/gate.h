@@ -21,8 +21,8 @@ struct gate_verdict {
   enum policy_decision decision;
   const char *option_id; // borrowed from the request's options
   // Owned: {root, agent, session, toolCallId, kind, title, command, paths,
-  // decision, by, reason, rule, source, narrow}; for the events, the
-  // prompt and the audit log.
+  // decision, by, reason, rule, source} and, for ASK, narrow; for the
+  // events, the prompt and the audit log.
   json_t *info;
 };
 

@@ -15,6 +15,9 @@
 
 #define POLICY_RULES_MAX 4096 // rules past this are ignored with a warning
 #define NARROW_MAX 32         // more narrow rules: none (too wide a request)
+// bash_cannot_match leaves longer patterns x texts to the matcher: far
+// below the work past which it answers "maybe" (shell_match.c, 1 << 24).
+#define PREFILTER_WORK_MAX (1 << 16)
 
 struct prule {
   struct rules_rule r;
@@ -22,6 +25,10 @@ struct prule {
   char *text;
   char *source;
   char *pat; // READ, EDIT with a specifier: the absolute pattern
+  // BASH: the pattern's literal start (before its first `*`, a trailing
+  // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
+  char *lit;
+  size_t nlit, npat;
 };
 
 struct protect {
@@ -32,6 +39,10 @@ struct protect {
 struct policy {
   struct prule *rules;
   size_t nrules;
+  // The rules of each list (indices into rules, in order): a decision
+  // looks at one list at a time.
+  size_t *of_list[3];
+  size_t nof_list[3];
   enum policy_mode mode;
   bool yolo;
   char *root, *home;
@@ -101,6 +112,8 @@ static const struct prule *first_hit(const struct policy *p,
                                      const struct request_atom **atom);
 static enum shell_match hit(const struct prule *pr,
                             const struct request_atom *a);
+static bool bash_cannot_match(const struct prule *pr,
+                              const struct shell_atom *cmd, bool for_allow);
 static bool allows(const struct prule *pr, const struct request_atom *a,
                    const char *path);
 static const struct prule *find_allow(const struct eval *e,
@@ -145,6 +158,12 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   p->rules = xcalloc(n, sizeof(*p->rules));
   for (size_t i = 0; i < n; i++)
     compile_rule(p, &in->rules[i], &w);
+  for (int l = 0; l < 3; l++)
+    p->of_list[l] = xcalloc(p->nrules + 1, sizeof(size_t));
+  for (size_t i = 0; i < p->nrules; i++) {
+    enum policy_list l = p->rules[i].list;
+    p->of_list[l][p->nof_list[l]++] = i;
+  }
   compile_protect(p, in);
   if (warnings)
     *warnings = w.v;
@@ -166,12 +185,15 @@ void policy_free(struct policy *p) {
     free(p->rules[i].text);
     free(p->rules[i].source);
     free(p->rules[i].pat);
+    free(p->rules[i].lit);
   }
   for (size_t i = 0; i < p->nprot; i++)
     free(p->prot[i].pat);
   for (size_t i = 0; i < p->nlocs; i++)
     free(p->locs[i].pat);
   free(p->rules);
+  for (int l = 0; l < 3; l++)
+    free(p->of_list[l]);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -380,6 +402,14 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
     warn(w, "%s: %s (%s)", t->text, skip, src);
     rules_rule_free(&pr.r);
     return;
+  }
+  if (pr.r.cls == RULES_BASH) {
+    const char *pat = pr.r.spec ? pr.r.spec : "*";
+    pr.npat = strlen(pat);
+    pr.nlit = strcspn(pat, "*");
+    pr.lit = xstrndup(pat, pr.nlit);
+    if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
+      pr.lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
@@ -741,10 +771,8 @@ static const struct prule *first_hit(const struct policy *p,
                                      const struct request *r,
                                      enum shell_match want,
                                      const struct request_atom **atom) {
-  for (size_t i = 0; p && i < p->nrules; i++) {
-    const struct prule *pr = &p->rules[i];
-    if (pr->list != list)
-      continue;
+  for (size_t i = 0; p && i < p->nof_list[list]; i++) {
+    const struct prule *pr = &p->rules[p->of_list[list][i]];
     for (size_t j = 0; j < r->natoms; j++) {
       if (hit(pr, &r->atoms[j]) == want) {
         *atom = &r->atoms[j];
@@ -762,7 +790,7 @@ static enum shell_match hit(const struct prule *pr,
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH)
+    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false))
       return SHELL_NO;
     return shell_pattern_match(spec ? spec : "*", a->cmd, false);
   case RULES_READ:
@@ -791,6 +819,61 @@ static enum shell_match hit(const struct prule *pr,
   return SHELL_NO;
 }
 
+// True when pr's literal start cannot match the command, so that
+// shell_pattern_match would answer SHELL_NO: a policy has many rules and
+// most are about other commands, and this test costs a few compares where
+// the matcher builds the atom's text and runs its glob.
+//
+// It follows shell_match.c. The text is the command name, then each word
+// after one space; the name is compared case-folded for deny and ask. The
+// pattern's bytes before its first `*` can only meet the text's first bytes
+// one to one: a literal byte that differs makes the answer SHELL_NO, one
+// that meets a dynamic word "maybe" (then nothing is decided here), and
+// the end of the text only matches the space of a trailing ` *`. Deny and
+// ask also try the name's basename, folded. Long patterns and texts are
+// left to the matcher, which answers "maybe" when a glob is too much work.
+static bool lit_rejects(const struct prule *pr, const struct shell_atom *a,
+                        const char *name, bool fold) {
+  size_t k = 0;
+  for (size_t i = 0; i < a->nwords; i++) {
+    if (i > 0 && a->words[i].dynamic)
+      return false;
+    if (i > 0 && k < pr->nlit && pr->lit[k++] != ' ')
+      return true;
+    for (const char *c = i == 0 ? name : a->words[i].text; *c; c++) {
+      if (k == pr->nlit)
+        return false;
+      char p = pr->lit[k++], t = *c;
+      if (fold && i == 0 && p >= 'A' && p <= 'Z')
+        p = (char)(p + 'a' - 'A');
+      if (fold && i == 0 && t >= 'A' && t <= 'Z')
+        t = (char)(t + 'a' - 'A');
+      if (p != t)
+        return true;
+    }
+  }
+  return k < pr->nlit && !(pr->lit[k] == ' ' && k + 2 == pr->npat);
+}
+
+static bool bash_cannot_match(const struct prule *pr,
+                              const struct shell_atom *cmd, bool for_allow) {
+  if (!pr->lit || pr->nlit == 0 || !cmd || cmd->kind != SHELL_CMD ||
+      cmd->nwords == 0 || cmd->words[0].dynamic)
+    return false;
+  const char *name = cmd->words[0].text;
+  if (!lit_rejects(pr, cmd, name, !for_allow))
+    return false;
+  if (for_allow)
+    return true; // "maybe" (too much work) does not allow either
+  size_t tn = strlen(name);
+  for (size_t i = 1; i < cmd->nwords; i++)
+    tn += 1 + strlen(cmd->words[i].text);
+  if (pr->npat + 1 > PREFILTER_WORK_MAX / (tn + 1))
+    return false;
+  const char *base = strrchr(name, '/');
+  return !(base && base[1]) || lit_rejects(pr, cmd, base + 1, true);
+}
+
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
@@ -802,7 +885,7 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH &&
+    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true) &&
            shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
@@ -830,11 +913,14 @@ static const struct prule *find_allow(const struct eval *e,
                                       const char *path, bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
   for (int i = 0; i < 2; i++)
-    for (size_t j = 0; ps[i] && j < ps[i]->nrules; j++)
-      if (allows(&ps[i]->rules[j], a, path)) {
+    for (size_t j = 0; ps[i] && j < ps[i]->nof_list[POLICY_LIST_ALLOW]; j++) {
+      const struct prule *pr =
+          &ps[i]->rules[ps[i]->of_list[POLICY_LIST_ALLOW][j]];
+      if (allows(pr, a, path)) {
         *memory = *memory || i == 1;
-        return &ps[i]->rules[j];
+        return pr;
       }
+    }
   return NULL;
 }
 

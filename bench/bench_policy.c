@@ -1,0 +1,161 @@
+// The policy figures of `make bench`: decisions per second of the broker's
+// own code, linked from build/libbroker.a.
+//
+//   bench_policy RULES.json REQUESTS.json ROOT SECONDS
+//
+// RULES.json is {"allow": [...], "ask": [...], "deny": [...]}; REQUESTS.json
+// a list of session/request_permission params objects; ROOT the project
+// root, whose .acp/settings.json holds the same rules (trusted: run
+// `acp-broker trust --cwd ROOT` first, with the same HOME and XDG
+// variables). Prints one JSON object:
+//
+//   policy: what decide() costs: policy_request_new (the shell command
+//           parsed into atoms, paths resolved) + policy_decide +
+//           policy_request_free, on a policy compiled once;
+//   gate:   what the broker does per request: gate_decide (the project's
+//           settings files checked, the policy, the verdict's JSON), from
+//           the settings files.
+// Each loops over the requests for about SECONDS and counts decisions.
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gate.h"
+#include "policy.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static json_t *load(const char *path) {
+  json_error_t err;
+  json_t *j = json_load_file(path, 0, &err);
+  if (!j) {
+    fprintf(stderr, "bench_policy: %s:%d: %s\n", path, err.line, err.text);
+    exit(1);
+  }
+  return j;
+}
+
+struct tally {
+  double per_s;
+  long n, decisions[3];
+};
+
+static struct policy *compile(json_t *rules, const char *root,
+                              const char *home) {
+  static const char *const lists[] = {"allow", "ask", "deny"};
+  size_t n = 0;
+  for (int l = 0; l < 3; l++)
+    n += json_array_size(json_object_get(rules, lists[l]));
+  struct policy_rule_text *t = calloc(n ? n : 1, sizeof(*t));
+  size_t k = 0;
+  for (int l = 0; l < 3; l++) {
+    json_t *a = json_object_get(rules, lists[l]);
+    for (size_t i = 0; i < json_array_size(a); i++)
+      t[k++] =
+          (struct policy_rule_text){json_string_value(json_array_get(a, i)),
+                                    (enum policy_list)l, "bench"};
+  }
+  struct policy_input in = {.rules = t,
+                            .nrules = n,
+                            .mode = POLICY_MODE_DEFAULT,
+                            .root = root,
+                            .home = home};
+  char **warnings = NULL;
+  size_t nw = 0;
+  struct policy *p = policy_new(&in, &warnings, &nw);
+  for (size_t i = 0; i < nw; i++) {
+    fprintf(stderr, "bench_policy: %s\n", warnings[i]);
+    free(warnings[i]);
+  }
+  free(warnings);
+  free(t);
+  return p;
+}
+
+static struct tally run_policy(const struct policy *p, json_t *reqs,
+                               const char *root, const char *home,
+                               double seconds) {
+  struct tally t = {0};
+  size_t n = json_array_size(reqs);
+  double t0 = now_s(), t1;
+  do {
+    for (size_t i = 0; i < n; i++) {
+      struct policy_request *r =
+          policy_request_new(json_array_get(reqs, i), root, home);
+      struct policy_result res;
+      policy_decide(p, NULL, r, &res);
+      policy_request_free(r);
+      t.decisions[res.decision]++;
+    }
+    t.n += (long)n;
+    t1 = now_s();
+  } while (t1 - t0 < seconds);
+  t.per_s = (double)t.n / (t1 - t0);
+  return t;
+}
+
+static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
+  struct tally t = {0};
+  struct gate *g = gate_new();
+  size_t n = json_array_size(reqs);
+  double t0 = now_s(), t1;
+  do {
+    for (size_t i = 0; i < n; i++) {
+      struct gate_verdict v;
+      gate_decide(g, "bench", "bench-session-1", root, json_array_get(reqs, i),
+                  &v);
+      json_decref(v.info);
+      t.decisions[v.decision]++;
+    }
+    t.n += (long)n;
+    t1 = now_s();
+  } while (t1 - t0 < seconds);
+  t.per_s = (double)t.n / (t1 - t0);
+  gate_free(g);
+  return t;
+}
+
+static json_t *tally_json(const struct tally *t) {
+  return json_pack("{s:f,s:I,s:I,s:I,s:I}", "per_s", t->per_s, "n",
+                   (json_int_t)t->n, "allow", (json_int_t)t->decisions[0],
+                   "ask", (json_int_t)t->decisions[1], "deny",
+                   (json_int_t)t->decisions[2]);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5) {
+    fprintf(stderr,
+            "usage: bench_policy RULES.json REQUESTS.json ROOT SECONDS\n");
+    return 2;
+  }
+  json_t *rules = load(argv[1]), *reqs = load(argv[2]);
+  const char *root = argv[3];
+  const char *home = getenv("HOME") ? getenv("HOME") : "/";
+  double seconds = atof(argv[4]);
+  struct policy *p = compile(rules, root, home);
+  run_policy(p, reqs, root, home, seconds / 10); // warm-up
+  struct tally tp = run_policy(p, reqs, root, home, seconds);
+  run_gate(reqs, root, seconds / 10);
+  struct tally tg = run_gate(reqs, root, seconds);
+  json_t *out =
+      json_pack("{s:o,s:o,s:I}", "policy", tally_json(&tp), "gate",
+                tally_json(&tg), "rules",
+                (json_int_t)(json_array_size(json_object_get(rules, "allow")) +
+                             json_array_size(json_object_get(rules, "ask")) +
+                             json_array_size(json_object_get(rules, "deny"))));
+  char *s = json_dumps(out, JSON_COMPACT);
+  puts(s);
+  free(s);
+  json_decref(out);
+  policy_free(p);
+  json_decref(rules);
+  json_decref(reqs);
+  return 0;
+}

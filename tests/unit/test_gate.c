@@ -1,0 +1,150 @@
+// gate: the cached settings and policy decide exactly as a fresh gate after
+// every kind of change to the files they come from: created, rewritten
+// (also with the same size in the same clock tick), replaced by rename,
+// deleted, trusted by the gate or by another writer, a symlinked file
+// retargeted or its target rewritten, an environment change.
+
+#include "gate.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "settings.h"
+
+static const char *root;
+
+static json_t *request(const char *cmd) {
+  return json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:[{s:s,s:s,s:s},"
+                   "{s:s,s:s,s:s}]}",
+                   "sessionId", "s", "toolCall", "toolCallId", "t", "title",
+                   cmd, "kind", "execute", "rawInput", "command", cmd,
+                   "options", "optionId", "allow", "name", "A", "kind",
+                   "allow_once", "optionId", "reject", "name", "R", "kind",
+                   "reject_once");
+}
+
+static void put(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+// The cached gate and a fresh one agree on a handful of commands.
+static void same(struct gate *cached, const char *what) {
+  static const char *const cmds[] = {"git status", "rm -rf x", "npm test",
+                                     "curl x", "ls"};
+  struct gate *fresh = gate_new();
+  bool all = true;
+  for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+    json_t *r = request(cmds[i]);
+    struct gate_verdict a, b;
+    gate_decide(cached, "ag", "s", root, r, &a);
+    gate_decide(fresh, "ag", "s", root, r, &b);
+    char *ja = json_dumps(a.info, JSON_SORT_KEYS);
+    char *jb = json_dumps(b.info, JSON_SORT_KEYS);
+    if (a.decision != b.decision || strcmp(ja, jb) != 0) {
+      all = false;
+      printf("# %s: %s\n#   cached %s\n#   fresh  %s\n", what, cmds[i], ja, jb);
+    }
+    free(ja);
+    free(jb);
+    json_decref(a.info);
+    json_decref(b.info);
+    json_decref(r);
+  }
+  gate_free(fresh);
+  ok(all, "cached == fresh after: %s", what);
+}
+
+int main(void) {
+  char base[256];
+  snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(base))
+    return 2;
+  char p[1024], home[300], proj[300], tmp[1100], err[256];
+  snprintf(home, sizeof(home), "%s/home", base);
+  snprintf(proj, sizeof(proj), "%s/proj", base);
+  mkdir(home, 0700);
+  mkdir(proj, 0700);
+  setenv("HOME", home, 1);
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  root = proj;
+  snprintf(p, sizeof(p), "%s/.git", proj);
+  mkdir(p, 0700);
+
+  struct gate *g = gate_new();
+  same(g, "no settings");
+  snprintf(p, sizeof(p), "%s/.acp", proj);
+  mkdir(p, 0700);
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", proj);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  same(g, "a project deny rule created");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(cu *)\"]}}");
+  same(g, "rewritten with the same size in the same tick");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(curl *)\"]}}");
+  same(g, "rewritten");
+  put(p, "{\"permissions\":{\"allow\":[\"Bash(git *)\"]}}");
+  same(g, "an allow rule, untrusted");
+  json_t *enabled = NULL;
+  ok(gate_trust(g, proj, &enabled, err, sizeof(err)) == 0, "gate_trust");
+  json_decref(enabled);
+  same(g, "trusted through the gate");
+  put(p, "{\"permissions\":{\"allow\":[\"Bash(npm *)\"]}}");
+  same(g, "the allow rule changed (untrusted again)");
+  ok(settings_trust(proj, err, sizeof(err)) == 0, "trusted by another writer");
+  same(g, "trusted by another writer");
+  snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+  put(tmp, "{\"permissions\":{\"allow\":[\"Bash(ls *)\"]}}");
+  rename(tmp, p);
+  same(g, "replaced by rename");
+  unlink(p);
+  same(g, "deleted");
+  snprintf(p, sizeof(p), "%s/.claude", home);
+  mkdir(p, 0700);
+  snprintf(p, sizeof(p), "%s/.claude/settings.json", home);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(git *)\"]}}");
+  same(g, "a user Claude file created");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(npm *)\"]}}");
+  same(g, "the user Claude file rewritten with the same size");
+  char xdg[300];
+  snprintf(xdg, sizeof(xdg), "%s/xdg", base);
+  setenv("XDG_CONFIG_HOME", xdg, 1);
+  same(g, "XDG_CONFIG_HOME changed");
+  mkdir(xdg, 0700);
+  snprintf(p, sizeof(p), "%s/acp-broker", xdg);
+  mkdir(p, 0700);
+  snprintf(p, sizeof(p), "%s/acp-broker/settings.json", xdg);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(ls *)\"]}}");
+  same(g, "the user acp file created");
+
+  char t1[400], t2[400], link[600];
+  snprintf(p, sizeof(p), "%s/.gemini", proj);
+  mkdir(p, 0700);
+  snprintf(t1, sizeof(t1), "%s/t1.json", base);
+  snprintf(t2, sizeof(t2), "%s/t2.json", base);
+  snprintf(link, sizeof(link), "%s/.gemini/settings.json", proj);
+  put(t1, "{\"security\":{\"disableYoloMode\":true}}");
+  put(t2, "{\"tools\":{\"exclude\":[\"run_shell_command(ls)\"]}}");
+  symlink(t1, link);
+  same(g, "a symlinked Gemini file");
+  unlink(link);
+  symlink(t2, link);
+  same(g, "the symlink retargeted");
+  put(t2, "{\"tools\":{\"exclude\":[\"run_shell_command(rm)\"]}}");
+  same(g, "the symlink's target rewritten");
+
+  gate_free(g);
+  snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
+  if (system(tmp) != 0)
+    return 2;
+  return done_testing();
+}
