@@ -140,10 +140,10 @@ demo: deps
 	@tests/demo.sh $(NVIM)
 
 fmt:
-	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h
+	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h bench/*.c
 
 fmt-check:
-	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h
+	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h bench/*.c
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \

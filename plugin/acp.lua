@@ -116,14 +116,20 @@ command('AcpLog', function()
   cmds().log()
 end, { nargs = 0, desc = 'Open the decision audit log' })
 
-vim.keymap.set('n', '<Plug>(acp-allow)', function()
+-- nvim_set_keymap, not vim.keymap.set: that would load a Lua module at
+-- every startup.
+local function plug(lhs, fn, desc)
+  vim.api.nvim_set_keymap('n', lhs, '', { callback = fn, desc = desc, noremap = true })
+end
+
+plug('<Plug>(acp-allow)', function()
   cmds().allow(false, '')
-end, { desc = 'acp: allow once the oldest pending prompt' })
+end, 'acp: allow once the oldest pending prompt')
 
-vim.keymap.set('n', '<Plug>(acp-deny)', function()
+plug('<Plug>(acp-deny)', function()
   cmds().deny(false, '')
-end, { desc = 'acp: reject once the oldest pending prompt' })
+end, 'acp: reject once the oldest pending prompt')
 
-vim.keymap.set('n', '<Plug>(acp-pending)', function()
+plug('<Plug>(acp-pending)', function()
   cmds().pending()
-end, { desc = 'acp: open the oldest pending prompt' })
+end, 'acp: open the oldest pending prompt')

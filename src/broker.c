@@ -213,10 +213,10 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   if (v->decision == POLICY_ALLOW)
     client_approved(b, c, v->info, false);
   const char *decision = str(v->info, "decision");
-  LOG_I("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
+  LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
         decision, str(v->info, "by"), str(v->info, "reason"));
   audit(b, v->info, decision, str(v->info, "by"), v->option_id, 0);
-  json_t *d = json_deep_copy(v->info);
+  json_t *d = json_copy(v->info); // shallow: only optionId is added
   json_object_set_new(d, "optionId",
                       v->option_id ? json_string(v->option_id) : json_null());
   broker_send_event(b, "decided", d, NULL);
