@@ -403,6 +403,11 @@ function H.tool(chat, id)
   local rec = chat.tools[id]
   if rec == nil then
     rec = { id = id }
+    local decided = chat.decided and chat.decided[id]
+    if decided ~= nil then
+      rec.perm, rec.rejected = decided.perm, decided.rejected
+      rec.title, rec.kind = decided.title, decided.kind
+    end
     chat.tools[id] = rec
     chat.tool_order[#chat.tool_order + 1] = id
     if #chat.tool_order > H.max_tools then
@@ -728,8 +733,6 @@ function H.events.decided(d)
   if chat == nil or id == nil then
     return
   end
-  local rec = H.tool(chat, id)
-  H.merge(rec, { title = d.title, kind = d.kind })
   local allowed = d.decision == 'allow'
   local why = require('acp.state').why({
     reason = compat.str(d.reason),
@@ -737,12 +740,49 @@ function H.events.decided(d)
     source = compat.str(d.source),
     by = compat.str(d.by),
   })
-  rec.rejected = not allowed
-  rec.perm = {
+  local perm = {
     text = (allowed and 'allowed: ' or 'denied: ') .. why,
     group = allowed and 'AcpChatMeta' or 'AcpChatFailed',
   }
+  local rec = chat.tools[id]
+  if rec == nil then
+    -- A call the agent has not announced: counted on one line per turn
+    -- (an agent can have thousands decided by rules), and its block gets
+    -- the decision if the agent reports on it later.
+    H.count_decided(chat, id, allowed, d, perm)
+    return
+  end
+  H.merge(rec, { title = d.title, kind = d.kind })
+  rec.rejected = not allowed
+  rec.perm = perm
   H.queue_tool(chat, rec)
+end
+
+--- Unannounced decisions kept for their blocks, per chat (bounded).
+H.max_decided = 500
+
+function H.count_decided(chat, id, allowed, d, perm)
+  chat.decided = chat.decided or { order = {} }
+  local keep = chat.decided
+  if keep[id] == nil then
+    keep.order[#keep.order + 1] = id
+    if #keep.order > H.max_decided then
+      keep[table.remove(keep.order, 1)] = nil
+    end
+  end
+  keep[id] = { perm = perm, rejected = not allowed, title = compat.str(d.title), kind = compat.str(d.kind) }
+  local op = chat.auto_op
+  if op == nil or op.turn ~= chat.turn then
+    op = { kind = 'auto', allowed = 0, denied = 0, turn = chat.turn }
+    chat.auto_op = op
+  end
+  op.allowed = op.allowed + (allowed and 1 or 0)
+  op.denied = op.denied + (allowed and 0 or 1)
+  op.last = ('%s %s'):format(compat.str(d.title) or id, perm.text)
+  if not op.queued then
+    op.queued = true
+    H.push(chat, op)
+  end
 end
 
 function H.events.terminal(d)
@@ -899,6 +939,26 @@ end
 
 function H.ops.turn(chat)
   chat.plan_block = nil
+end
+
+--- The line counting the requests decided without a block (one per turn,
+--- redrawn in place).
+function H.ops.auto(chat, op)
+  op.queued = false
+  local b = H.block()
+  local n = op.allowed + op.denied
+  local counts = op.denied == 0 and ('%d allowed'):format(op.allowed)
+    or op.allowed == 0 and ('%d denied'):format(op.denied)
+    or ('%d allowed, %d denied'):format(op.allowed, op.denied)
+  b.add({
+    { ('acp decided %d request%s the agent did not announce: %s'):format(n, n == 1 and '' or 's', counts), 'AcpChatMeta' },
+  })
+  b.add({ { '  last: ' .. H.one_line(op.last), 'AcpChatMeta' } })
+  if op.block ~= nil then
+    H.replace(chat, op.block, b)
+  else
+    op.block = H.append(chat, b)
+  end
 end
 
 function H.ops.note(chat, op)

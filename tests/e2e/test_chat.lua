@@ -654,4 +654,36 @@ T.test('session title, context usage and config options appear in the header', f
   end, nil, 'the title, usage and options in the header:\n' .. text(buf))
 end)
 
+T.test('requests decided by rules that the agent never announced: one counting line; a later report gets its block', function()
+  local function req(n)
+    return {
+      toolCall = { toolCallId = 'auto_' .. n .. '_${turn}', title = 'ls ' .. n, kind = 'execute', rawInput = { command = 'ls ' .. n } },
+      options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
+    }
+  end
+  local ctx = T.start_demo({
+    name = 'auto-decided',
+    steps = {
+      { type = 'permissions_parallel', requests = { req(1), req(2), req(3) } },
+      {
+        type = 'update',
+        update = { sessionUpdate = 'tool_call_update', toolCallId = 'auto_2_${turn}', status = 'completed' },
+      },
+      { type = 'message', text = 'Listed.' },
+    },
+  }, { setup = { ui = { arm_ms = 50 }, permissions = { allow = { 'Bash(ls *)' } } } })
+  require('acp').prompt('List')
+  local buf = wait_text(ctx.session, 'Listed.')
+  T.idle()
+  T.wait(function()
+    return text(buf):find('acp decided 3 requests the agent did not announce: 3 allowed', 1, true)
+  end, nil, 'the counting line:\n' .. text(buf))
+  T.eq(count(lines(buf), 'acp decided'), 1, 'one counting line')
+  local t = text(buf)
+  local ls = lines(buf)
+  local i = find(ls, '[done] ls 2 · execute')
+  T.ok(i, 'the reported call has a block with its title:\n' .. t)
+  T.eq(ls[i + 1], '  allowed: allowed by Bash(ls *) (setup)', 'with the decision on it')
+end)
+
 T.done()
