@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -75,10 +76,21 @@ int audit_write(const char *path, const struct audit_entry *e) {
       json_object_set_new(line, keys[i], json_null());
   if (!json_is_array(json_object_get(line, "paths")))
     json_object_set_new(line, "paths", json_array());
-  int r = json_dumpf(line, audit_file, JSON_COMPACT) == 0 &&
-                  fputc('\n', audit_file) != EOF && fflush(audit_file) == 0
-              ? 0
-              : -1;
+  // One buffer, one write: the line reaches the file whole or not at all.
+  char buf[8192];
+  size_t n = json_dumpb(line, buf, sizeof(buf) - 1, JSON_COMPACT);
+  char *text = n < sizeof(buf) - 1 ? buf : json_dumps(line, JSON_COMPACT);
+  if (text != buf && text)
+    n = strlen(text);
+  int r = -1;
+  if (text) {
+    text[n] = '\n';
+    r = fwrite(text, 1, n + 1, audit_file) == n + 1 && fflush(audit_file) == 0
+            ? 0
+            : -1;
+  }
+  if (text != buf)
+    free(text);
   json_decref(line);
   if (r != 0) {
     LOG_E("cannot write the audit log %s: %s", audit_file_path,

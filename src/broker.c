@@ -298,6 +298,7 @@ static void maybe_finish(struct broker *b) {
     return;
   b->finished = true;
   uv_close((uv_handle_t *)&b->deadline, NULL);
+  uv_close((uv_handle_t *)&b->epoch, NULL);
 }
 
 static void host_closed(void *ud, struct acp_conn *c) {
@@ -385,6 +386,13 @@ static void shutdown_begin(struct broker *b, const char *why) {
   nvim_rpc_close(b->rpc, rpc_closed, b);
 }
 
+// Before the loop waits for I/O: what arrives next is a new epoch for the
+// gate (its settings files are looked at again).
+static void epoch_cb(uv_prepare_t *h) {
+  struct broker *b = h->data;
+  gate_epoch(b->gate, ++b->epochs);
+}
+
 struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   struct broker *b = xcalloc(1, sizeof(*b));
   b->loop = loop;
@@ -398,6 +406,9 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
     return NULL;
   }
   uv_timer_init(loop, &b->deadline);
+  uv_prepare_init(loop, &b->epoch);
+  b->epoch.data = b;
+  uv_prepare_start(&b->epoch, epoch_cb);
   b->deadline.data = b;
   const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
   for (size_t i = 0; i < 3; i++) {

@@ -30,6 +30,8 @@ struct broker {
   size_t nconns;
   uv_signal_t signals[3];
   uv_timer_t deadline;
+  uv_prepare_t epoch; // a new gate epoch per loop iteration
+  uint64_t epochs;
   bool shutting_down;
   bool rpc_closed;
   bool finished;

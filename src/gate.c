@@ -69,9 +69,10 @@ struct file_id {
 // options and the environment are the same, and the gate wrote nothing.
 struct snapshot {
   char *root;
-  char *env[3];  // HOME, XDG_CONFIG_HOME, XDG_STATE_HOME (NULL: unset)
-  uint64_t gen;  // the gate's generation when loaded
-  uint64_t used; // for evicting the least recently used
+  char *env[3];     // HOME, XDG_CONFIG_HOME, XDG_STATE_HOME (NULL: unset)
+  uint64_t gen;     // the gate's generation when loaded
+  uint64_t used;    // for evicting the least recently used
+  uint64_t checked; // the epoch its files were last found unchanged
   struct file_id files[NFILES];
   struct settings s;
   struct policy_rule_text *texts;
@@ -88,6 +89,7 @@ struct gate {
   struct memory *memory;
   uint64_t gen; // bumped by whatever may change settings: setup(), writes
   uint64_t clock;
+  uint64_t epoch; // gate_epoch: files are looked at once per epoch
   struct snapshot *snaps[GATE_SNAPSHOTS];
 };
 
@@ -118,6 +120,10 @@ void gate_free(struct gate *g) {
   }
   json_decref(g->setup);
   free(g);
+}
+
+void gate_epoch(struct gate *g, uint64_t epoch) {
+  g->epoch = epoch;
 }
 
 void gate_configure(struct gate *g, json_t *setup) {
@@ -330,11 +336,16 @@ static struct snapshot *snapshot_load(struct gate *g, const char *root) {
 }
 
 static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
-  if (sn->gen != g->gen || !env_same(sn))
+  if (sn->gen != g->gen)
+    return false;
+  if (g->epoch && sn->checked == g->epoch)
+    return true; // already looked at in this epoch
+  if (!env_same(sn))
     return false;
   for (int i = 0; i < NFILES; i++)
     if (!file_fresh(&sn->files[i]))
       return false;
+  sn->checked = g->epoch;
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "policy.h"
 
@@ -30,6 +31,12 @@ struct gate_verdict {
 struct gate *gate_new(void);
 // Frees it.
 void gate_free(struct gate *g);
+// Starts an epoch (a number > 0, new each time): the settings files of a
+// project are looked at (stat) at most once per epoch, and decisions in
+// the same epoch share what was found. The broker starts one per event
+// loop iteration, so a burst of requests read together costs one look.
+// With no epoch (0, the default) the files are looked at every time.
+void gate_epoch(struct gate *g, uint64_t epoch);
 // Replaces the setup() options ({permissions, yolo, agents}); stolen.
 void gate_configure(struct gate *g, json_t *setup);
 // Decides a session/request_permission (params borrowed) of agent's
