@@ -252,6 +252,26 @@ static struct proc *proc_new(uv_loop_t *loop, const struct proc_spawn *spec,
   return p;
 }
 
+int proc_start(uv_loop_t *loop, uv_process_t *h, const struct proc_spawn *spec,
+               uv_stdio_container_t stdio[3], uv_exit_cb on_exit, char *err,
+               size_t errlen) {
+  uv_process_options_t opts = {
+      .exit_cb = on_exit,
+      .file = spec->argv[0],
+      // libuv takes char ** but does not modify the strings.
+      .args = (char **)(uintptr_t)spec->argv,
+      .env = spec->env,
+      .cwd = spec->cwd,
+      .flags = UV_PROCESS_DETACHED,
+      .stdio_count = 3,
+      .stdio = stdio,
+  };
+  int r = uv_spawn(loop, h, &opts);
+  if (r != 0)
+    snprintf(err, errlen, "cannot start %s: %s", spec->argv[0], uv_strerror(r));
+  return r;
+}
+
 struct proc *proc_spawn(uv_loop_t *loop, const struct proc_spawn *spec,
                         const struct proc_ops *ops, void *ud, char *err,
                         size_t errlen) {
@@ -264,20 +284,7 @@ struct proc *proc_spawn(uv_loop_t *loop, const struct proc_spawn *spec,
       {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
        .data.stream = (uv_stream_t *)&p->err},
   };
-  uv_process_options_t opts = {
-      .exit_cb = exit_cb,
-      .file = spec->argv[0],
-      // libuv takes char ** but does not modify the strings.
-      .args = (char **)(uintptr_t)spec->argv,
-      .env = spec->env,
-      .cwd = spec->cwd,
-      .flags = UV_PROCESS_DETACHED,
-      .stdio_count = 3,
-      .stdio = stdio,
-  };
-  int r = uv_spawn(loop, &p->process, &opts);
-  if (r != 0) {
-    snprintf(err, errlen, "cannot start %s: %s", spec->argv[0], uv_strerror(r));
+  if (proc_start(loop, &p->process, spec, stdio, exit_cb, err, errlen) != 0) {
     p->spawn_failed = true;
     close_all(p);
     return NULL;

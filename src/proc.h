@@ -32,6 +32,12 @@ struct proc_spawn {
   const char *name;        // for log lines
 };
 
+// uv_spawn of spec in its own process group (setsid), with three stdio
+// slots; for proc_spawn and terminals. Returns 0, or a libuv error with a
+// reason in err (the handle must still be closed).
+int proc_start(uv_loop_t *loop, uv_process_t *h, const struct proc_spawn *spec,
+               uv_stdio_container_t stdio[3], uv_exit_cb on_exit, char *err,
+               size_t errlen);
 // Starts the process. Returns NULL with a reason in err on failure (the
 // callbacks are then never called).
 struct proc *proc_spawn(uv_loop_t *loop, const struct proc_spawn *spec,

@@ -165,19 +165,7 @@ struct term *term_spawn(uv_loop_t *loop, const struct proc_spawn *spec,
       {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
        .data.stream = (uv_stream_t *)&t->err},
   };
-  uv_process_options_t opts = {
-      .exit_cb = exit_cb,
-      .file = spec->argv[0],
-      .args = (char **)(uintptr_t)spec->argv,
-      .env = spec->env,
-      .cwd = spec->cwd,
-      .flags = UV_PROCESS_DETACHED,
-      .stdio_count = 3,
-      .stdio = stdio,
-  };
-  int r = uv_spawn(loop, &t->process, &opts);
-  if (r != 0) {
-    snprintf(err, errlen, "cannot start %s: %s", spec->argv[0], uv_strerror(r));
+  if (proc_start(loop, &t->process, spec, stdio, exit_cb, err, errlen) != 0) {
     t->spawn_failed = t->closing = true;
     close_handles(t);
     return NULL;
