@@ -1323,16 +1323,11 @@ function H.ensure_buffer(chat)
   if H.loaded(chat.buf) then
     return
   end
-  if chat.buf ~= nil then
-    H.by_buf[chat.buf] = nil
-    pcall(vim.api.nvim_buf_delete, chat.buf, { force = true })
-  end
   H.setup_highlights()
-  local buf = H.scratch(('acp://chat/%s/%s'):format(chat.agent, chat.session))
+  local buf = H.scratch(chat, chat.buf, ('acp://chat/%s/%s'):format(chat.agent, chat.session))
   -- The history is rewritten as it streams: no undo to keep.
   compat.set_buf(buf, 'undolevels', -1)
   chat.buf = buf
-  H.by_buf[buf] = chat
   chat.stream, chat.last, chat.plan_block = nil, nil, nil
   for _, rec in pairs(chat.tools) do
     rec.block = nil
@@ -1373,14 +1368,9 @@ function H.ensure_input(chat)
   if H.loaded(chat.input) then
     return
   end
-  if chat.input ~= nil then
-    H.by_buf[chat.input] = nil
-    pcall(vim.api.nvim_buf_delete, chat.input, { force = true })
-  end
-  local buf = H.scratch(('acp://chat/%s/%s/input'):format(chat.agent, chat.session))
+  local buf = H.scratch(chat, chat.input, ('acp://chat/%s/%s/input'):format(chat.agent, chat.session))
   compat.set_buf(buf, 'omnifunc', "v:lua.require'acp.chat'.complete")
   chat.input = buf
-  H.by_buf[buf] = chat
   vim.keymap.set('n', '<CR>', function()
     H.send(chat)
   end, { buffer = buf, desc = 'acp: send the prompt' })
@@ -1390,10 +1380,16 @@ function H.ensure_input(chat)
   compat.set_buf(buf, 'filetype', 'acpchatinput')
 end
 
---- A new unlisted buffer named `name` that is hidden, never wiped, when
---- its window closes.
-function H.scratch(name)
+--- A new unlisted buffer of chat named `name` that is hidden, never
+--- wiped, when its window closes; `stale` (the one it replaces, or nil) is
+--- deleted.
+function H.scratch(chat, stale, name)
+  if stale ~= nil then
+    H.by_buf[stale] = nil
+    pcall(vim.api.nvim_buf_delete, stale, { force = true })
+  end
   local buf = vim.api.nvim_create_buf(false, true)
+  H.by_buf[buf] = chat
   H.name(buf, name)
   compat.set_buf(buf, 'buftype', 'nofile')
   compat.set_buf(buf, 'bufhidden', 'hide')
