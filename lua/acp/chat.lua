@@ -1043,11 +1043,7 @@ function H.highlight(buf, row, b)
 end
 
 function H.split(text)
-  local lines = vim.split(tostring(text):gsub('\r\n?', '\n'), '\n', { plain = true })
-  if #lines > 1 and lines[#lines] == '' then
-    lines[#lines] = nil
-  end
-  return lines
+  return require('acp.state').split_lines(text)
 end
 
 function H.one_line(text)
@@ -1064,7 +1060,7 @@ function H.size(n)
 end
 
 function H.path(p)
-  return vim.fn.fnamemodify(p, ':~:.')
+  return require('acp.state').short_path(p)
 end
 
 -- Rendering ------------------------------------------------------------------
@@ -1223,18 +1219,13 @@ function H.render_item(item)
   local b = H.block()
   if item.type == 'diff' then
     b.diff = true
-    local path = H.path(compat.str(item.path) or '?')
-    local new = type(item.newText) == 'string' and item.newText or ''
-    local old = type(item.oldText) == 'string' and item.oldText or nil
-    b.add({ { '  --- ' .. (old and path or '/dev/null'), 'AcpChatMeta' } })
-    b.add({ { '  +++ ' .. path .. (old and '' or '  (new file)'), 'AcpChatMeta' } })
-    local ok, diff = pcall(vim.diff, H.nl(old or ''), H.nl(new), { result_type = 'unified', ctxlen = 3 })
-    if not ok or type(diff) ~= 'string' then
-      b.add({ { '  (could not compute the diff)', 'AcpChatMeta' } })
-    elseif diff == '' then
-      b.add({ { '  (no changes)', 'AcpChatMeta' } })
+    local d = require('acp.state').diff(item)
+    b.add({ { '  ' .. d.from, 'AcpChatMeta' } })
+    b.add({ { '  ' .. d.to, 'AcpChatMeta' } })
+    if d.note then
+      b.add({ { '  ' .. d.note, 'AcpChatMeta' } })
     else
-      local lines = H.split(diff)
+      local lines = d.lines
       for i, l in ipairs(lines) do
         if i > H.max_part_lines then
           b.add({ { ('  … %d more lines'):format(#lines - H.max_part_lines), 'AcpChatMeta' } })
@@ -1249,14 +1240,6 @@ function H.render_item(item)
     b.add({ { ('  [%s]'):format(compat.str(item.type) or 'content'), 'AcpChatMeta' } })
   end
   return b
-end
-
---- Text ending with a newline, so vim.diff does not flag the last line.
-function H.nl(s)
-  if s ~= '' and s:sub(-1) ~= '\n' then
-    return s .. '\n'
-  end
-  return s
 end
 
 function H.render_terminal(chat, b, id, tcid)

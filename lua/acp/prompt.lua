@@ -668,12 +668,7 @@ function H.append(dst, src)
 end
 
 function H.split(text)
-  text = tostring(text):gsub('\r\n', '\n'):gsub('\r', '\n')
-  local lines = vim.split(text, '\n', { plain = true })
-  if #lines > 1 and lines[#lines] == '' then
-    table.remove(lines)
-  end
-  return lines
+  return H.state().split_lines(text)
 end
 
 --- Body of the prompt. With more lines than fit, the options move above the
@@ -788,18 +783,13 @@ end
 --- Renders one ToolCallContent item; returns true when it showed something.
 function H.content_item(b, item)
   if item.type == 'diff' then
-    local path = compat.str(item.path) or '?'
-    local new = type(item.newText) == 'string' and item.newText or ''
-    local old = type(item.oldText) == 'string' and item.oldText or nil
-    b.add({ { '--- ' .. (old and H.path(path) or '/dev/null'), 'AcpPromptLabel' } })
-    b.add({ { '+++ ' .. H.path(path) .. (old and '' or '  (new file)'), 'AcpPromptLabel' } })
-    local ok, diff = pcall(vim.diff, H.nl(old or ''), H.nl(new), { result_type = 'unified', ctxlen = 3 })
-    if not ok or type(diff) ~= 'string' then
-      b.add({ { '(could not compute the diff)', 'AcpPromptFooter' } })
-    elseif diff == '' then
-      b.add({ { '(no changes)', 'AcpPromptFooter' } })
+    local d = H.state().diff(item)
+    b.add({ { d.from, 'AcpPromptLabel' } })
+    b.add({ { d.to, 'AcpPromptLabel' } })
+    if d.note then
+      b.add({ { d.note, 'AcpPromptFooter' } })
     else
-      for _, l in ipairs(H.split(diff)) do
+      for _, l in ipairs(d.lines) do
         local c = l:sub(1, 1)
         local group = (c == '+' and 'AcpPromptDiffAdd') or (c == '-' and 'AcpPromptDiffDelete') or (l:sub(1, 2) == '@@' and 'AcpPromptDiffHunk') or nil
         b.add({ { l, group } })
@@ -822,16 +812,8 @@ function H.content_item(b, item)
   return true
 end
 
---- Text ending with a newline, so vim.diff does not flag the last line.
-function H.nl(s)
-  if s ~= '' and s:sub(-1) ~= '\n' then
-    return s .. '\n'
-  end
-  return s
-end
-
 function H.path(p)
-  return vim.fn.fnamemodify(p, ':~:.')
+  return H.state().short_path(p)
 end
 
 function H.options(req)

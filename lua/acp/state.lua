@@ -247,6 +247,54 @@ function M.command(input)
   return nil
 end
 
+--- Text split into lines (CR LF and CR count as LF; no empty last line
+--- for a final newline).
+---@param text any
+---@return string[]
+function M.split_lines(text)
+  text = tostring(text):gsub('\r\n', '\n'):gsub('\r', '\n')
+  local lines = vim.split(text, '\n', { plain = true })
+  if #lines > 1 and lines[#lines] == '' then
+    table.remove(lines)
+  end
+  return lines
+end
+
+--- A path as the person reads it: relative to the current directory or ~.
+---@param p string
+---@return string
+function M.short_path(p)
+  return vim.fn.fnamemodify(p, ':~:.')
+end
+
+--- A ToolCallContent `diff` as unified-diff text to show, for the prompt
+--- and the chat: `from` and `to` are the ---/+++ lines, then either `lines`
+--- (the hunks) or a `note` saying why there are none.
+---@param item table
+---@return {from: string, to: string, lines: string[]|nil, note: string|nil}
+function M.diff(item)
+  local path = M.short_path(compat.str(item.path) or '?')
+  local new = type(item.newText) == 'string' and item.newText or ''
+  local old = type(item.oldText) == 'string' and item.oldText or nil
+  local r = {
+    from = '--- ' .. (old and path or '/dev/null'),
+    to = '+++ ' .. path .. (old and '' or '  (new file)'),
+  }
+  -- Both texts end with a newline, so vim.diff does not flag the last line.
+  local function nl(s)
+    return (s ~= '' and s:sub(-1) ~= '\n') and s .. '\n' or s
+  end
+  local ok, diff = pcall(vim.diff, nl(old or ''), nl(new), { result_type = 'unified', ctxlen = 3 })
+  if not ok or type(diff) ~= 'string' then
+    r.note = '(could not compute the diff)'
+  elseif diff == '' then
+    r.note = '(no changes)'
+  else
+    r.lines = M.split_lines(diff)
+  end
+  return r
+end
+
 ---@param req acp.Pending
 ---@return string
 function M.kind(req)
