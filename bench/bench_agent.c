@@ -56,8 +56,46 @@ struct agent {
   long errors;              // answers that were not the expected option
   int64_t *t_sent, *t_recv; // per id, ns
   int64_t t_seq0, t_seq1, t_pipe0, t_pipe1;
+  // CPU time (ms) of the client (our parent) and of its parent, at the
+  // start and the end of the pipelined phase.
+  double cpu_parent0, cpu_parent1, cpu_grand0, cpu_grand1;
   struct out out;
 };
+
+// utime + stime of pid in ms (/proc/PID/stat), or -1.
+static double cpu_ms(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  // Fields after the command name, which may hold spaces: state is 3rd.
+  char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+// Parent process id of pid, or -1.
+static int parent_of(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  int ppid;
+  return p && sscanf(p + 2, "%*c %d", &ppid) == 1 ? ppid : -1;
+}
 
 static const char session_id[] = "bench-session-1";
 
@@ -258,6 +296,14 @@ static void write_results(struct agent *a) {
     json_object_set_new(r, "pipe",
                         latencies(a, p0, a->total + 1, a->t_pipe0, a->t_pipe1));
     json_object_set_new(r, "depth", json_integer(a->depth));
+    // CPU per pipelined request (µs) of the client and of its parent.
+    double n = (double)(a->npipe > 0 ? a->npipe : 1);
+    json_object_set_new(
+        r, "cpu_parent_us",
+        json_real((a->cpu_parent1 - a->cpu_parent0) * 1000.0 / n));
+    json_object_set_new(
+        r, "cpu_grand_us",
+        json_real((a->cpu_grand1 - a->cpu_grand0) * 1000.0 / n));
   } else if (a->mode == MODE_ASK) {
     json_t *sent = json_array(), *recv = json_array();
     for (long i = a->warmup + 1; i <= a->total; i++) {
@@ -305,12 +351,17 @@ static void pump(struct agent *a) {
       break;
     if (id == seq_first)
       a->t_seq0 = now_ns();
-    if (id == pipe_first)
+    if (id == pipe_first) {
+      a->cpu_parent0 = cpu_ms(getppid());
+      a->cpu_grand0 = cpu_ms(parent_of(getppid()));
       a->t_seq1 = a->t_pipe0 = now_ns();
+    }
     send_permission(a, a->next++);
   }
   if (a->done == a->total && a->prompt_id) {
     a->t_pipe1 = now_ns();
+    a->cpu_parent1 = cpu_ms(getppid());
+    a->cpu_grand1 = cpu_ms(parent_of(getppid()));
     if (!a->npipe)
       a->t_seq1 = a->t_pipe1;
     finish_turn(a);

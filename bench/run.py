@@ -325,8 +325,14 @@ def part_auto(cfg, figs):
             if r.get("errors"):
                 raise RuntimeError(f"auto {name}: {r['errors']} answers were not allow_once")
             runs[name].append(r)
+            # The client's CPU per pipelined request: the broker and Neovim
+            # (the agent's parent and grandparent), Node, or Neovim alone.
+            r["cpu_us"] = r["cpu_parent_us"] + (r["cpu_grand_us"] if name == "broker" else 0)
             log(f"  auto {name} #{i + 1}: {r['pipe']['per_s']:.0f}/s pipelined, "
-                f"seq p50 {r['seq']['p50_us']:.1f} µs p99 {r['seq']['p99_us']:.1f} µs")
+                f"seq p50 {r['seq']['p50_us']:.1f} µs p99 {r['seq']['p99_us']:.1f} µs, "
+                f"client CPU {r['cpu_us']:.1f} µs/request"
+                + (f" (broker {r['cpu_parent_us']:.1f}, Neovim {r['cpu_grand_us']:.1f})"
+                   if name == "broker" else ""))
 
     def m(name, phase, key):
         return median([r[phase][key] for r in runs[name]])
@@ -346,6 +352,12 @@ def part_auto(cfg, figs):
                  m(base, "seq", "p99_us"), bname, note=inc_seq)
         figs.add("auto_seq_roundtrips_per_s" + sfx, "1/s", m("broker", "seq", "per_s"),
                  m(base, "seq", "per_s"), bname, rate=True, note=inc_seq)
+        figs.add("auto_client_cpu_us" + sfx, "µs",
+                 median([r["cpu_us"] for r in runs["broker"]]),
+                 median([r["cpu_us"] for r in runs[base]]), bname,
+                 note="CPU time (user + system, /proc) per pipelined request of "
+                      "everything on the client side: broker + Neovim for the broker, "
+                      "the Node process, or Neovim for the Lua baseline")
 
 
 # ---- 2. the policy --------------------------------------------------------------

@@ -24,9 +24,13 @@ struct audit_entry {
 };
 
 // Appends one line (the file is opened on first use, path NULL meaning the
-// default place). Returns 0, or -1 when the log cannot be written: the
-// caller tells the person (once); decisions go on regardless.
+// default place). Lines are gathered and written by audit_flush, or when
+// 64 KiB are waiting. Returns 0, or -1 when the log cannot be written (also
+// when the last flush failed): the caller tells the person (once);
+// decisions go on regardless.
 int audit_write(const char *path, const struct audit_entry *e);
+// Writes the gathered lines (whole lines, in one write). Returns 0 or -1.
+int audit_flush(void);
 // Returns the path of the log ("" before the first write).
 const char *audit_path(void);
 // Closes the file.

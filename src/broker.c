@@ -19,6 +19,8 @@
 #include "pending.h"
 
 static const char lua_event[] = "return require('acp.broker')._on_event(...)";
+// Notifications of one loop iteration reach Lua together.
+static const char lua_events[] = "return require('acp.broker')._on_events(...)";
 
 static void shutdown_begin(struct broker *b, const char *why);
 static void shown_cb(void *ud, const msgpack_object *error,
@@ -35,17 +37,24 @@ void broker_send_event(struct broker *b, const char *name, json_t *data,
     free(request);
     return;
   }
-  msgpack_packer *pk = request
-                           ? nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2,
-                                                    shown_cb, request)
-                           : nvim_rpc_begin_notify(b->rpc, "nvim_exec_lua", 2);
-  jsonpack_str(pk, lua_event);
-  msgpack_pack_array(pk, 2);
-  jsonpack_str(pk, name);
-  jsonpack_pack(pk, data);
   // Streaming updates may be dropped when Neovim stops reading; events
   // that change state never are.
-  nvim_rpc_end(b->rpc, strcmp(name, "update") == 0);
+  bool droppable = strcmp(name, "update") == 0;
+  if (request) {
+    msgpack_packer *pk =
+        nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, shown_cb, request);
+    jsonpack_str(pk, lua_event);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, name);
+    jsonpack_pack(pk, data);
+    nvim_rpc_end(b->rpc, droppable);
+  } else {
+    msgpack_packer *pk = nvim_rpc_begin_item(b->rpc);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, name);
+    jsonpack_pack(pk, data);
+    nvim_rpc_end_item(b->rpc, droppable);
+  }
   json_decref(data);
 }
 
@@ -94,6 +103,8 @@ static const char *str(json_t *info, const char *key) {
   return json_string_value(json_object_get(info, key));
 }
 
+static void audit_failed(struct broker *b);
+
 // Appends a decision to the audit log; tells the person once if it cannot.
 static void audit(struct broker *b, json_t *info, const char *decision,
                   const char *by, const char *option_id, long long wait_ms) {
@@ -116,7 +127,13 @@ static void audit(struct broker *b, json_t *info, const char *decision,
   };
   if (a.rule && !a.rule[0])
     a.rule = a.source = NULL;
-  if (audit_write(NULL, &a) == 0 || b->audit_failed)
+  if (audit_write(NULL, &a) != 0)
+    audit_failed(b);
+}
+
+// Tells the person once that the audit log cannot be written.
+static void audit_failed(struct broker *b) {
+  if (b->audit_failed)
     return;
   b->audit_failed = true;
   char msg[600];
@@ -216,11 +233,11 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
         decision, str(v->info, "by"), str(v->info, "reason"));
   audit(b, v->info, decision, str(v->info, "by"), v->option_id, 0);
-  json_t *d = json_copy(v->info); // shallow: only optionId is added
-  json_object_set_new(d, "optionId",
+  // The verdict becomes the event (broker_send_event releases it).
+  json_object_set_new(v->info, "optionId",
                       v->option_id ? json_string(v->option_id) : json_null());
-  broker_send_event(b, "decided", d, NULL);
-  json_decref(v->info);
+  broker_send_event(b, "decided", v->info, NULL);
+  v->info = NULL;
 }
 
 static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
@@ -387,10 +404,14 @@ static void shutdown_begin(struct broker *b, const char *why) {
 }
 
 // Before the loop waits for I/O: what arrives next is a new epoch for the
-// gate (its settings files are looked at again).
+// gate (its settings files are looked at again), and the audit lines
+// gathered so far are written.
 static void epoch_cb(uv_prepare_t *h) {
   struct broker *b = h->data;
   gate_epoch(b->gate, ++b->epochs);
+  // The decisions of this iteration reach the audit log in one write.
+  if (audit_flush() != 0)
+    audit_failed(b);
 }
 
 struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
@@ -405,6 +426,7 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
     free(b);
     return NULL;
   }
+  nvim_rpc_set_batch(b->rpc, "nvim_exec_lua", lua_events);
   uv_timer_init(loop, &b->deadline);
   uv_prepare_init(loop, &b->epoch);
   b->epoch.data = b;

@@ -91,6 +91,9 @@ struct gate {
   uint64_t clock;
   uint64_t epoch; // gate_epoch: files are looked at once per epoch
   struct snapshot *snaps[GATE_SNAPSHOTS];
+  // The project root of the last cwd, found in root_epoch (gen root_gen).
+  char *root_cwd, *root;
+  uint64_t root_epoch, root_gen;
 };
 
 struct gate *gate_new(void) {
@@ -119,6 +122,8 @@ void gate_free(struct gate *g) {
     memory_free(m);
   }
   json_decref(g->setup);
+  free(g->root_cwd);
+  free(g->root);
   free(g);
 }
 
@@ -514,9 +519,24 @@ static const char *by_name(const struct policy_result *res) {
   return policy_by_name(res->by);
 }
 
+// cwd's project root (settings_find_root), looked for once per epoch:
+// borrowed, valid until the next call.
+static const char *root_of(struct gate *g, const char *cwd) {
+  if (!g->epoch || g->root_epoch != g->epoch || g->root_gen != g->gen ||
+      strcmp(g->root_cwd, cwd) != 0) {
+    free(g->root_cwd);
+    free(g->root);
+    g->root_cwd = xstrdup(cwd);
+    g->root = settings_find_root(cwd);
+    g->root_epoch = g->epoch;
+    g->root_gen = g->gen;
+  }
+  return g->root;
+}
+
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v) {
-  char *root = settings_find_root(cwd);
+  const char *root = root_of(g, cwd);
   struct effective e;
   effective_load(g, root, agent, &e);
   struct policy *p = snapshot_policy(e.snap, &e.in);
@@ -551,7 +571,6 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   if (d == POLICY_ASK)
     json_object_set_new(v->info, "narrow", narrow_json(r));
   policy_request_free(r);
-  free(root);
 }
 
 int gate_remember(struct gate *g, const char *scope, const char *agent,

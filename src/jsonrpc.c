@@ -66,12 +66,57 @@ char *jsonrpc_notification(const char *method, json_t *params, size_t *len) {
   return finish(obj, ok, len);
 }
 
+// Appends v's compact JSON (null for NULL) to *out (*cap bytes, grown).
+static bool dump_append(const json_t *v, char **out, size_t *n, size_t *cap) {
+  if (!v) {
+    v = json_null();
+  }
+  size_t k =
+      json_dumpb(v, *out + *n, *cap - *n, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (k == 0)
+    return false;
+  if (k > *cap - *n) {
+    while (*cap - *n < k + 64)
+      *cap *= 2;
+    *out = xrealloc(*out, *cap);
+    if (json_dumpb(v, *out + *n, *cap - *n, JSON_COMPACT | JSON_ENCODE_ANY) !=
+        k)
+      return false;
+  }
+  *n += k;
+  return true;
+}
+
+static void text_append(const char *t, char **out, size_t *n, size_t *cap) {
+  size_t k = strlen(t);
+  if (*cap - *n < k + 1) {
+    while (*cap - *n < k + 1)
+      *cap *= 2;
+    *out = xrealloc(*out, *cap);
+  }
+  memcpy(*out + *n, t, k);
+  *n += k;
+}
+
 char *jsonrpc_result(const json_t *id, json_t *result, size_t *len) {
-  bool ok = true;
-  json_t *obj = envelope(&ok);
-  put(obj, "id", id_copy(id), &ok);
-  put(obj, "result", result ? result : json_null(), &ok);
-  return finish(obj, ok, len);
+  // Written out directly (the answer to every request goes through here):
+  // the same text the envelope object would give, keys in the same order.
+  size_t cap = 512, n = 0;
+  char *out = xmalloc(cap);
+  text_append("{\"jsonrpc\":\"2.0\",\"id\":", &out, &n, &cap);
+  bool ok = dump_append(id, &out, &n, &cap);
+  text_append(",\"result\":", &out, &n, &cap);
+  ok = ok && dump_append(result, &out, &n, &cap);
+  text_append("}\n", &out, &n, &cap);
+  json_decref(result);
+  if (!ok) {
+    free(out);
+    *len = 0;
+    return NULL;
+  }
+  out[n] = '\0';
+  *len = n;
+  return out;
 }
 
 char *jsonrpc_error(const json_t *id, int code, const char *message,
@@ -172,9 +217,16 @@ static void put(json_t *obj, const char *key, json_t *v, bool *ok) {
 // obj. Returns NULL, with *len 0, if building or encoding it failed.
 static char *finish(json_t *obj, bool ok, size_t *len) {
   *len = 0;
-  size_t n = ok ? json_dumpb(obj, NULL, 0, JSON_COMPACT) : 0;
+  // Most messages fit the stack buffer: encoded once, then copied.
+  char small[4096];
+  size_t n = ok ? json_dumpb(obj, small, sizeof(small), JSON_COMPACT) : 0;
   char *out = n ? xmalloc(n + 2) : NULL;
-  if (out && json_dumpb(obj, out, n, JSON_COMPACT) == n) {
+  if (out && n <= sizeof(small)) {
+    memcpy(out, small, n);
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    *len = n + 1;
+  } else if (out && json_dumpb(obj, out, n, JSON_COMPACT) == n) {
     out[n] = '\n';
     out[n + 1] = '\0';
     *len = n + 1;

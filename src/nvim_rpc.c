@@ -13,6 +13,13 @@
 // Outstanding requests to Neovim; more means Neovim stopped answering.
 #define NVIM_RPC_MAX_CALLS 65536
 #define NVIM_RPC_READ_SIZE 65536
+// A batch of items becomes a frame once it holds this many bytes or items,
+// so that Neovim handles a long burst in slices it can interleave with input.
+#define NVIM_RPC_BATCH_BYTES ((size_t)256 * 1024)
+#define NVIM_RPC_BATCH_ITEMS 4096
+// Items wait this long for others (a frame, or a full batch, sends them at
+// once): under a flood Neovim wakes up per batch, not per loop iteration.
+#define NVIM_RPC_BATCH_MS 2
 
 struct call {
   uint32_t msgid;          // id of our request
@@ -28,17 +35,24 @@ struct write_req {
 
 struct nvim_rpc {
   uv_loop_t *loop;
-  uv_pipe_t in;    // Neovim → broker
-  uv_pipe_t out;   // broker → Neovim
-  uv_idle_t flush; // writes the frames of one loop iteration together
+  uv_pipe_t in;           // Neovim → broker
+  uv_pipe_t out;          // broker → Neovim
+  uv_idle_t flush;        // writes the frames of one loop iteration together
+  uv_timer_t batch_timer; // sends the items gathered for NVIM_RPC_BATCH_MS
   struct nvim_rpc_decoder dec;
   msgpack_sbuffer sbuf; // frames not yet handed to the pipe
   msgpack_packer pk;    // packs into sbuf
-  size_t frame_start;   // offset in sbuf of the frame being built
-  bool frame_failed;    // the frame being built must not be sent
-  struct call failed;   // its callback, run once the frame is discarded
-  size_t queued;        // bytes handed to the pipe, not yet written
-  size_t dropped;       // droppable frames discarded so far
+  msgpack_sbuffer ibuf; // items of the batch being gathered
+  msgpack_packer ipk;   // packs into ibuf
+  size_t nitems;        // items in ibuf
+  size_t item_start;    // offset in ibuf of the item being built
+  char *batch_method;   // the batch frame: [2, method, [head, [[items]]]]
+  char *batch_head;
+  size_t frame_start; // offset in sbuf of the frame being built
+  bool frame_failed;  // the frame being built must not be sent
+  struct call failed; // its callback, run once the frame is discarded
+  size_t queued;      // bytes handed to the pipe, not yet written
+  size_t dropped;     // droppable frames discarded so far
   uint32_t next_msgid;
   struct call *calls; // outstanding requests, oldest first
   size_t ncalls;
@@ -223,7 +237,26 @@ static void write_cb(uv_write_t *req, int status) {
   free(w);
 }
 
+// Appends the gathered items to the frames as one notification.
+static void close_batch(struct nvim_rpc *ch) {
+  if (ch->nitems == 0)
+    return;
+  uv_timer_stop(&ch->batch_timer);
+  msgpack_pack_array(&ch->pk, 3);
+  msgpack_pack_uint32(&ch->pk, NVIM_RPC_NOTIFICATION);
+  msgpack_pack_str_with_body(&ch->pk, ch->batch_method,
+                             strlen(ch->batch_method));
+  msgpack_pack_array(&ch->pk, 2);
+  msgpack_pack_str_with_body(&ch->pk, ch->batch_head, strlen(ch->batch_head));
+  msgpack_pack_array(&ch->pk, 1); // the items are one argument: a list
+  msgpack_pack_array(&ch->pk, (uint32_t)ch->nitems);
+  msgpack_sbuffer_write(&ch->sbuf, ch->ibuf.data, ch->ibuf.size);
+  ch->ibuf.size = 0;
+  ch->nitems = 0;
+}
+
 void nvim_rpc_flush(struct nvim_rpc *ch) {
+  close_batch(ch);
   if (ch->sbuf.size == 0 || ch->closing)
     return;
   struct write_req *w = xmalloc(sizeof(*w));
@@ -257,6 +290,10 @@ struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
   ch->next_msgid = 1;
   msgpack_sbuffer_init(&ch->sbuf);
   msgpack_packer_init(&ch->pk, &ch->sbuf, msgpack_sbuffer_write);
+  msgpack_sbuffer_init(&ch->ibuf);
+  msgpack_packer_init(&ch->ipk, &ch->ibuf, msgpack_sbuffer_write);
+  ch->batch_method = xstrdup("nvim_exec_lua");
+  ch->batch_head = xstrdup("return ...");
   if (nvim_rpc_decoder_init(&ch->dec, 64 * 1024 * 1024) != 0) {
     snprintf(err, errlen, "cannot create the msgpack unpacker");
     goto fail_decoder;
@@ -264,8 +301,9 @@ struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
   uv_pipe_init(loop, &ch->in, 0);
   uv_pipe_init(loop, &ch->out, 0);
   uv_idle_init(loop, &ch->flush);
-  ch->in.data = ch->out.data = ch->flush.data = ch;
-  ch->open_handles = 3;
+  uv_timer_init(loop, &ch->batch_timer);
+  ch->in.data = ch->out.data = ch->flush.data = ch->batch_timer.data = ch;
+  ch->open_handles = 4;
   int r = uv_pipe_open(&ch->in, in_fd);
   if (r == 0)
     r = uv_pipe_open(&ch->out, out_fd);
@@ -281,11 +319,18 @@ struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
 
 fail_decoder:
   msgpack_sbuffer_destroy(&ch->sbuf);
+  msgpack_sbuffer_destroy(&ch->ibuf);
+  free(ch->batch_method);
+  free(ch->batch_head);
   free(ch);
   return NULL;
 }
 
+static void schedule_flush(struct nvim_rpc *ch);
+
 static void begin_frame(struct nvim_rpc *ch) {
+  // Items gathered so far go first: frames keep the order they were made in.
+  close_batch(ch);
   ch->frame_start = ch->sbuf.size;
   ch->frame_failed = false;
 }
@@ -356,12 +401,54 @@ void nvim_rpc_end(struct nvim_rpc *ch, bool droppable) {
             ch->dropped, ch->queued);
     return;
   }
+  schedule_flush(ch);
+}
+
+static void schedule_flush(struct nvim_rpc *ch) {
   if (!uv_is_active((uv_handle_t *)&ch->flush))
     uv_idle_start(&ch->flush, flush_cb);
 }
 
+static void batch_timer_cb(uv_timer_t *t) {
+  nvim_rpc_flush(t->data);
+}
+
+void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
+                        const char *head) {
+  close_batch(ch);
+  free(ch->batch_method);
+  free(ch->batch_head);
+  ch->batch_method = xstrdup(method);
+  ch->batch_head = xstrdup(head);
+}
+
+msgpack_packer *nvim_rpc_begin_item(struct nvim_rpc *ch) {
+  ch->item_start = ch->ibuf.size;
+  return &ch->ipk;
+}
+
+void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable) {
+  if (ch->closing ||
+      (droppable && nvim_rpc_pending_bytes(ch) > NVIM_RPC_MAX_QUEUED)) {
+    ch->ibuf.size = ch->item_start;
+    if (!ch->closing && ch->dropped++ % 1000 == 0)
+      LOG_W("Neovim is not reading: dropped %zu update frames (%zu bytes "
+            "waiting)",
+            ch->dropped, ch->queued);
+    return;
+  }
+  ch->nitems++;
+  if (ch->ibuf.size >= NVIM_RPC_BATCH_BYTES ||
+      ch->nitems >= NVIM_RPC_BATCH_ITEMS) {
+    close_batch(ch);
+    schedule_flush(ch);
+  } else if (!uv_is_active((uv_handle_t *)&ch->batch_timer)) {
+    uv_timer_start(&ch->batch_timer, batch_timer_cb, NVIM_RPC_BATCH_MS, 0);
+  }
+}
+
 size_t nvim_rpc_pending_bytes(const struct nvim_rpc *ch) {
-  return ch->queued + ch->sbuf.size;
+  return ch->queued + ch->sbuf.size + ch->ibuf.size;
 }
 
 static void close_cb(uv_handle_t *h) {
@@ -372,6 +459,9 @@ static void close_cb(uv_handle_t *h) {
   void *ud = ch->closed_ud;
   nvim_rpc_decoder_free(&ch->dec);
   msgpack_sbuffer_destroy(&ch->sbuf);
+  msgpack_sbuffer_destroy(&ch->ibuf);
+  free(ch->batch_method);
+  free(ch->batch_head);
   free(ch->calls);
   free(ch);
   if (on_closed)
@@ -388,4 +478,5 @@ void nvim_rpc_close(struct nvim_rpc *ch, void (*on_closed)(void *), void *ud) {
   uv_close((uv_handle_t *)&ch->in, close_cb);
   uv_close((uv_handle_t *)&ch->out, close_cb);
   uv_close((uv_handle_t *)&ch->flush, close_cb);
+  uv_close((uv_handle_t *)&ch->batch_timer, close_cb);
 }

@@ -94,6 +94,18 @@ msgpack_packer *nvim_rpc_begin_response(struct nvim_rpc *ch, uint32_t msgid);
 // discarded instead (counted in the log), so a stalled Neovim cannot make the
 // broker's memory grow without limit.
 void nvim_rpc_end(struct nvim_rpc *ch, bool droppable);
+// Items: small notifications of one loop iteration sent as one frame,
+// [2, method, [head, [[item, ...]]]] (by default method "nvim_exec_lua" and
+// head "return ...": Lua gets the items as one list). A frame started meanwhile
+// closes the batch first, so items and frames reach Neovim in the order they
+// were made. Items wait up to 2 ms for more (a frame or a full batch, 256 KiB
+// or 4096 items, sends them at once).
+void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
+                        const char *head);
+// Starts an item: the caller packs exactly one value, then calls
+// nvim_rpc_end_item (droppable as for nvim_rpc_end).
+msgpack_packer *nvim_rpc_begin_item(struct nvim_rpc *ch);
+void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable);
 // Writes everything queued now, without waiting for the loop iteration end.
 void nvim_rpc_flush(struct nvim_rpc *ch);
 // Number of bytes written to stdout but not yet accepted by the pipe.

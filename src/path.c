@@ -28,6 +28,7 @@ static bool collapse(const char *in, struct buf *out);
 static void buf_add(struct buf *b, const char *s, size_t n);
 static void buf_pop(struct buf *b);
 static size_t split(const char *p, struct seg *v, size_t max);
+static size_t slashes(const char *p);
 static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
                       bool fold);
 static bool one_match(const char *p, size_t pn, char c, bool fold, size_t *adv);
@@ -66,7 +67,11 @@ char *path_resolve(const char *abs) {
     return NULL;
   // The components still to walk, as a path: links are spliced in front.
   char *todo = xstrdup(abs);
-  struct buf *out = xcalloc(1, sizeof(*out));
+  struct buf out_s;
+  struct buf *out = &out_s;
+  out->s[0] = '\0';
+  out->n = 0;
+  out->over = false;
   bool missing = false;
   int links = 0;
   char *rest = todo;
@@ -100,7 +105,6 @@ char *path_resolve(const char *abs) {
     ssize_t tn = readlink(out->s, target, sizeof(target) - 1);
     if (tn <= 0 || ++links > LINKS_MAX) {
       free(todo);
-      free(out);
       return NULL;
     }
     target[tn] = '\0';
@@ -112,7 +116,6 @@ char *path_resolve(const char *abs) {
   }
   char *r = out->over ? NULL : xstrdup(out->n ? out->s : "/");
   free(todo);
-  free(out);
   return r;
 }
 
@@ -131,10 +134,24 @@ bool path_match(const char *pattern, const char *path, bool fold,
                 bool dir_self) {
   if (!pattern || !path || pattern[0] != '/' || path[0] != '/')
     return false;
-  struct seg *pv = xcalloc(SEGS_MAX, sizeof(*pv));
-  struct seg *sv = xcalloc(SEGS_MAX, sizeof(*sv));
-  size_t m = split(pattern, pv, SEGS_MAX), n = split(path, sv, SEGS_MAX);
-  bool *cur = xcalloc(n + 1, sizeof(*cur)), *next = xcalloc(n + 1, 1);
+  // Sized by the slashes (a segment follows at least one): most paths fit
+  // on the stack, and nothing is zeroed that split() fills anyway.
+  enum { SMALL = 64 };
+  struct seg pv_s[SMALL], sv_s[SMALL];
+  bool cur_s[SMALL + 1], next_s[SMALL + 1];
+  size_t pmax = slashes(pattern), smax = slashes(path);
+  if (pmax > SEGS_MAX)
+    pmax = SEGS_MAX;
+  if (smax > SEGS_MAX)
+    smax = SEGS_MAX;
+  struct seg *pv = pmax <= SMALL ? pv_s : xmalloc(pmax * sizeof(*pv));
+  struct seg *sv = smax <= SMALL ? sv_s : xmalloc(smax * sizeof(*sv));
+  size_t m = split(pattern, pv, pmax), n = split(path, sv, smax);
+  bool *cur = n <= SMALL ? cur_s : xmalloc((n + 1) * sizeof(*cur));
+  bool *next = n <= SMALL ? next_s : xmalloc((n + 1) * sizeof(*next));
+  memset(cur, 0, (n + 1) * sizeof(*cur));
+  memset(next, 0, (n + 1) * sizeof(*next));
+  bool *cur0 = cur, *next0 = next;
   // cur[j]: the pattern segments so far match the first j path segments.
   cur[0] = true;
   for (size_t i = 0; i < m; i++) {
@@ -159,10 +176,14 @@ bool path_match(const char *pattern, const char *path, bool fold,
     next = t;
   }
   bool r = cur[n];
-  free(pv);
-  free(sv);
-  free(cur);
-  free(next);
+  if (pv != pv_s)
+    free(pv);
+  if (sv != sv_s)
+    free(sv);
+  if (cur0 != cur_s)
+    free(cur0);
+  if (next0 != next_s)
+    free(next0);
   return r;
 }
 
@@ -263,6 +284,14 @@ static void buf_pop(struct buf *b) {
   if (b->n)
     b->n--;
   b->s[b->n] = '\0';
+}
+
+// The number of '/' in p: a bound on its segments.
+static size_t slashes(const char *p) {
+  size_t n = 0;
+  for (; *p; p++)
+    n += *p == '/';
+  return n;
 }
 
 static size_t split(const char *p, struct seg *v, size_t max) {

@@ -25,6 +25,7 @@ struct proc {
   uv_process_t process;
   uv_pipe_t in, out, err; // the agent's stdin, stdout, stderr
   uv_timer_t timer;       // SIGKILL after the grace period, or drain timeout
+  uv_idle_t flush;        // writes the lines of one loop iteration together
   uv_shutdown_t shutdown_req;
   char *name;
   const struct proc_ops *ops;
@@ -32,6 +33,9 @@ struct proc {
   int pid;
   int open_handles;
   size_t queued; // bytes written to stdin, not yet accepted
+  char *obuf;    // lines not yet handed to the pipe (counted in queued)
+  bool burst;    // a line went out at once since the last flush
+  size_t olen, ocap;
   int64_t exit_code;
   int exit_signal;
   bool exited;       // the process has exited
@@ -60,6 +64,7 @@ static void close_cb(uv_handle_t *h) {
   const struct proc_ops *ops = p->ops;
   void *ud = p->ud;
   linebuf_free(&p->err_lines);
+  free(p->obuf);
   free(p->name);
   free(p);
   if (notify)
@@ -75,6 +80,7 @@ static void close_all(struct proc *p) {
   uv_close((uv_handle_t *)&p->out, close_cb);
   uv_close((uv_handle_t *)&p->err, close_cb);
   uv_close((uv_handle_t *)&p->timer, close_cb);
+  uv_close((uv_handle_t *)&p->flush, close_cb);
 }
 
 // Reports the exit once, then closes everything. The callback may free
@@ -118,6 +124,8 @@ static void exit_cb(uv_process_t *h, int64_t status, int sig) {
   uv_timer_start(&p->timer, drain_timeout_cb, PROC_DRAIN_MS, 0);
 }
 
+static void flush_out(struct proc *p);
+
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   struct proc *p = h->data;
@@ -128,6 +136,10 @@ static void out_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   struct proc *p = s->data;
   if (n > 0) {
     p->ops->on_stdout(p->ud, buf->base, (size_t)n);
+    // Answers to what was just read go out now, in one write (p is still
+    // alive here: it is freed only once its handles are closed).
+    if (!p->closing)
+      flush_out(p);
     return;
   }
   if (n == 0)
@@ -167,6 +179,36 @@ static void write_cb(uv_write_t *req, int status) {
   free(w);
 }
 
+// Hands the gathered lines to the pipe in one write.
+static void write_out(struct proc *p) {
+  if (p->olen == 0)
+    return;
+  struct write_req *w = xmalloc(sizeof(*w));
+  w->data = p->obuf;
+  w->len = p->olen;
+  p->obuf = NULL;
+  p->olen = p->ocap = 0;
+  uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+  int r = uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, write_cb);
+  if (r < 0) {
+    LOG_W("%s: write to stdin failed: %s", p->name, uv_strerror(r));
+    p->queued -= w->len;
+    free(w->data);
+    free(w);
+  }
+}
+
+// The end of a burst: what was gathered goes out.
+static void flush_out(struct proc *p) {
+  uv_idle_stop(&p->flush);
+  write_out(p);
+  p->burst = false;
+}
+
+static void flush_cb(uv_idle_t *h) {
+  flush_out(h->data);
+}
+
 int proc_write(struct proc *p, char *data, size_t len) {
   if (p->stdin_closed || p->closing || p->queued + len > PROC_MAX_QUEUED) {
     if (!p->stdin_closed && !p->closing)
@@ -175,18 +217,26 @@ int proc_write(struct proc *p, char *data, size_t len) {
     free(data);
     return -1;
   }
-  struct write_req *w = xmalloc(sizeof(*w));
-  w->data = data;
-  w->len = len;
-  uv_buf_t b = uv_buf_init(data, (unsigned)len);
-  int r = uv_write(&w->req, (uv_stream_t *)&p->in, &b, 1, write_cb);
-  if (r < 0) {
-    LOG_W("%s: write to stdin failed: %s", p->name, uv_strerror(r));
-    free(data);
-    free(w);
-    return -1;
+  if (p->olen + len > p->ocap) {
+    size_t cap = p->ocap ? p->ocap : 4096;
+    while (cap < p->olen + len)
+      cap *= 2;
+    p->obuf = xrealloc(p->obuf, cap);
+    p->ocap = cap;
   }
+  memcpy(p->obuf + p->olen, data, len);
+  p->olen += len;
   p->queued += len;
+  free(data);
+  // The first line of a burst goes out at once (an agent waiting for one
+  // answer gets it without delay); the rest of what is read with it is
+  // written together once it is handled.
+  if (p->queued == len && !p->burst) {
+    p->burst = true;
+    write_out(p);
+  }
+  if (!uv_is_active((uv_handle_t *)&p->flush))
+    uv_idle_start(&p->flush, flush_cb);
   return 0;
 }
 
@@ -218,6 +268,7 @@ void proc_stop(struct proc *p, uint64_t grace_ms) {
   p->grace_ms = grace_ms;
   uint64_t eof_ms = PROC_EOF_MS;
   if (!p->stdin_closed) {
+    flush_out(p);
     p->stdin_closed = true;
     // The shutdown completes once the queued writes are in the pipe; the
     // agent then sees EOF after reading them.
@@ -247,8 +298,10 @@ static struct proc *proc_new(uv_loop_t *loop, const struct proc_spawn *spec,
   uv_pipe_init(loop, &p->out, 0);
   uv_pipe_init(loop, &p->err, 0);
   uv_timer_init(loop, &p->timer);
-  p->process.data = p->in.data = p->out.data = p->err.data = p->timer.data = p;
-  p->open_handles = 5;
+  uv_idle_init(loop, &p->flush);
+  p->process.data = p->in.data = p->out.data = p->err.data = p->timer.data =
+      p->flush.data = p;
+  p->open_handles = 6;
   return p;
 }
 

@@ -226,6 +226,20 @@ function M._on_event(name, data)
   return ok
 end
 
+--- The notifications of one broker loop iteration, in order:
+--- `{ {name, data}, ... }`. Each is handled as by `_on_event`; a failing
+--- one does not keep the others from being handled.
+---@param events table
+function M._on_events(events)
+  local compat = require('acp.compat')
+  compat.user_cache = {}
+  for i = 1, #events do
+    local e = events[i]
+    M._on_event(e[1], e[2])
+  end
+  compat.user_cache = nil
+end
+
 -- Helper functionality =======================================================
 
 --- An empty Lua table would be sent as an array; the protocol wants maps.

@@ -403,10 +403,9 @@ function H.tool(chat, id)
   local rec = chat.tools[id]
   if rec == nil then
     rec = { id = id }
-    local decided = chat.decided and chat.decided[id]
+    local decided = H.decided_for(chat, id)
     if decided ~= nil then
-      rec.perm, rec.rejected = decided.perm, decided.rejected
-      rec.title, rec.kind = decided.title, decided.kind
+      H.apply_decided(rec, decided)
     end
     chat.tools[id] = rec
     chat.tool_order[#chat.tool_order + 1] = id
@@ -733,6 +732,20 @@ function H.events.decided(d)
   if chat == nil or id == nil then
     return
   end
+  local rec = chat.tools[id]
+  if rec == nil then
+    -- A call the agent has not announced: counted on one line per turn
+    -- (an agent can have thousands decided by rules), and its block gets
+    -- the decision if the agent reports on it later.
+    H.count_decided(chat, id, d)
+    return
+  end
+  H.apply_decided(rec, d)
+  H.queue_tool(chat, rec)
+end
+
+--- The permission line of a tool call's block, from a `decided` event.
+function H.decided_perm(d)
   local allowed = d.decision == 'allow'
   local why = require('acp.state').why({
     reason = compat.str(d.reason),
@@ -740,49 +753,57 @@ function H.events.decided(d)
     source = compat.str(d.source),
     by = compat.str(d.by),
   })
-  local perm = {
+  return {
     text = (allowed and 'allowed: ' or 'denied: ') .. why,
     group = allowed and 'AcpChatMeta' or 'AcpChatFailed',
   }
-  local rec = chat.tools[id]
-  if rec == nil then
-    -- A call the agent has not announced: counted on one line per turn
-    -- (an agent can have thousands decided by rules), and its block gets
-    -- the decision if the agent reports on it later.
-    H.count_decided(chat, id, allowed, d, perm)
-    return
-  end
-  H.merge(rec, { title = d.title, kind = d.kind })
-  rec.rejected = not allowed
-  rec.perm = perm
-  H.queue_tool(chat, rec)
 end
 
---- Unannounced decisions kept for their blocks, per chat (bounded).
+function H.apply_decided(rec, d)
+  H.merge(rec, { title = d.title, kind = d.kind })
+  rec.rejected = d.decision ~= 'allow'
+  rec.perm = H.decided_perm(d)
+end
+
+--- Unannounced decisions kept for their blocks, per chat: the newest
+--- max_decided to twice as many (two generations, O(1) per decision).
 H.max_decided = 500
 
-function H.count_decided(chat, id, allowed, d, perm)
-  chat.decided = chat.decided or { order = {} }
+function H.count_decided(chat, id, d)
   local keep = chat.decided
-  if keep[id] == nil then
-    keep.order[#keep.order + 1] = id
-    if #keep.order > H.max_decided then
-      keep[table.remove(keep.order, 1)] = nil
+  if keep == nil then
+    keep = { cur = {}, old = {}, n = 0 }
+    chat.decided = keep
+  end
+  if keep.cur[id] == nil then
+    keep.n = keep.n + 1
+    if keep.n > H.max_decided then
+      keep.old, keep.cur, keep.n = keep.cur, {}, 1
     end
   end
-  keep[id] = { perm = perm, rejected = not allowed, title = compat.str(d.title), kind = compat.str(d.kind) }
+  keep.cur[id] = d
   local op = chat.auto_op
   if op == nil or op.turn ~= chat.turn then
     op = { kind = 'auto', allowed = 0, denied = 0, turn = chat.turn }
     chat.auto_op = op
   end
-  op.allowed = op.allowed + (allowed and 1 or 0)
-  op.denied = op.denied + (allowed and 0 or 1)
-  op.last = ('%s %s'):format(compat.str(d.title) or id, perm.text)
+  if d.decision == 'allow' then
+    op.allowed = op.allowed + 1
+  else
+    op.denied = op.denied + 1
+  end
+  -- Formatted when drawn: only the last one of a burst is shown.
+  op.last, op.last_id = d, id
   if not op.queued then
     op.queued = true
     H.push(chat, op)
   end
+end
+
+--- The decision kept for an unannounced call, or nil.
+function H.decided_for(chat, id)
+  local keep = chat.decided
+  return keep and (keep.cur[id] or keep.old[id])
 end
 
 function H.events.terminal(d)
@@ -953,7 +974,9 @@ function H.ops.auto(chat, op)
   b.add({
     { ('acp decided %d request%s the agent did not announce: %s'):format(n, n == 1 and '' or 's', counts), 'AcpChatMeta' },
   })
-  b.add({ { '  last: ' .. H.one_line(op.last), 'AcpChatMeta' } })
+  local last = op.last
+  local text = ('%s %s'):format(compat.str(last.title) or op.last_id, H.decided_perm(last).text)
+  b.add({ { '  last: ' .. H.one_line(text), 'AcpChatMeta' } })
   if op.block ~= nil then
     H.replace(chat, op.block, b)
   else

@@ -47,6 +47,26 @@ function M.str(v)
   return nil
 end
 
+--- Whether a User autocommand for pattern is defined.
+---@param pattern string
+---@return boolean
+function M.has_user(pattern)
+  local cache = M.user_cache
+  local v = cache and cache[pattern]
+  if v == nil then
+    v = vim.fn.exists('#User#' .. pattern) == 1
+    if cache then
+      cache[pattern] = v
+    end
+  end
+  return v
+end
+
+--- While a batch of broker events is handled: has_user's answers (no
+--- autocommand can be defined meanwhile). nil otherwise.
+---@type table|nil
+M.user_cache = nil
+
 --- Fires `User <pattern>` with `data`.
 ---
 --- `vim.g.acp_last_event` is set first, because Neovim 0.7 cannot pass `data`
@@ -54,6 +74,11 @@ end
 ---@param pattern string
 ---@param data table
 function M.fire_user(pattern, data)
+  -- Nothing listens: skip the conversion of data to a Vim dictionary (an
+  -- agent can have thousands of requests decided per second).
+  if not M.has_user(pattern) then
+    return
+  end
   vim.g.acp_last_event = { event = pattern, data = data }
   local opts = { pattern = pattern, modeline = false }
   if M.has(8) then

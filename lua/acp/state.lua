@@ -54,7 +54,8 @@ M.order = {}
 --- session id -> {agent, cwd, modes, tools = {toolCallId -> merged tool call}, tool_order}
 M.sessions = {}
 
---- The last events seen, oldest first (bounded): broker events by their
+--- The last events seen, oldest first (at least max_events, at most twice
+--- as many): broker events by their
 --- protocol name (streamed message chunks left out), autocmds by their
 --- pattern. For tests and debugging.
 ---@type {event: string, data: table}[]
@@ -112,7 +113,7 @@ function M.handle(name, data)
   if effect == nil and #M.listeners == 0 then
     return true
   end
-  vim.schedule(function()
+  M.defer(function()
     if effect ~= nil then
       effect()
     end
@@ -126,12 +127,42 @@ function M.handle(name, data)
   return true
 end
 
+--- Runs fn once Neovim may block again (vim.schedule), after every function
+--- deferred before it. A burst of events costs one scheduled callback.
+---@param fn function
+function M.defer(fn)
+  local q = H.deferred
+  q[#q + 1] = fn
+  if #q == 1 then
+    vim.schedule(H.run_deferred)
+  end
+end
+
+H.deferred = {}
+
+function H.run_deferred()
+  local q = H.deferred
+  H.deferred = {}
+  for i = 1, #q do
+    local ok, err = pcall(q[i])
+    if not ok then
+      vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
+    end
+  end
+end
+
 ---@param event string
 ---@param data table
 function M.log(event, data)
-  table.insert(M.events, { event = event, data = data })
-  if #M.events > M.max_events then
-    table.remove(M.events, 1)
+  local ev = M.events
+  ev[#ev + 1] = { event = event, data = data }
+  -- Trimmed in one pass once twice as long as kept: O(1) per event.
+  if #ev > 2 * M.max_events then
+    local keep = {}
+    for i = #ev - M.max_events + 1, #ev do
+      keep[#keep + 1] = ev[i]
+    end
+    M.events = keep
   end
 end
 
@@ -381,13 +412,13 @@ function M.broker_exited(code)
       message = ('the broker exited (code %d)'):format(code),
       quiet = true,
     })
-    vim.schedule(effect)
+    M.defer(effect)
   end
   -- Prompts of agents the mirror did not know (should not happen).
   local leftover = H.resolve_all(function()
     return true
   end, 'broker_exit')
-  vim.schedule(leftover)
+  M.defer(leftover)
   -- Runtime yolo and modes die with the broker.
   M.settings = {}
   H.waiters = {}
@@ -699,6 +730,9 @@ function H.handlers.agent_exit(d)
 end
 
 function H.handlers.decided(d)
+  if not compat.has_user('AcpPermissionDecided') then
+    return nil
+  end
   local session = compat.str(d.session) or ''
   local tcid = compat.str(d.toolCallId) or ''
   local s = M.sessions[session]

@@ -1,10 +1,14 @@
 // Unit tests for the msgpack-RPC decoder: frames built with msgpack-c's
-// packer, fed whole, at every split point and byte by byte.
+// packer, fed whole, at every split point and byte by byte; and for the
+// channel's batches of items (order, timing, bounds) over a real pipe.
 
+#include <fcntl.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <uv.h>
 
 #include "check.h"
 #include "nvim_rpc.h"
@@ -189,7 +193,131 @@ static void test_str_eq(void) {
   ok(!nvim_rpc_str_eq(&o, "cmd"), "str_eq needs a str");
 }
 
+// ---- the channel's batches ----
+
+struct wire {
+  int n;                  // messages seen
+  char what[64][40];      // "batch:1,2" / "request:m" / "notify:m"
+  size_t items;           // items seen in all batches
+  uint64_t first_item_ms; // loop time when the first batch was read
+};
+
+static void on_wire(void *ud, const struct nvim_rpc_msg *m) {
+  struct wire *w = ud;
+  if (w->n >= 64)
+    return;
+  char *out = w->what[w->n++];
+  const msgpack_object *p = m->params;
+  if (m->type == NVIM_RPC_NOTIFICATION && p->via.array.size == 2 &&
+      nvim_rpc_str_eq(&p->via.array.ptr[0], "return batch") &&
+      p->via.array.ptr[1].type == MSGPACK_OBJECT_ARRAY &&
+      p->via.array.ptr[1].via.array.size == 1) {
+    const msgpack_object *list = &p->via.array.ptr[1].via.array.ptr[0];
+    int k = snprintf(out, 40, "batch:");
+    for (uint32_t i = 0; i < list->via.array.size && k < 36; i++)
+      k += snprintf(out + k, (size_t)(40 - k), "%s%d", i ? "," : "",
+                    (int)list->via.array.ptr[i].via.i64);
+    w->items += list->via.array.size;
+    return;
+  }
+  snprintf(out, 40, "%s:%.*s",
+           m->type == NVIM_RPC_REQUEST ? "request" : "notify",
+           (int)m->method_len, m->method);
+}
+
+static void noop_message(void *ud, const struct nvim_rpc_msg *m) {
+  (void)ud;
+  (void)m;
+}
+static void noop_eof(void *ud) {
+  (void)ud;
+}
+static const struct nvim_rpc_ops noop_ops = {noop_message, noop_eof};
+
+// Reads what the channel wrote to the pipe and decodes it into w.
+static void drain(int fd, struct nvim_rpc_decoder *d, struct wire *w) {
+  char buf[65536];
+  ssize_t n;
+  char err[128];
+  while ((n = read(fd, buf, sizeof(buf))) > 0)
+    nvim_rpc_decoder_feed(d, buf, (size_t)n, on_wire, w, err, sizeof(err));
+}
+
+static void item(struct nvim_rpc *ch, int v, bool droppable) {
+  msgpack_pack_int(nvim_rpc_begin_item(ch), v);
+  nvim_rpc_end_item(ch, droppable);
+}
+
+static void test_batches(void) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int in[2], out[2];
+  ok(pipe(in) == 0 && pipe(out) == 0, "pipes");
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  char err[128];
+  struct nvim_rpc *ch =
+      nvim_rpc_open(&loop, in[0], out[1], &noop_ops, NULL, err, sizeof(err));
+  ok(ch != NULL, "channel opens");
+  nvim_rpc_set_batch(ch, "nvim_exec_lua", "return batch");
+  struct nvim_rpc_decoder d;
+  nvim_rpc_decoder_init(&d, 1 << 20);
+  struct wire w = {0};
+
+  // Items, a request, an item: the frame goes at the end of the loop
+  // iteration, after the items before it; what was added since follows.
+  item(ch, 1, false);
+  item(ch, 2, true);
+  nvim_rpc_begin_request(ch, "m1", 0, NULL, NULL);
+  nvim_rpc_end(ch, false);
+  item(ch, 3, false);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  drain(out[0], &d, &w);
+  ok(w.n == 3, "three frames (%d)", w.n);
+  ok(w.n == 3 && !strcmp(w.what[0], "batch:1,2"), "items first: %s", w.what[0]);
+  ok(w.n == 3 && !strcmp(w.what[1], "request:m1"), "then the request: %s",
+     w.what[1]);
+  ok(w.n == 3 && !strcmp(w.what[2], "batch:3"), "then the later item: %s",
+     w.what[2]);
+  // Items alone wait for the batch timer (a few ms) for company.
+  uv_update_time(&loop);
+  uint64_t t0 = uv_hrtime();
+  item(ch, 4, false);
+  drain(out[0], &d, &w);
+  ok(w.n == 3, "an item alone is not written at once");
+  while (w.n < 4 && uv_hrtime() - t0 < 1000000000u) {
+    uv_run(&loop, UV_RUN_ONCE);
+    drain(out[0], &d, &w);
+  }
+  ok(w.n == 4 && !strcmp(w.what[3], "batch:4"), "the timer sends it: %s",
+     w.n == 4 ? w.what[3] : "(nothing)");
+  ok(uv_hrtime() - t0 >= 1000000u, "after the batch delay (%llu µs)",
+     (unsigned long long)(uv_hrtime() - t0) / 1000);
+
+  // A burst bigger than one batch is cut into several, nothing lost, and
+  // in order.
+  w = (struct wire){0};
+  for (int i = 0; i < 10000; i++)
+    item(ch, i, true);
+  nvim_rpc_flush(ch);
+  for (int k = 0; k < 100 && w.items < 10000; k++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    drain(out[0], &d, &w);
+  }
+  ok(w.items == 10000, "10000 items arrive (%zu)", w.items);
+  ok(w.n == 3, "in batches of at most 4096 items (%d batches)", w.n);
+  ok(!strncmp(w.what[1], "batch:4096,", 11), "the second batch goes on: %s",
+     w.what[1]);
+
+  nvim_rpc_close(ch, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ok(uv_loop_close(&loop) == 0, "every handle closed");
+  nvim_rpc_decoder_free(&d);
+  close(in[1]);
+  close(out[0]);
+}
+
 int main(void) {
+  test_batches();
   test_splits();
   test_invalid_shapes();
   test_broken_stream();

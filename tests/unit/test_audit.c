@@ -1,0 +1,126 @@
+// Unit tests for the audit log writer: every line is one valid JSON object
+// with every key, whatever the strings hold; lines reach the file whole,
+// when flushed.
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "check.h"
+
+static char path[256];
+
+static json_t *lines(size_t *n) {
+  json_t *all = json_array();
+  FILE *f = fopen(path, "r");
+  char buf[65536];
+  while (f && fgets(buf, sizeof(buf), f)) {
+    json_error_t err;
+    json_t *v = json_loads(buf, 0, &err);
+    if (!v)
+      printf("# not JSON: %s (%s)\n", buf, err.text);
+    json_array_append_new(all, v ? v : json_null());
+  }
+  if (f)
+    fclose(f);
+  *n = json_array_size(all);
+  return all;
+}
+
+static const char *s(json_t *o, const char *k) {
+  return json_string_value(json_object_get(o, k));
+}
+
+int main(void) {
+  char dir[] = "/tmp/acp-audit-XXXXXX";
+  ok(mkdtemp(dir) != NULL, "temp dir");
+  snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+
+  json_t *paths = json_pack("[s,s]", "/p/a \"q\".txt", "/p/tab\there");
+  struct audit_entry e = {
+      .root = "/p",
+      .agent = "demo",
+      .session = "s1",
+      .tool_call_id = "t1",
+      .kind = "execute",
+      .title = "quote \" backslash \\ newline \n bell \a é ✓ 😀",
+      .command = "printf '%s\\n' x | wc -l",
+      .paths = paths,
+      .decision = "allow",
+      .by = "rule",
+      .rule = "Bash(printf *)",
+      .source = "/p/.acp/settings.json",
+      .outcome = "selected",
+      .option_id = "allow_once",
+      .wait_ms = 12,
+  };
+  ok(audit_write(path, &e) == 0, "a line is gathered");
+  size_t n;
+  json_decref(lines(&n));
+  ok(n == 0, "nothing in the file before the flush (%zu lines)", n);
+  ok(audit_flush() == 0, "flushed");
+  json_t *all = lines(&n);
+  ok(n == 1, "one line (%zu)", n);
+  json_t *l = json_array_get(all, 0);
+  ok(json_is_object(l), "the line is a JSON object");
+  ok(!strcmp(s(l, "title") ? s(l, "title") : "", e.title),
+     "title kept (quote, backslash, controls, UTF-8)");
+  ok(!strcmp(s(l, "command") ? s(l, "command") : "", e.command),
+     "command kept");
+  ok(json_equal(json_object_get(l, "paths"), paths), "paths kept");
+  ok(json_integer_value(json_object_get(l, "wait_ms")) == 12, "wait_ms");
+  ok(strlen(s(l, "ts") ? s(l, "ts") : "") == 24, "ts is ISO 8601 with ms");
+  json_decref(all);
+
+  // Absent values are null; a path that is not UTF-8 is still JSON.
+  struct audit_entry bare = {.agent = "demo",
+                             .session = "s1",
+                             .tool_call_id = "t2",
+                             .root = "/p/\xff\xfe-latin1",
+                             .decision = "deny",
+                             .by = "rule",
+                             .outcome = "cancelled"};
+  ok(audit_write(path, &bare) == 0, "a line with absent values");
+  // A huge command: the line is kept, without it.
+  char *big = malloc(20000);
+  memset(big, 'x', 19999);
+  big[19999] = '\0';
+  struct audit_entry huge = e;
+  huge.command = big;
+  ok(audit_write(path, &huge) == 0, "a line with a 20 KB command");
+  free(big);
+  // More than the buffer holds: written as it fills, whole lines only.
+  for (int i = 0; i < 500; i++)
+    audit_write(path, &e);
+  audit_close();
+  all = lines(&n);
+  ok(n == 503, "every line is in the file after close (%zu)", n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += !json_is_object(json_array_get(all, i));
+  ok(bad == 0, "every line is a JSON object (%zu are not)", bad);
+  l = json_array_get(all, 1);
+  static const char *const keys[] = {
+      "ts",     "root",    "agent",    "sessionId", "toolCallId", "kind",
+      "title",  "command", "paths",    "decision",  "by",         "rule",
+      "source", "outcome", "optionId", "wait_ms"};
+  size_t missing = 0;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    missing += json_object_get(l, keys[i]) == NULL;
+  ok(missing == 0, "every key is present (%zu missing)", missing);
+  ok(json_is_null(json_object_get(l, "rule")), "an absent rule is null");
+  ok(json_is_string(json_object_get(l, "root")),
+     "a non-UTF-8 root is a string");
+  l = json_array_get(all, 2);
+  ok(json_is_null(json_object_get(l, "command")) &&
+         !strcmp(s(l, "decision") ? s(l, "decision") : "", "allow"),
+     "the huge command's line keeps the decision, not the command");
+  json_decref(all);
+  json_decref(paths);
+  unlink(path);
+  rmdir(dir);
+  return done_testing();
+}
