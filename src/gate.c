@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "path.h"
 #include "settings.h"
 #include "trust.h"
 
@@ -113,6 +114,7 @@ static void memory_free(struct memory *m) {
 static void snapshot_free(struct snapshot *sn);
 
 void gate_free(struct gate *g) {
+  path_cache_free();
   for (size_t i = 0; i < GATE_SNAPSHOTS; i++)
     snapshot_free(g->snaps[i]);
   for (size_t i = 0; i < g->nprojects; i++)
@@ -129,6 +131,7 @@ void gate_free(struct gate *g) {
 
 void gate_epoch(struct gate *g, uint64_t epoch) {
   g->epoch = epoch;
+  path_cache_epoch(epoch);
 }
 
 void gate_configure(struct gate *g, json_t *setup) {
@@ -519,6 +522,19 @@ static const char *by_name(const struct policy_result *res) {
   return policy_by_name(res->by);
 }
 
+// obj[key] = the string s, unless s is NULL or not UTF-8.
+static void set_str(json_t *obj, const char *key, const char *s) {
+  json_t *v = s ? json_string(s) : NULL;
+  if (v)
+    json_object_set_new_nocheck(obj, key, v);
+}
+
+// obj[key] = v (a new reference), unless v is NULL.
+static void set_json(json_t *obj, const char *key, json_t *v) {
+  if (v)
+    json_object_set_nocheck(obj, key, v);
+}
+
 // cwd's project root (settings_find_root), looked for once per epoch:
 // borrowed, valid until the next call.
 static const char *root_of(struct gate *g, const char *cwd) {
@@ -555,17 +571,23 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   json_t *tc = json_object_get(params, "toolCall");
   json_t *title = json_object_get(tc, "title");
   json_t *kind = json_object_get(tc, "kind");
-  v->info = json_pack(
-      "{s:s,s:s,s:s,s:O?,s:O?,s:O?,s:s?,s:o,s:s,s:s,s:s,s:s,s:s}", "root", root,
-      "agent", agent, "session", session, "toolCallId",
-      json_object_get(tc, "toolCallId"), "kind",
-      json_is_string(kind) ? kind : NULL, "title",
-      json_is_string(title) ? title : NULL, "command",
-      policy_request_command(r), "paths", policy_request_paths(r), "decision",
-      policy_decision_name(d), "by", d == POLICY_ASK ? "person" : by_name(&res),
-      "reason", res.reason, "rule", res.rule, "source", res.source);
-  if (!v->info)
-    v->info = json_object();
+  // Built key by key (json_pack would parse its format on every request);
+  // a value that is absent or not UTF-8 is left out, as json_pack's "s?"
+  // would have left it (and "s" failed the whole object).
+  json_t *info = v->info = json_object();
+  set_str(info, "root", root);
+  set_str(info, "agent", agent);
+  set_str(info, "session", session);
+  set_json(info, "toolCallId", json_object_get(tc, "toolCallId"));
+  set_json(info, "kind", json_is_string(kind) ? kind : NULL);
+  set_json(info, "title", json_is_string(title) ? title : NULL);
+  set_str(info, "command", policy_request_command(r));
+  json_object_set_new_nocheck(info, "paths", policy_request_paths(r));
+  set_str(info, "decision", policy_decision_name(d));
+  set_str(info, "by", d == POLICY_ASK ? "person" : by_name(&res));
+  set_str(info, "reason", res.reason);
+  set_str(info, "rule", res.rule);
+  set_str(info, "source", res.source);
   // Only a prompt offers to remember the request (its narrow rules);
   // working them out for every decision would cost more than deciding.
   if (d == POLICY_ASK)

@@ -62,7 +62,88 @@ char *path_normalize(const char *base, const char *p, const char *home) {
   return r;
 }
 
+// ---- what lstat and readlink said, remembered for one epoch ----
+
+#define PROBE_SLOTS 256
+
+struct probe {
+  uint64_t epoch; // 0: empty
+  uint64_t hash;
+  char *path;
+  int kind;     // PROBE_MISSING, PROBE_OTHER or PROBE_LINK
+  char *target; // PROBE_LINK: readlink's answer
+};
+
+enum { PROBE_MISSING, PROBE_OTHER, PROBE_LINK, PROBE_FAILED };
+
+static struct probe probes[PROBE_SLOTS];
+static uint64_t probe_epoch;
+
+void path_cache_epoch(uint64_t epoch) {
+  probe_epoch = epoch;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+// lstat (and readlink for a link) of path, from the cache when `cached` and
+// looked at in this epoch. target gets a link's target.
+static int probe(const char *path, bool cached, char *target, size_t cap) {
+  struct probe *slot = NULL;
+  uint64_t h = 0;
+  if (cached && probe_epoch) {
+    h = fnv1a(path);
+    slot = &probes[h % PROBE_SLOTS];
+    if (slot->epoch == probe_epoch && slot->hash == h &&
+        strcmp(slot->path, path) == 0) {
+      if (slot->kind == PROBE_LINK)
+        snprintf(target, cap, "%s", slot->target);
+      return slot->kind;
+    }
+  }
+  struct stat st;
+  int kind = PROBE_OTHER;
+  if (lstat(path, &st) != 0) {
+    kind = PROBE_MISSING;
+  } else if (S_ISLNK(st.st_mode)) {
+    ssize_t tn = readlink(path, target, cap - 1);
+    if (tn <= 0)
+      return PROBE_FAILED;
+    target[tn] = '\0';
+    kind = PROBE_LINK;
+  }
+  if (slot) {
+    free(slot->path);
+    free(slot->target);
+    *slot = (struct probe){probe_epoch, h, xstrdup(path), kind,
+                           kind == PROBE_LINK ? xstrdup(target) : NULL};
+  }
+  return kind;
+}
+
+void path_cache_free(void) {
+  for (size_t i = 0; i < PROBE_SLOTS; i++) {
+    free(probes[i].path);
+    free(probes[i].target);
+    probes[i] = (struct probe){0};
+  }
+}
+
+static char *resolve(const char *abs, bool cached);
+
 char *path_resolve(const char *abs) {
+  return resolve(abs, false);
+}
+
+char *path_resolve_cached(const char *abs) {
+  return resolve(abs, true);
+}
+
+static char *resolve(const char *abs, bool cached) {
   if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
     return NULL;
   // The components still to walk, as a path: links are spliced in front.
@@ -92,22 +173,20 @@ char *path_resolve(const char *abs) {
     size_t mark = out->n;
     buf_add(out, "/", 1);
     buf_add(out, name, n);
-    struct stat st;
     if (missing || out->over)
       continue;
-    if (lstat(out->s, &st) != 0) {
+    char target[PATH_LEN_MAX + 1];
+    int kind = probe(out->s, cached, target, sizeof(target));
+    if (kind == PROBE_MISSING) {
       missing = true; // a new file (or unreadable): the rest as written
       continue;
     }
-    if (!S_ISLNK(st.st_mode))
+    if (kind == PROBE_OTHER)
       continue;
-    char target[PATH_LEN_MAX + 1];
-    ssize_t tn = readlink(out->s, target, sizeof(target) - 1);
-    if (tn <= 0 || ++links > LINKS_MAX) {
+    if (kind == PROBE_FAILED || ++links > LINKS_MAX) {
       free(todo);
       return NULL;
     }
-    target[tn] = '\0';
     out->n = target[0] == '/' ? 0 : mark;
     out->s[out->n] = '\0';
     char *next = join3(target, "/", rest);

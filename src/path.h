@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PATH_LEN_MAX 4096 // longer paths are refused (the caller fails closed)
 
@@ -28,6 +29,15 @@ char *path_normalize(const char *base, const char *p, const char *home);
 // rest is appended as written, so a new file resolves through its parent.
 // Returns a new string, or NULL on a link loop or an overlong result.
 char *path_resolve(const char *abs);
+// path_resolve, with what lstat and readlink said about each directory
+// remembered within one epoch (path_cache_epoch; 0, the default, remembers
+// nothing). For the policy's view of a request: requests handled in one
+// loop iteration see one state of the filesystem. fs/* does not use it.
+char *path_resolve_cached(const char *abs);
+// Starts an epoch: what was remembered before is looked at again.
+void path_cache_epoch(uint64_t epoch);
+// Frees what is remembered.
+void path_cache_free(void);
 // True when path is dir or lies below it (both absolute and normal).
 bool path_within(const char *path, const char *dir);
 // Matches an absolute glob against an absolute, normal path. Per segment:

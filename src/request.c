@@ -585,7 +585,7 @@ static void set_where(const char *text, bool dynamic, const char *cwd,
   // Resolve the path as written, not the collapsed one: in link/../x the
   // kernel follows link first, so x may be far from where `..` suggests.
   char *raw = path_absolute(cwd, text, home);
-  *res = raw ? path_resolve(raw) : NULL;
+  *res = raw ? path_resolve_cached(raw) : NULL;
   free(raw);
   if (!*res) {
     free(*lex);

@@ -159,6 +159,24 @@ static void test_resolve(void) {
   is_own(path_resolve("/"), "/", "/ is /");
   is_own(path_resolve("rel"), NULL, "relative: NULL");
 
+  // The epoch cache: one view of the filesystem per epoch, none at 0.
+  snprintf(a, sizeof(a), "%s/c", t);
+  snprintf(b, sizeof(b), "%s/c/x", t);
+  path_cache_epoch(0);
+  is_own(path_resolve_cached(b), b, "epoch 0: c missing, as written");
+  ok(symlink("real", a) == 0, "c becomes a link");
+  snprintf(want, sizeof(want), "%s/real/x", t);
+  is_own(path_resolve_cached(b), want, "epoch 0 remembers nothing");
+  path_cache_epoch(7);
+  is_own(path_resolve_cached(b), want, "epoch 7: through the link");
+  unlink(a);
+  is_own(path_resolve_cached(b), want, "epoch 7 keeps its view");
+  is_own(path_resolve(b), b, "path_resolve always looks");
+  path_cache_epoch(8);
+  is_own(path_resolve_cached(b), b, "epoch 8 looks again");
+  path_cache_epoch(0);
+  path_cache_free();
+
   const char *rm[] = {"l", "d", "loop", "up", "real/dir", "real"};
   for (size_t i = 0; i < sizeof(rm) / sizeof(*rm); i++) {
     snprintf(a, sizeof(a), "%s/%s", t, rm[i]);
