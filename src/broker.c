@@ -12,6 +12,7 @@
 #include "broker_priv.h"
 #include "client.h"
 #include "gate.h"
+#include "jsonfast.h"
 #include "jsonpack.h"
 #include "log.h"
 #include "mem.h"
@@ -450,6 +451,7 @@ void broker_free(struct broker *b) {
   client_free(b);
   gate_free(b->gate);
   audit_close();
+  jsonfast_release();
   pending_free(&b->pending);
   free(b);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonfast.h"
 #include "mem.h"
 
 static int classify_call(struct jsonrpc_msg *msg, json_t *method, char *err,
@@ -23,7 +24,7 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *msg,
                   char *err, size_t errlen) {
   *msg = (struct jsonrpc_msg){.kind = JSONRPC_INVALID};
   json_error_t jerr;
-  msg->root = json_loadb(line, len, 0, &jerr);
+  msg->root = jsonfast_load(line, len, &jerr);
   if (!msg->root)
     return fail(msg, err, errlen, "parse error: %s", jerr.text);
   // Batches are arrays: ACP does not use them, so they are invalid here.
