@@ -105,6 +105,11 @@ H.interval_ms = 30
 H.max_message_bytes = 256 * 1024
 --- Text queued per chat between two draws; beyond it, chunks are counted.
 H.max_queued_bytes = 4 * 1024 * 1024
+--- Drawing time per tick (ms): what is left waits for the next tick, so a
+--- flood of text never holds the editor longer than this.
+H.budget_ms = 8
+--- Text drawn in one piece at most (the budget is checked between pieces).
+H.slice_bytes = 64 * 1024
 --- Lines shown per tool call content item (a diff, a text).
 H.max_part_lines = 200
 --- Last lines of output shown per terminal, and bytes of output kept.
@@ -870,11 +875,31 @@ function H.flush(chat)
   local buf = chat.buf
   local follow = H.followers(buf)
   local queue = chat.queue
-  chat.queue, chat.queued_bytes = {}, 0
+  chat.queue = {}
   local bars = chat.header_dirty
   compat.set_buf(buf, 'modifiable', true)
   local ok, err = pcall(H.apply, chat, queue)
   compat.set_buf(buf, 'modifiable', false)
+  -- Over budget: the rest (and whatever came meanwhile) on the next tick.
+  if ok and chat.queue ~= queue and H.left ~= nil then
+    local rest = H.left
+    for _, op in ipairs(chat.queue) do
+      rest[#rest + 1] = op
+    end
+    chat.queue = rest
+  end
+  chat.queued_bytes = 0
+  for _, op in ipairs(chat.queue) do
+    if op.kind == 'text' then
+      for _, piece in ipairs(op.pieces) do
+        chat.queued_bytes = chat.queued_bytes + #piece
+      end
+    end
+  end
+  H.left = nil
+  if #chat.queue > 0 then
+    H.kick(chat)
+  end
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf then
@@ -889,14 +914,58 @@ function H.flush(chat)
   end
 end
 
+--- Draws the ops of `queue` in order until the time budget is spent; what
+--- is left is put in H.left (a text op split at a piece).
 function H.apply(chat, queue)
   if chat.header_dirty then
     chat.header_dirty = false
     H.replace(chat, chat.header, H.render_header(chat))
   end
-  for _, op in ipairs(queue) do
-    H.ops[op.kind](chat, op)
+  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  for i, op in ipairs(queue) do
+    if i > 1 and compat.uv.hrtime() > deadline then
+      H.left = H.slice(queue, i, #queue)
+      return
+    end
+    if op.kind == 'text' then
+      H.apply_text(chat, op, deadline)
+      if #op.pieces > 0 then
+        H.left = H.slice(queue, i, #queue)
+        return
+      end
+    else
+      H.ops[op.kind](chat, op)
+    end
   end
+end
+
+--- Draws a text op's pieces a slice at a time while the budget lasts;
+--- the pieces left stay in op.
+function H.apply_text(chat, op, deadline)
+  local pieces = op.pieces
+  local first = 1
+  while first <= #pieces do
+    local n, last = 0, first
+    while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
+      n = n + #pieces[last]
+      last = last + 1
+    end
+    H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
+    first = last
+    if compat.uv.hrtime() > deadline then
+      break
+    end
+  end
+  op.pieces = H.slice(pieces, first, #pieces)
+end
+
+--- t[i..j] as a new list (unpack() is limited to a few thousand values).
+function H.slice(t, i, j)
+  local out = {}
+  for k = i, j do
+    out[#out + 1] = t[k]
+  end
+  return out
 end
 
 H.ops = {}

@@ -598,6 +598,55 @@ T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few upda
   T.note('16 MiB flood: %d buffer changes for 512 chunks; the main loop ran up to %d ms late', changes, late)
 end)
 
+T.test('a burst of many messages is drawn over several ticks, complete and in order', function()
+  local ctx = chat_turn()
+  local chat = require('acp.chat')
+  local buf = wait_text(ctx.session, 'acp chat')
+  -- 14 messages of 256 lines of 1 KiB: 3.5 MiB queued at once, more than
+  -- one tick may draw.
+  local pad = ('x'):rep(1000)
+  for m = 1, 14 do
+    for l = 1, 256 do
+      chat.on_event('update', {
+        session = ctx.session,
+        update = {
+          sessionUpdate = 'agent_message_chunk',
+          messageId = 'burst-' .. m,
+          content = { type = 'text', text = ('m%d l%d %s\n'):format(m, l, pad) },
+        },
+      })
+    end
+  end
+  local partial = false
+  T.wait(function()
+    local t = text(buf)
+    local first, last = t:find('m1 l256 ', 1, true), t:find('m14 l256 ', 1, true)
+    partial = partial or (first ~= nil and last == nil)
+    return last ~= nil
+  end, 20000, 'the last message drawn')
+  T.ok(partial, 'the burst was drawn over several ticks (seen half drawn)')
+  local ls, at, order = lines(buf), 0, true
+  for m = 1, 14 do
+    for l = 1, 256, 51 do
+      local prefix = ('m%d l%d '):format(m, l)
+      local found
+      for i = at + 1, #ls do
+        if ls[i]:sub(1, #prefix) == prefix then
+          found = i
+          break
+        end
+      end
+      if found == nil then
+        order = false
+      else
+        at = found
+      end
+    end
+  end
+  T.ok(order, 'every message and line is there, in order')
+  T.eq(count(ls, 'more not shown'), 0, 'nothing dropped')
+end)
+
 T.test(':AcpChat before the session exists opens the chat once it does', function()
   require('acp').setup({ ui = { arm_ms = 50 } })
   T.defer(T.stop_all)
