@@ -63,24 +63,28 @@ static json_t *build(const msgpack_object *o) {
 }
 
 static msgpack_sbuffer sb;
+static msgpack_zone *zone; // the unpacked objects, cleared after each call
 
 void jsonfast_release(void) {
   msgpack_sbuffer_destroy(&sb);
   msgpack_sbuffer_init(&sb);
+  msgpack_zone_free(zone);
+  zone = NULL;
 }
 
 json_t *jsonfast_load(const char *text, size_t len, json_error_t *err) {
   json_t *v = NULL;
   sb.size = 0;
-  if (json2mp(&sb, text, len)) {
-    msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
+  if (!zone)
+    zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+  if (zone && json2mp(&sb, text, len)) {
+    msgpack_object o;
     size_t off = 0;
-    if (msgpack_unpack_next(&u, sb.data, sb.size, &off) ==
+    if (msgpack_unpack(sb.data, sb.size, &off, zone, &o) ==
             MSGPACK_UNPACK_SUCCESS &&
         off == sb.size)
-      v = build(&u.data);
-    msgpack_unpacked_destroy(&u);
+      v = build(&o);
+    msgpack_zone_clear(zone);
   }
   if (sb.alloc > KEEP_BYTES)
     jsonfast_release();
