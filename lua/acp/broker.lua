@@ -235,7 +235,15 @@ function M._on_events(events)
   compat.user_cache = {}
   for i = 1, #events do
     local e = events[i]
-    M._on_event(e[1], e[2])
+    local ok, err = true, nil
+    if type(e) == 'table' then
+      ok, err = pcall(M._on_event, e[1], e[2])
+    end
+    if not ok then
+      vim.schedule(function()
+        vim.notify('(acp) internal error handling broker events: ' .. tostring(err), vim.log.levels.ERROR)
+      end)
+    end
   end
   compat.user_cache = nil
 end
