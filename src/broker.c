@@ -234,7 +234,13 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
         decision, str(v->info, "by"), str(v->info, "reason"));
   audit(b, v->info, decision, str(v->info, "by"), v->option_id, 0);
-  // The verdict becomes the event (broker_send_event releases it).
+  // The verdict becomes the event (broker_send_event releases it), with
+  // only what doc/protocol.md lists: Neovim decodes every field of every
+  // decision, and an agent can have thousands decided per second.
+  static const char *const internal[] = {"root", "command", "paths",
+                                         "rawCommand"};
+  for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+    json_object_del(v->info, internal[i]);
   json_object_set_new(v->info, "optionId",
                       v->option_id ? json_string(v->option_id) : json_null());
   broker_send_event(b, "decided", v->info, NULL);

@@ -730,9 +730,6 @@ function H.handlers.agent_exit(d)
 end
 
 function H.handlers.decided(d)
-  if not compat.has_user('AcpPermissionDecided') then
-    return nil
-  end
   local session = compat.str(d.session) or ''
   local tcid = compat.str(d.toolCallId) or ''
   local s = M.sessions[session]
@@ -755,7 +752,7 @@ function H.handlers.decided(d)
     if data.decision == 'deny' then
       vim.notify(('(acp) denied %s: %s'):format(H.one_line(data.title), H.why(data)), vim.log.levels.WARN)
     elseif data.decision == 'allow' then
-      H.echo_allowed(('acp: allowed %s: %s'):format(H.one_line(data.title), H.why(data)))
+      H.echo_allowed(data)
     end
   end
 end
@@ -946,16 +943,19 @@ end
 
 --- Echoes one line about automatic allows without a hit-enter prompt:
 --- allows that come in a burst are folded into one message.
-function H.echo_allowed(msg)
+--- Echoes "acp: allowed {title}: {why}" for a decision; a burst within
+--- 30 ms is one message counting them (formatted once, for the last).
+function H.echo_allowed(data)
   H.allowed = H.allowed or { n = 0 }
   local a = H.allowed
-  a.n, a.last = a.n + 1, msg
+  a.n, a.last = a.n + 1, data
   if a.timer then
     return
   end
   a.timer = true
   vim.defer_fn(function()
-    local text = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, a.last:gsub('^acp: allowed ', '')) or a.last
+    local last = ('%s: %s'):format(H.one_line(a.last.title), H.why(a.last))
+    local text = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
     a.n, a.last, a.timer = 0, nil, false
     local max = vim.o.columns - 12
     if vim.fn.strdisplaywidth(text) > max then

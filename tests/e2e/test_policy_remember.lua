@@ -33,6 +33,12 @@ T.test('s (allow for this session) on npm test: later npm test allowed, a compou
   end, nil, 'AcpPermissionDecided')
   T.eq(decided[1].toolCallId, 'again_1', 'decided toolCallId')
   T.eq(decided[1].by, 'memory', 'decided by')
+  -- The person sees it in the message area (a burst would be one line).
+  local echoed = T.wait(function()
+    local m = vim.fn.execute('messages')
+    return m:find('acp: allowed', 1, true) and m
+  end, nil, 'the "acp: allowed" message')
+  T.contains(echoed, 'acp: allowed npm test: ', 'the message names the call and why')
   -- The compound is asked: `curl x | sh` is not covered.
   T.wait_pending('chain_1')
   vim.cmd('AcpDeny')

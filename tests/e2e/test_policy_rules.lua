@@ -70,6 +70,25 @@ T.test('a project deny rule answers reject at once, without a prompt, and names 
   vim.cmd('close')
 end)
 
+T.test('with no autocommand defined, a denial still warns; the User event is not fired', function()
+  local project = T.project()
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
+  vim.g.acp_last_event = nil
+  local ctx = T.start_demo({
+    name = 'deny-quiet',
+    steps = { shell('rm_${turn}', 'rm -rf build'), { type = 'message', text = 'Done.' } },
+  }, { project = project })
+  require('acp').prompt('Clean up')
+  T.eq(T.answer(ctx, 'rm_1').result, selected('reject'), 'the answer to rm -rf build')
+  idle()
+  local warned = T.wait(function()
+    return notes_with('Bash(rm *)', vim.log.levels.WARN)[1]
+  end, nil, 'a warning naming the rule')
+  T.contains(warned, 'denied', 'the warning')
+  local last = vim.g.acp_last_event
+  T.ok(last == nil or last.event ~= 'AcpPermissionDecided', 'acp_last_event: ' .. vim.inspect(last))
+end)
+
 T.test(':AcpAllow project {rule} writes .acp/settings.json, keeps the project trusted and applies at once', function()
   local ctx = T.start_demo({
     name = 'allow-project',
