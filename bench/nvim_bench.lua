@@ -13,8 +13,21 @@ local api = vim.api
 
 B.result = nil
 
+--- How late Neovim's own 10 ms timer ran at worst (ms) since the last
+--- reset: what stalled the editor, whatever the prober saw.
+B.late = { max = 0, last = nil }
+B.late_timer = (vim.uv or vim.loop).new_timer()
+B.late_timer:start(10, 10, function()
+  local now = (vim.uv or vim.loop).hrtime()
+  if B.late.last then
+    B.late.max = math.max(B.late.max, (now - B.late.last) / 1e6 - 10)
+  end
+  B.late.last = now
+end)
+
 local function finish(r)
   r.done = true
+  r.nvim_late_ms = B.late.max
   B.result = r
 end
 

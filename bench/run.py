@@ -563,6 +563,7 @@ def stream_run(cfg, scenario, box):
             "chat_error": r.get("chat_error"),
             "complete": bool(r.get("landed")) and r["buf_bytes"] >= a["bytes"],
             "buf_bytes": r.get("buf_bytes"),
+            "nvim_late_ms": r.get("nvim_late_ms", 0),
             "bytes": a["bytes"],
         }
     finally:
@@ -582,7 +583,8 @@ def part_stream(cfg, figs):
             log(f"  stream {name} #{i + 1}: {r['mib_s']:.1f} MiB/s ({r['secs']:.2f} s, "
                 f"turn {r['turn_s']:.2f} s), cpu broker {r['broker_cpu_s']:.2f} s nvim "
                 f"{r['nvim_cpu_s']:.2f} s, input latency max {r['lat_max']:.1f} ms p99 "
-                f"{r['lat_p99']:.1f} ms ({r['probes']} probes), in buffer "
+                f"{r['lat_p99']:.1f} ms ({r['probes']} probes; Neovim's 10 ms timer up "
+                f"to {r['nvim_late_ms']:.0f} ms late), in buffer "
                 f"{r['buf_bytes']} bytes (sent {r['bytes']})"
                 + ("" if r["chat"] else f" [no chat: {r['chat_error']}]"))
 

@@ -765,6 +765,11 @@ void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why) {
   proc_stop(c->proc, grace_ms);
 }
 
+void acp_conn_pause(struct acp_conn *c, bool pause) {
+  if (c->proc)
+    proc_pause(c->proc, pause);
+}
+
 const char *acp_conn_name(const struct acp_conn *c) {
   return c->name;
 }

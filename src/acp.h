@@ -76,6 +76,8 @@ void acp_conn_respond(struct acp_conn *c, const json_t *id, json_t *result);
 // Ends the agent: the host's `gone` runs first (pending requests are then
 // answered), then stdin is closed, SIGTERM, and SIGKILL after grace_ms.
 void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why);
+// Stops or resumes reading what the agent writes (proc_pause).
+void acp_conn_pause(struct acp_conn *c, bool pause);
 // The agent name this connection was started as.
 const char *acp_conn_name(const struct acp_conn *c);
 // True until the agent has exited or is being stopped.

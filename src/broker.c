@@ -373,7 +373,19 @@ static void on_eof(void *ud) {
   shutdown_begin(ud, "Neovim closed the channel");
 }
 
-static const struct nvim_rpc_ops rpc_ops = {on_message, on_eof};
+// Neovim is behind on events (an agent streams faster than it draws):
+// stop reading the agents until it caught up, instead of queueing without
+// bound or dropping what they said.
+static void on_backlog(void *ud, bool above) {
+  struct broker *b = ud;
+  b->paused = above;
+  LOG_D("Neovim is %s: %s reading the agents", above ? "behind" : "caught up",
+        above ? "stop" : "resume");
+  for (size_t i = 0; i < b->nconns; i++)
+    acp_conn_pause(b->conns[i], above);
+}
+
+static const struct nvim_rpc_ops rpc_ops = {on_message, on_eof, on_backlog};
 
 static void rpc_closed(void *ud) {
   struct broker *b = ud;

@@ -33,6 +33,7 @@ struct broker {
   uv_prepare_t epoch; // a new gate epoch per loop iteration
   uint64_t epochs;
   bool shutting_down;
+  bool paused; // agents are not read: Neovim is behind (on_backlog)
   bool rpc_closed;
   bool finished;
 };

@@ -142,6 +142,8 @@ static void spawn_conn(struct broker *b, const char *name,
     return;
   }
   b->conns[b->nconns++] = c;
+  if (b->paused)
+    acp_conn_pause(c, true); // read once Neovim caught up
   broker_send_event(
       b, "agent_started",
       json_pack("{s:s,s:i}", "agent", name, "pid", acp_conn_pid(c)), NULL);

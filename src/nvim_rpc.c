@@ -20,6 +20,16 @@
 // Items wait this long for others (a frame, or a full batch, sends them at
 // once): under a flood Neovim wakes up per batch, not per loop iteration.
 #define NVIM_RPC_BATCH_MS 2
+// Batches are requests: at most this many wait for Neovim's answer, the
+// next one gathers meanwhile. Neovim thus never has more than a few batches
+// queued ahead of a keypress or another client's request.
+#define NVIM_RPC_BATCHES_OUT 4
+// The backlog (gathered, unanswered and unwritten bytes) above which the
+// producers are asked to pause (on_backlog), and below which they resume.
+// Low enough that a batch held back by the answers it waits for stays near
+// the batch size (Lua handles it in one go).
+#define NVIM_RPC_HIGH_WATER ((size_t)2 * 1024 * 1024)
+#define NVIM_RPC_LOW_WATER ((size_t)1024 * 1024)
 
 struct call {
   uint32_t msgid;          // id of our request
@@ -46,13 +56,17 @@ struct nvim_rpc {
   msgpack_packer ipk;   // packs into ibuf
   size_t nitems;        // items in ibuf
   size_t item_start;    // offset in ibuf of the item being built
-  char *batch_method;   // the batch frame: [2, method, [head, [[items]]]]
+  char *batch_method;   // the batch frame: [0, id, method, [head, [[items]]]]
   char *batch_head;
-  size_t frame_start; // offset in sbuf of the frame being built
-  bool frame_failed;  // the frame being built must not be sent
-  struct call failed; // its callback, run once the frame is discarded
-  size_t queued;      // bytes handed to the pipe, not yet written
-  size_t dropped;     // droppable frames discarded so far
+  size_t *out_sizes;   // bytes of each batch Neovim has not answered, oldest
+  size_t nout, capout; // first
+  size_t out_bytes;    // their sum
+  bool above;          // the backlog went above the high-water mark
+  size_t frame_start;  // offset in sbuf of the frame being built
+  bool frame_failed;   // the frame being built must not be sent
+  struct call failed;  // its callback, run once the frame is discarded
+  size_t queued;       // bytes handed to the pipe, not yet written
+  size_t dropped;      // droppable frames discarded so far
   uint32_t next_msgid;
   struct call *calls; // outstanding requests, oldest first
   size_t ncalls;
@@ -237,13 +251,35 @@ static void write_cb(uv_write_t *req, int status) {
   free(w);
 }
 
-// Appends the gathered items to the frames as one notification.
-static void close_batch(struct nvim_rpc *ch) {
-  if (ch->nitems == 0)
+static void batch_answered(void *ud, const msgpack_object *error,
+                           const msgpack_object *result);
+
+// Appends the gathered items to the frames as one request, unless enough
+// batches wait for their answers already (force: send anyway, to keep the
+// order with a frame that follows).
+static void close_batch(struct nvim_rpc *ch, bool force) {
+  if (ch->nitems == 0 || ch->closing)
     return;
+  if (!force && ch->nout >= NVIM_RPC_BATCHES_OUT)
+    return; // sent when an answer comes (batch_answered)
   uv_timer_stop(&ch->batch_timer);
-  msgpack_pack_array(&ch->pk, 3);
-  msgpack_pack_uint32(&ch->pk, NVIM_RPC_NOTIFICATION);
+  uint32_t msgid = ch->next_msgid++;
+  if (ch->next_msgid == 0)
+    ch->next_msgid = 1;
+  if (ch->ncalls == ch->capcalls) {
+    ch->capcalls = ch->capcalls ? ch->capcalls * 2 : 16;
+    ch->calls = xrealloc(ch->calls, ch->capcalls * sizeof(*ch->calls));
+  }
+  ch->calls[ch->ncalls++] = (struct call){msgid, batch_answered, ch};
+  if (ch->nout == ch->capout) {
+    ch->capout = ch->capout ? ch->capout * 2 : 8;
+    ch->out_sizes = xrealloc(ch->out_sizes, ch->capout * sizeof(size_t));
+  }
+  ch->out_sizes[ch->nout++] = ch->ibuf.size;
+  ch->out_bytes += ch->ibuf.size;
+  msgpack_pack_array(&ch->pk, 4);
+  msgpack_pack_uint32(&ch->pk, NVIM_RPC_REQUEST);
+  msgpack_pack_uint32(&ch->pk, msgid);
   msgpack_pack_str_with_body(&ch->pk, ch->batch_method,
                              strlen(ch->batch_method));
   msgpack_pack_array(&ch->pk, 2);
@@ -256,7 +292,7 @@ static void close_batch(struct nvim_rpc *ch) {
 }
 
 void nvim_rpc_flush(struct nvim_rpc *ch) {
-  close_batch(ch);
+  close_batch(ch, false);
   if (ch->sbuf.size == 0 || ch->closing)
     return;
   struct write_req *w = xmalloc(sizeof(*w));
@@ -330,7 +366,7 @@ static void schedule_flush(struct nvim_rpc *ch);
 
 static void begin_frame(struct nvim_rpc *ch) {
   // Items gathered so far go first: frames keep the order they were made in.
-  close_batch(ch);
+  close_batch(ch, true);
   ch->frame_start = ch->sbuf.size;
   ch->frame_failed = false;
 }
@@ -415,7 +451,7 @@ static void batch_timer_cb(uv_timer_t *t) {
 
 void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
                         const char *head) {
-  close_batch(ch);
+  close_batch(ch, true);
   free(ch->batch_method);
   free(ch->batch_head);
   ch->batch_method = xstrdup(method);
@@ -440,15 +476,45 @@ void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable) {
   ch->nitems++;
   if (ch->ibuf.size >= NVIM_RPC_BATCH_BYTES ||
       ch->nitems >= NVIM_RPC_BATCH_ITEMS) {
-    close_batch(ch);
+    close_batch(ch, false);
     schedule_flush(ch);
   } else if (!uv_is_active((uv_handle_t *)&ch->batch_timer)) {
     uv_timer_start(&ch->batch_timer, batch_timer_cb, NVIM_RPC_BATCH_MS, 0);
   }
+  if (!ch->above && nvim_rpc_pending_bytes(ch) > NVIM_RPC_HIGH_WATER) {
+    ch->above = true;
+    if (ch->ops->on_backlog)
+      ch->ops->on_backlog(ch->ud, true);
+  }
+}
+
+// Neovim answered the oldest batch (or the channel closed): the next one
+// may go, and the producers may resume once the backlog is small again.
+static void batch_answered(void *ud, const msgpack_object *error,
+                           const msgpack_object *result) {
+  struct nvim_rpc *ch = ud;
+  if (error && error->type != MSGPACK_OBJECT_NIL)
+    LOG_W("Lua failed on a batch of events (see :messages)");
+  (void)result;
+  if (ch->nout > 0) {
+    ch->out_bytes -= ch->out_sizes[0];
+    memmove(ch->out_sizes, ch->out_sizes + 1, --ch->nout * sizeof(size_t));
+  }
+  if (ch->closing)
+    return;
+  if (ch->nitems > 0) { // they waited for this answer already
+    close_batch(ch, false);
+    schedule_flush(ch);
+  }
+  if (ch->above && nvim_rpc_pending_bytes(ch) < NVIM_RPC_LOW_WATER) {
+    ch->above = false;
+    if (ch->ops->on_backlog)
+      ch->ops->on_backlog(ch->ud, false);
+  }
 }
 
 size_t nvim_rpc_pending_bytes(const struct nvim_rpc *ch) {
-  return ch->queued + ch->sbuf.size + ch->ibuf.size;
+  return ch->queued + ch->sbuf.size + ch->ibuf.size + ch->out_bytes;
 }
 
 static void close_cb(uv_handle_t *h) {
@@ -462,6 +528,7 @@ static void close_cb(uv_handle_t *h) {
   msgpack_sbuffer_destroy(&ch->ibuf);
   free(ch->batch_method);
   free(ch->batch_head);
+  free(ch->out_sizes);
   free(ch->calls);
   free(ch);
   if (on_closed)

@@ -70,6 +70,10 @@ struct nvim_rpc_ops {
   void (*on_message)(void *ud, const struct nvim_rpc_msg *msg);
   // stdin reached EOF or failed: Neovim is gone.
   void (*on_eof)(void *ud);
+  // May be NULL. above: more than 2 MiB waits for Neovim (gathered, sent
+  // and not yet answered, or not yet written): stop producing; !above:
+  // under 1 MiB again.
+  void (*on_backlog)(void *ud, bool above);
 };
 
 // Opens the channel on the given fds (normally 0 and 1). Returns NULL with
@@ -94,12 +98,14 @@ msgpack_packer *nvim_rpc_begin_response(struct nvim_rpc *ch, uint32_t msgid);
 // discarded instead (counted in the log), so a stalled Neovim cannot make the
 // broker's memory grow without limit.
 void nvim_rpc_end(struct nvim_rpc *ch, bool droppable);
-// Items: small notifications of one loop iteration sent as one frame,
-// [2, method, [head, [[item, ...]]]] (by default method "nvim_exec_lua" and
-// head "return ...": Lua gets the items as one list). A frame started meanwhile
-// closes the batch first, so items and frames reach Neovim in the order they
-// were made. Items wait up to 2 ms for more (a frame or a full batch, 256 KiB
-// or 4096 items, sends them at once).
+// Items: small messages sent together as one request,
+// [0, id, method, [head, [[item, ...]]]] (by default method "nvim_exec_lua"
+// and head "return ...": Lua gets the items as one list). A frame started
+// meanwhile sends the batch first, so items and frames reach Neovim in the
+// order they were made. Items wait up to 2 ms for more (a full batch, 256
+// KiB or 4096 items, goes at once); while four batches wait for Neovim's
+// answer the next one gathers (flow control: Neovim never has a long queue
+// of them ahead of a keypress).
 void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
                         const char *head);
 // Starts an item: the caller packs exactly one value, then calls

@@ -40,6 +40,7 @@ struct proc {
   int exit_signal;
   bool exited;       // the process has exited
   bool out_eof;      // stdout reached EOF
+  bool paused;       // stdout is not read for now (proc_pause)
   bool reported;     // on_exit was called
   bool stdin_closed; // no more writes
   bool stopping;     // proc_stop ran
@@ -277,6 +278,16 @@ void proc_stop(struct proc *p, uint64_t grace_ms) {
   }
   uv_timer_stop(&p->timer);
   uv_timer_start(&p->timer, term_timer_cb, eof_ms, 0);
+}
+
+void proc_pause(struct proc *p, bool pause) {
+  if (p->closing || p->out_eof || p->paused == pause)
+    return;
+  p->paused = pause;
+  if (pause)
+    uv_read_stop((uv_stream_t *)&p->out);
+  else
+    uv_read_start((uv_stream_t *)&p->out, alloc_cb, out_read_cb);
 }
 
 int proc_pid(const struct proc *p) {

@@ -51,6 +51,9 @@ int proc_write(struct proc *p, char *data, size_t len);
 // and exit on EOF, then sends SIGTERM to the process group, and SIGKILL
 // grace_ms later if it has not exited.
 void proc_stop(struct proc *p, uint64_t grace_ms);
+// Stops (pause) or resumes reading the process's stdout: it then blocks
+// writing once the pipe is full. Flow control for a reader that is behind.
+void proc_pause(struct proc *p, bool pause);
 // Returns the process id (also the process group id).
 int proc_pid(const struct proc *p);
 // Returns true once the process has exited.

@@ -107,9 +107,9 @@ H.max_message_bytes = 256 * 1024
 H.max_queued_bytes = 4 * 1024 * 1024
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
-H.budget_ms = 8
+H.budget_ms = 4
 --- Text drawn in one piece at most (the budget is checked between pieces).
-H.slice_bytes = 64 * 1024
+H.slice_bytes = 32 * 1024
 --- Lines shown per tool call content item (a diff, a text).
 H.max_part_lines = 200
 --- Last lines of output shown per terminal, and bytes of output kept.

@@ -196,31 +196,36 @@ static void test_str_eq(void) {
 // ---- the channel's batches ----
 
 struct wire {
-  int n;                  // messages seen
-  char what[64][40];      // "batch:1,2" / "request:m" / "notify:m"
-  size_t items;           // items seen in all batches
-  uint64_t first_item_ms; // loop time when the first batch was read
+  int n;             // messages seen
+  char what[64][40]; // "batch:1,2" / "request:m" / "notify:m"
+  size_t items;      // items seen in all batches
+  uint32_t ids[64];  // batches not answered yet
+  int nids;
 };
 
 static void on_wire(void *ud, const struct nvim_rpc_msg *m) {
   struct wire *w = ud;
-  if (w->n >= 64)
-    return;
-  char *out = w->what[w->n++];
   const msgpack_object *p = m->params;
-  if (m->type == NVIM_RPC_NOTIFICATION && p->via.array.size == 2 &&
+  if (m->type == NVIM_RPC_REQUEST && p->via.array.size == 2 &&
       nvim_rpc_str_eq(&p->via.array.ptr[0], "return batch") &&
       p->via.array.ptr[1].type == MSGPACK_OBJECT_ARRAY &&
       p->via.array.ptr[1].via.array.size == 1) {
     const msgpack_object *list = &p->via.array.ptr[1].via.array.ptr[0];
+    w->items += list->via.array.size;
+    if (w->nids < 64)
+      w->ids[w->nids++] = m->msgid;
+    if (w->n >= 64)
+      return;
+    char *out = w->what[w->n++];
     int k = snprintf(out, 40, "batch:");
     for (uint32_t i = 0; i < list->via.array.size && k < 36; i++)
       k += snprintf(out + k, (size_t)(40 - k), "%s%d", i ? "," : "",
                     (int)list->via.array.ptr[i].via.i64);
-    w->items += list->via.array.size;
     return;
   }
-  snprintf(out, 40, "%s:%.*s",
+  if (w->n >= 64)
+    return;
+  snprintf(w->what[w->n++], 40, "%s:%.*s",
            m->type == NVIM_RPC_REQUEST ? "request" : "notify",
            (int)m->method_len, m->method);
 }
@@ -232,7 +237,15 @@ static void noop_message(void *ud, const struct nvim_rpc_msg *m) {
 static void noop_eof(void *ud) {
   (void)ud;
 }
-static const struct nvim_rpc_ops noop_ops = {noop_message, noop_eof};
+static int backlog_calls;
+static bool backlog_above;
+static void note_backlog(void *ud, bool above) {
+  (void)ud;
+  backlog_calls++;
+  backlog_above = above;
+}
+static const struct nvim_rpc_ops noop_ops = {noop_message, noop_eof,
+                                             note_backlog};
 
 // Reads what the channel wrote to the pipe and decodes it into w.
 static void drain(int fd, struct nvim_rpc_decoder *d, struct wire *w) {
@@ -241,6 +254,33 @@ static void drain(int fd, struct nvim_rpc_decoder *d, struct wire *w) {
   char err[128];
   while ((n = read(fd, buf, sizeof(buf))) > 0)
     nvim_rpc_decoder_feed(d, buf, (size_t)n, on_wire, w, err, sizeof(err));
+}
+
+// Answers every batch seen so far, as Neovim would once Lua handled it.
+static void answer(int fd, struct wire *w) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  for (int i = 0; i < w->nids; i++) {
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_uint32(&pk, w->ids[i]);
+    msgpack_pack_nil(&pk);
+    msgpack_pack_nil(&pk);
+  }
+  w->nids = 0;
+  ok(write(fd, sb.data, sb.size) == (ssize_t)sb.size, "answers written");
+  msgpack_sbuffer_destroy(&sb);
+}
+
+// Runs the loop a few times, reading what the channel writes.
+static void spin(uv_loop_t *loop, int fd, struct nvim_rpc_decoder *d,
+                 struct wire *w) {
+  for (int k = 0; k < 20; k++) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    drain(fd, d, w);
+  }
 }
 
 static void item(struct nvim_rpc *ch, int v, bool droppable) {
@@ -278,6 +318,8 @@ static void test_batches(void) {
      w.what[1]);
   ok(w.n == 3 && !strcmp(w.what[2], "batch:3"), "then the later item: %s",
      w.what[2]);
+  answer(in[1], &w);
+  spin(&loop, out[0], &d, &w);
   // Items alone wait for the batch timer (a few ms) for company.
   uv_update_time(&loop);
   uint64_t t0 = uv_hrtime();
@@ -292,21 +334,44 @@ static void test_batches(void) {
      w.n == 4 ? w.what[3] : "(nothing)");
   ok(uv_hrtime() - t0 >= 1000000u, "after the batch delay (%llu µs)",
      (unsigned long long)(uv_hrtime() - t0) / 1000);
+  answer(in[1], &w);
+  spin(&loop, out[0], &d, &w);
 
-  // A burst bigger than one batch is cut into several, nothing lost, and
-  // in order.
+  // A burst bigger than four batches: four go, the fifth waits for an
+  // answer; nothing is lost, and the order holds.
   w = (struct wire){0};
-  for (int i = 0; i < 10000; i++)
+  for (int i = 0; i < 20000; i++)
     item(ch, i, true);
-  nvim_rpc_flush(ch);
-  for (int k = 0; k < 100 && w.items < 10000; k++) {
-    uv_run(&loop, UV_RUN_NOWAIT);
-    drain(out[0], &d, &w);
+  spin(&loop, out[0], &d, &w);
+  ok(w.items == 16384, "four batches of 4096 sent before any answer (%zu)",
+     w.items);
+  answer(in[1], &w);
+  spin(&loop, out[0], &d, &w);
+  ok(w.items == 20000, "the rest after the answers (%zu)", w.items);
+  ok(w.n == 5 && !strncmp(w.what[1], "batch:4096,", 11) &&
+         !strncmp(w.what[4], "batch:16384,", 12),
+     "in order: %s / %s", w.what[1], w.what[4]);
+  answer(in[1], &w);
+  spin(&loop, out[0], &d, &w);
+
+  // A backlog over 2 MiB asks the producers to pause; answers resume them.
+  w = (struct wire){0};
+  backlog_calls = 0;
+  static char blob[1024];
+  memset(blob, 'x', sizeof(blob));
+  for (int i = 0; i < 5000; i++) {
+    msgpack_pack_str_with_body(nvim_rpc_begin_item(ch), blob, sizeof(blob));
+    nvim_rpc_end_item(ch, false);
   }
-  ok(w.items == 10000, "10000 items arrive (%zu)", w.items);
-  ok(w.n == 3, "in batches of at most 4096 items (%d batches)", w.n);
-  ok(!strncmp(w.what[1], "batch:4096,", 11), "the second batch goes on: %s",
-     w.what[1]);
+  ok(backlog_calls == 1 && backlog_above, "paused above 2 MiB (%d calls)",
+     backlog_calls);
+  for (int k = 0; k < 50 && backlog_above; k++) {
+    spin(&loop, out[0], &d, &w);
+    answer(in[1], &w);
+  }
+  spin(&loop, out[0], &d, &w);
+  ok(backlog_calls == 2 && !backlog_above, "resumed once Neovim caught up");
+  ok(w.items == 5000, "every item arrived (%zu)", w.items);
 
   nvim_rpc_close(ch, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
