@@ -62,39 +62,38 @@ struct agent {
   struct out out;
 };
 
-// utime + stime of pid in ms (/proc/PID/stat), or -1.
-static double cpu_ms(int pid) {
-  char path[64], buf[1024];
+// The fields of /proc/PID/stat after the command name (which may hold
+// spaces), starting with the state, in buf; NULL when unreadable.
+static const char *stat_fields(int pid, char *buf, size_t len) {
+  char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", pid);
   FILE *f = fopen(path, "r");
   if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    return NULL;
+  size_t n = fread(buf, 1, len - 1, f);
   fclose(f);
   buf[n] = '\0';
-  // Fields after the command name, which may hold spaces: state is 3rd.
   char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+// utime + stime of pid in ms, or -1.
+static double cpu_ms(int pid) {
+  char buf[1024];
+  const char *p = stat_fields(pid, buf, sizeof(buf));
   unsigned long long ut, st;
-  if (!p ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-             &ut, &st) != 2)
+  if (!p || sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                   &ut, &st) != 2)
     return -1;
   return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
 // Parent process id of pid, or -1.
 static int parent_of(int pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
+  char buf[1024];
+  const char *p = stat_fields(pid, buf, sizeof(buf));
   int ppid;
-  return p && sscanf(p + 2, "%*c %d", &ppid) == 1 ? ppid : -1;
+  return p && sscanf(p, "%*c %d", &ppid) == 1 ? ppid : -1;
 }
 
 static const char session_id[] = "bench-session-1";

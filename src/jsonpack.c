@@ -1,5 +1,6 @@
 #include "jsonpack.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static void pack(msgpack_packer *pk, const json_t *v, int depth);
@@ -67,22 +68,35 @@ void jsonpack_str(msgpack_packer *pk, const char *s) {
     msgpack_pack_nil(pk);
 }
 
-static json_t *unpack(const msgpack_object *o, int depth);
+static json_t *unpack(const msgpack_object *o, int depth, bool checked);
 
-static json_t *unpack_map(const msgpack_object *o, int depth) {
+// checked: the strings are known to be UTF-8 without NUL (json2mp's output),
+// so jansson's unchecked constructors are used and keys have no length
+// limit; otherwise every string is checked.
+static json_t *unpack_map(const msgpack_object *o, int depth, bool checked) {
   json_t *obj = json_object();
   for (uint32_t i = 0; i < o->via.map.size; i++) {
     const msgpack_object *k = &o->via.map.ptr[i].key;
     if (k->type != MSGPACK_OBJECT_STR)
       goto fail;
+    json_t *v = unpack(&o->via.map.ptr[i].val, depth + 1, checked);
+    if (!v)
+      goto fail;
+    if (checked) {
+      if (json_object_setn_new_nocheck(obj, k->via.str.ptr, k->via.str.size,
+                                       v) != 0)
+        goto fail;
+      continue;
+    }
     char key[256];
     if (k->via.str.size >= sizeof(key) ||
-        memchr(k->via.str.ptr, '\0', k->via.str.size))
+        memchr(k->via.str.ptr, '\0', k->via.str.size)) {
+      json_decref(v);
       goto fail;
+    }
     memcpy(key, k->via.str.ptr, k->via.str.size);
     key[k->via.str.size] = '\0';
-    json_t *v = unpack(&o->via.map.ptr[i].val, depth + 1);
-    if (!v || json_object_set_new(obj, key, v) != 0)
+    if (json_object_set_new(obj, key, v) != 0)
       goto fail;
   }
   return obj;
@@ -91,7 +105,7 @@ fail:
   return NULL;
 }
 
-static json_t *unpack(const msgpack_object *o, int depth) {
+static json_t *unpack(const msgpack_object *o, int depth, bool checked) {
   if (depth > JSONPACK_MAX_DEPTH)
     return NULL;
   switch (o->type) {
@@ -109,11 +123,12 @@ static json_t *unpack(const msgpack_object *o, int depth) {
     return json_real(o->via.f64);
   case MSGPACK_OBJECT_STR:
   case MSGPACK_OBJECT_BIN:
-    return json_stringn(o->via.str.ptr, o->via.str.size);
+    return checked ? json_stringn_nocheck(o->via.str.ptr, o->via.str.size)
+                   : json_stringn(o->via.str.ptr, o->via.str.size);
   case MSGPACK_OBJECT_ARRAY: {
     json_t *a = json_array();
     for (uint32_t i = 0; i < o->via.array.size; i++) {
-      json_t *v = unpack(&o->via.array.ptr[i], depth + 1);
+      json_t *v = unpack(&o->via.array.ptr[i], depth + 1, checked);
       if (!v) {
         json_decref(a);
         return NULL;
@@ -123,12 +138,16 @@ static json_t *unpack(const msgpack_object *o, int depth) {
     return a;
   }
   case MSGPACK_OBJECT_MAP:
-    return unpack_map(o, depth);
+    return unpack_map(o, depth, checked);
   default:
     return NULL;
   }
 }
 
+json_t *jsonpack_unpack_checked(const msgpack_object *o) {
+  return unpack(o, 0, true);
+}
+
 json_t *jsonpack_unpack(const msgpack_object *o) {
-  return unpack(o, 0);
+  return unpack(o, 0, false);
 }

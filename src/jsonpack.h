@@ -15,3 +15,7 @@ void jsonpack_str(msgpack_packer *pk, const char *s);
 // Converts a msgpack value to JSON (a new reference; NULL when too deep or
 // not representable: map keys must be strings, text must be UTF-8).
 json_t *jsonpack_unpack(const msgpack_object *o);
+// The same for a value whose strings are known to be UTF-8 without NUL
+// (json2mp's output): built with jansson's unchecked constructors, keys of
+// any length.
+json_t *jsonpack_unpack_checked(const msgpack_object *o);
