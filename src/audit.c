@@ -158,6 +158,44 @@ static void put_field(struct line *l, const char *key, const char *value) {
     put(l, "null", 4);
 }
 
+// One line for e: every key, absent values as null. Returns false when it
+// does not fit.
+static bool format_line(struct line *l, const char *ts,
+                        const struct audit_entry *e) {
+  put(l, "{\"ts\":", 6);
+  put_str(l, ts);
+  put_field(l, "root", e->root);
+  put_field(l, "agent", e->agent);
+  put_field(l, "sessionId", e->session);
+  put_field(l, "toolCallId", e->tool_call_id);
+  put_field(l, "kind", e->kind);
+  put_field(l, "title", e->title);
+  put_field(l, "command", e->command);
+  puts_(l, ",\"paths\":[");
+  size_t i;
+  json_t *v;
+  bool first = true;
+  json_array_foreach(e->paths, i, v) {
+    if (!json_is_string(v))
+      continue;
+    if (!first)
+      put(l, ",", 1);
+    first = false;
+    put_str(l, json_string_value(v));
+  }
+  put(l, "]", 1);
+  put_field(l, "decision", e->decision);
+  put_field(l, "by", e->by);
+  put_field(l, "rule", e->rule);
+  put_field(l, "source", e->source);
+  put_field(l, "outcome", e->outcome);
+  put_field(l, "optionId", e->option_id);
+  char num[48];
+  snprintf(num, sizeof(num), ",\"wait_ms\":%lld}", e->wait_ms);
+  puts_(l, num);
+  return !l->overflow;
+}
+
 int audit_write(const char *path, const struct audit_entry *e) {
   if (audit_open(path) != 0)
     return -1;
@@ -169,59 +207,15 @@ int audit_write(const char *path, const struct audit_entry *e) {
   iso8601(ts, sizeof(ts));
   char buf[8192];
   struct line l = {buf, 0, sizeof(buf) - 1, false};
-  put(&l, "{\"ts\":", 6);
-  put_str(&l, ts);
-  put_field(&l, "root", e->root);
-  put_field(&l, "agent", e->agent);
-  put_field(&l, "sessionId", e->session);
-  put_field(&l, "toolCallId", e->tool_call_id);
-  put_field(&l, "kind", e->kind);
-  put_field(&l, "title", e->title);
-  put_field(&l, "command", e->command);
-  puts_(&l, ",\"paths\":[");
-  size_t i;
-  json_t *v;
-  bool first = true;
-  json_array_foreach(e->paths, i, v) {
-    if (!json_is_string(v))
-      continue;
-    if (!first)
-      put(&l, ",", 1);
-    first = false;
-    put_str(&l, json_string_value(v));
-  }
-  put(&l, "]", 1);
-  put_field(&l, "decision", e->decision);
-  put_field(&l, "by", e->by);
-  put_field(&l, "rule", e->rule);
-  put_field(&l, "source", e->source);
-  put_field(&l, "outcome", e->outcome);
-  put_field(&l, "optionId", e->option_id);
-  char num[48];
-  snprintf(num, sizeof(num), ",\"wait_ms\":%lld}", e->wait_ms);
-  puts_(&l, num);
-  if (l.overflow) {
+  if (!format_line(&l, ts, e)) {
     // Too long to keep whole (a huge command): the decision is still
     // recorded, without the fields that made it long.
+    struct audit_entry cut = *e;
+    cut.root = cut.command = cut.rule = cut.source = NULL;
+    cut.paths = NULL;
+    cut.title = "(too long for the audit log)";
     l = (struct line){buf, 0, sizeof(buf) - 1, false};
-    put(&l, "{\"ts\":", 6);
-    put_str(&l, ts);
-    put_field(&l, "root", NULL);
-    put_field(&l, "agent", e->agent);
-    put_field(&l, "sessionId", e->session);
-    put_field(&l, "toolCallId", e->tool_call_id);
-    put_field(&l, "kind", e->kind);
-    put_field(&l, "title", "(too long for the audit log)");
-    put_field(&l, "command", NULL);
-    puts_(&l, ",\"paths\":[]");
-    put_field(&l, "decision", e->decision);
-    put_field(&l, "by", e->by);
-    put_field(&l, "rule", NULL);
-    put_field(&l, "source", NULL);
-    put_field(&l, "outcome", e->outcome);
-    put_field(&l, "optionId", e->option_id);
-    puts_(&l, num);
-    if (l.overflow)
+    if (!format_line(&l, ts, &cut))
       return -1;
   }
   buf[l.len++] = '\n';

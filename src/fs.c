@@ -10,6 +10,7 @@
 
 #include "mem.h"
 #include "path.h"
+#include "utf8.h"
 
 char *fs_resolve(const char *root, const char *path, bool *inside) {
   *inside = false;
@@ -50,41 +51,14 @@ void fs_slice_lines(const char *text, size_t len, uint32_t line, uint32_t limit,
 }
 
 bool fs_utf8_valid(const char *s, size_t len) {
-  const unsigned char *p = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = p[i];
-    if (c == 0)
+  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  while (p < end) {
+    if (*p == 0)
       return false;
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t n;
-    unsigned cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
+    size_t n = *p < 0x80 ? 1 : utf8_len(p, end);
+    if (n == 0)
       return false;
-    }
-    if (len - i <= n)
-      return false;
-    for (size_t k = 1; k <= n; k++) {
-      if ((p[i + k] & 0xc0) != 0x80)
-        return false;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    i += n + 1;
+    p += n;
   }
   return true;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonpack.h"
+#include "utf8.h"
 
 // Longest number token converted; longer ones (valid but absurd) go to the
 // slow path rather than through a heap copy.
@@ -79,38 +80,6 @@ static void skip_ws(struct j2m *j) {
 
 static bool is_digit(const struct j2m *j, const unsigned char *p) {
   return p < j->end && *p >= '0' && *p <= '9';
-}
-
-// Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when it is
-// not one: jansson's utf8_check_first/utf8_check_full, i.e. no overlong
-// forms, no surrogates, nothing above U+10FFFF, no truncation.
-static size_t utf8_len(const unsigned char *p, const unsigned char *end) {
-  unsigned c = p[0];
-  size_t n;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0; // continuation byte, C0/C1 or F5..FF as lead
-  }
-  if ((size_t)(end - p) < n)
-    return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (p[i] & 0x3F);
-  }
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ||
-      (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000))
-    return 0;
-  return n;
 }
 
 // The four hex digits at p as a code unit, -1 when they are not.

@@ -254,6 +254,24 @@ static void write_cb(uv_write_t *req, int status) {
 static void batch_answered(void *ud, const msgpack_object *error,
                            const msgpack_object *result);
 
+// The id of our next request (never 0).
+static uint32_t next_msgid(struct nvim_rpc *ch) {
+  uint32_t id = ch->next_msgid++;
+  if (ch->next_msgid == 0)
+    ch->next_msgid = 1;
+  return id;
+}
+
+// Records a request whose answer goes to cb.
+static void add_call(struct nvim_rpc *ch, uint32_t msgid,
+                     nvim_rpc_response_cb cb, void *ud) {
+  if (ch->ncalls == ch->capcalls) {
+    ch->capcalls = ch->capcalls ? ch->capcalls * 2 : 16;
+    ch->calls = xrealloc(ch->calls, ch->capcalls * sizeof(*ch->calls));
+  }
+  ch->calls[ch->ncalls++] = (struct call){msgid, cb, ud};
+}
+
 // Appends the gathered items to the frames as one request, unless enough
 // batches wait for their answers already (force: send anyway, to keep the
 // order with a frame that follows).
@@ -263,14 +281,8 @@ static void close_batch(struct nvim_rpc *ch, bool force) {
   if (!force && ch->nout >= NVIM_RPC_BATCHES_OUT)
     return; // sent when an answer comes (batch_answered)
   uv_timer_stop(&ch->batch_timer);
-  uint32_t msgid = ch->next_msgid++;
-  if (ch->next_msgid == 0)
-    ch->next_msgid = 1;
-  if (ch->ncalls == ch->capcalls) {
-    ch->capcalls = ch->capcalls ? ch->capcalls * 2 : 16;
-    ch->calls = xrealloc(ch->calls, ch->capcalls * sizeof(*ch->calls));
-  }
-  ch->calls[ch->ncalls++] = (struct call){msgid, batch_answered, ch};
+  uint32_t msgid = next_msgid(ch);
+  add_call(ch, msgid, batch_answered, ch);
   if (ch->nout == ch->capout) {
     ch->capout = ch->capout ? ch->capout * 2 : 8;
     ch->out_sizes = xrealloc(ch->out_sizes, ch->capout * sizeof(size_t));
@@ -375,9 +387,7 @@ msgpack_packer *nvim_rpc_begin_request(struct nvim_rpc *ch, const char *method,
                                        uint32_t nparams,
                                        nvim_rpc_response_cb cb, void *cb_ud) {
   begin_frame(ch);
-  uint32_t msgid = ch->next_msgid++;
-  if (ch->next_msgid == 0)
-    ch->next_msgid = 1;
+  uint32_t msgid = next_msgid(ch);
   if (ch->ncalls >= NVIM_RPC_MAX_CALLS || ch->closing) {
     // Still build the frame (the caller packs into it) but mark it failed:
     // nvim_rpc_end drops frames whose call could not be recorded.
@@ -388,11 +398,7 @@ msgpack_packer *nvim_rpc_begin_request(struct nvim_rpc *ch, const char *method,
     ch->failed = (struct call){0, cb, cb_ud};
     msgid = 0;
   } else {
-    if (ch->ncalls == ch->capcalls) {
-      ch->capcalls = ch->capcalls ? ch->capcalls * 2 : 16;
-      ch->calls = xrealloc(ch->calls, ch->capcalls * sizeof(*ch->calls));
-    }
-    ch->calls[ch->ncalls++] = (struct call){msgid, cb, cb_ud};
+    add_call(ch, msgid, cb, cb_ud);
   }
   msgpack_pack_array(&ch->pk, 4);
   msgpack_pack_uint32(&ch->pk, NVIM_RPC_REQUEST);
@@ -420,6 +426,19 @@ msgpack_packer *nvim_rpc_begin_response(struct nvim_rpc *ch, uint32_t msgid) {
   return &ch->pk;
 }
 
+// Whether a finished frame or item is discarded: the channel is closing,
+// or it may be dropped and `waiting` bytes exceed the bound (counted, and
+// logged every 1000).
+static bool discard(struct nvim_rpc *ch, bool droppable, size_t waiting) {
+  if (!ch->closing && !(droppable && waiting > NVIM_RPC_MAX_QUEUED))
+    return false;
+  if (!ch->closing && ch->dropped++ % 1000 == 0)
+    LOG_W("Neovim is not reading: dropped %zu update frames (%zu bytes "
+          "waiting)",
+          ch->dropped, ch->queued);
+  return true;
+}
+
 void nvim_rpc_end(struct nvim_rpc *ch, bool droppable) {
   if (ch->frame_failed) {
     ch->sbuf.size = ch->frame_start;
@@ -428,13 +447,8 @@ void nvim_rpc_end(struct nvim_rpc *ch, bool droppable) {
       ch->failed.cb(ch->failed.ud, NULL, NULL);
     return;
   }
-  if (ch->closing ||
-      (droppable && ch->queued + ch->sbuf.size > NVIM_RPC_MAX_QUEUED)) {
+  if (discard(ch, droppable, ch->queued + ch->sbuf.size)) {
     ch->sbuf.size = ch->frame_start;
-    if (!ch->closing && ch->dropped++ % 1000 == 0)
-      LOG_W("Neovim is not reading: dropped %zu update frames (%zu bytes "
-            "waiting)",
-            ch->dropped, ch->queued);
     return;
   }
   schedule_flush(ch);
@@ -464,13 +478,8 @@ msgpack_packer *nvim_rpc_begin_item(struct nvim_rpc *ch) {
 }
 
 void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable) {
-  if (ch->closing ||
-      (droppable && nvim_rpc_pending_bytes(ch) > NVIM_RPC_MAX_QUEUED)) {
+  if (discard(ch, droppable, nvim_rpc_pending_bytes(ch))) {
     ch->ibuf.size = ch->item_start;
-    if (!ch->closing && ch->dropped++ % 1000 == 0)
-      LOG_W("Neovim is not reading: dropped %zu update frames (%zu bytes "
-            "waiting)",
-            ch->dropped, ch->queued);
     return;
   }
   ch->nitems++;
