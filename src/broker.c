@@ -237,8 +237,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // The verdict becomes the event (broker_send_event releases it), with
   // only what doc/protocol.md lists: Neovim decodes every field of every
   // decision, and an agent can have thousands decided per second.
-  static const char *const internal[] = {"root", "command", "paths",
-                                         "rawCommand"};
+  static const char *const internal[] = {"root", "paths", "rawCommand"};
   for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
     json_object_del(v->info, internal[i]);
   json_object_set_new(v->info, "optionId",
@@ -291,6 +290,16 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
       json_object_get(v.info, "rule"), "source",
       json_object_get(v.info, "source"), "narrow",
       json_object_get(v.info, "narrow"));
+  // What the policy judged (the analysed command and its atoms) and the
+  // options it would answer allow or reject with: Lua shows and uses
+  // these, it rebuilds nothing from rawInput.
+  static const char *const judged[] = {"command", "atoms", "allowOption",
+                                       "rejectOption"};
+  for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
+    json_t *val = json_object_get(v.info, judged[i]);
+    if (val)
+      json_object_set_nocheck(data, judged[i], val);
+  }
   struct shown *sh = xmalloc(sizeof(*sh));
   *sh = (struct shown){b, token};
   broker_send_event(b, "permission", data, sh);

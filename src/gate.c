@@ -582,6 +582,7 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   set_json(info, "kind", json_is_string(kind) ? kind : NULL);
   set_json(info, "title", json_is_string(title) ? title : NULL);
   set_str(info, "command", policy_request_command(r));
+  json_object_set_new_nocheck(info, "atoms", policy_request_atoms(p, r));
   json_object_set_new_nocheck(info, "paths", policy_request_paths(r));
   set_str(info, "decision", policy_decision_name(d));
   set_str(info, "by", d == POLICY_ASK ? "person" : by_name(&res));
@@ -590,8 +591,16 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   set_str(info, "source", res.source);
   // Only a prompt offers to remember the request (its narrow rules);
   // working them out for every decision would cost more than deciding.
-  if (d == POLICY_ASK)
+  if (d == POLICY_ASK) {
     json_object_set_new(v->info, "narrow", narrow_json(r));
+    // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
+    // answer with: the policy's own choice (policy_pick_option).
+    json_t *options = json_object_get(params, "options");
+    enum policy_decision pick = POLICY_ALLOW;
+    set_str(info, "allowOption", policy_pick_option(options, &pick));
+    pick = POLICY_DENY;
+    set_str(info, "rejectOption", policy_pick_option(options, &pick));
+  }
   policy_request_free(r);
 }
 

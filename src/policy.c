@@ -139,6 +139,8 @@ static void describe(const struct eval *e, const struct request_atom *a,
 static const char *shown(const struct policy *p, const char *path, char *buf,
                          size_t n);
 static void command_text(const struct shell_atom *a, char *buf, size_t n);
+static void quoted_command(const struct shell_atom *a, const char *home,
+                           char *buf, size_t n);
 static char *narrow_rule(const struct request_atom *a, const char *path);
 static bool narrow_covers(char **rules, size_t n, const struct request *r);
 
@@ -258,6 +260,85 @@ json_t *policy_request_paths(const struct policy_request *r) {
       if (!dup)
         json_array_append_new(a, json_string(v[k]));
     }
+  }
+  return a;
+}
+
+// A command's words as a shell would need them typed: a word with a
+// character outside a safe set is single-quoted (a dynamic word is shown
+// as the analyser saw it, expansion and all).
+static void quoted_command(const struct shell_atom *a, const char *home,
+                           char *buf, size_t n) {
+  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+                             "TUVWXYZ0123456789@%+=:,./_-";
+  size_t used = 0;
+  bool cut = false;
+#define PUT(c)                                                                 \
+  do {                                                                         \
+    if (used + 4 < n)                                                          \
+      buf[used++] = (c);                                                       \
+    else                                                                       \
+      cut = true;                                                              \
+  } while (0)
+  for (size_t i = 0; i < a->nwords && !cut; i++) {
+    const char *w = a->words[i].text;
+    bool plain = *w && strspn(w, safe) == strlen(w);
+    if (i)
+      PUT(' ');
+    // The analyser expanded a leading ~: show it as typed.
+    size_t hl = home ? strlen(home) : 0;
+    if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
+        (w[hl] == '/' || !w[hl])) {
+      PUT('~');
+      w += hl;
+    }
+    if (!plain && !a->words[i].dynamic)
+      PUT('\'');
+    for (const char *c = w; *c && !cut; c++) {
+      if (*c == '\'' && !plain && !a->words[i].dynamic) {
+        PUT('\'');
+        PUT('\\');
+        PUT('\'');
+      }
+      PUT(*c);
+    }
+    if (!plain && !a->words[i].dynamic)
+      PUT('\'');
+  }
+#undef PUT
+  buf[used] = '\0';
+  if (cut && n > 4)
+    memcpy(buf + n - 4, "...", 4);
+  if (!a->nwords)
+    snprintf(buf, n, "(assignment)");
+}
+
+json_t *policy_request_atoms(const struct policy *p,
+                             const struct policy_request *rq) {
+  static const char *const cls_name[] = {
+      [REQUEST_BASH] = "command",  [REQUEST_READ] = "read",
+      [REQUEST_EDIT] = "edit",     [REQUEST_FETCH] = "fetch",
+      [REQUEST_SEARCH] = "search", [REQUEST_MCP] = "mcp",
+      [REQUEST_KIND] = "other",
+  };
+  const struct request *r = &rq->r;
+  struct eval e = {.p = p, .r = r};
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->natoms && i < POLICY_ATOMS_SHOWN; i++) {
+    const struct request_atom *at = &r->atoms[i];
+    char text[512];
+    describe(&e, at, text, sizeof(text));
+    json_t *o = json_object();
+    json_object_set_new_nocheck(o, "kind", json_string(cls_name[at->cls]));
+    // Only valid UTF-8 goes into an event: a word the agent sent that is
+    // not, or a text cut inside a character, loses its last bytes.
+    json_t *t = json_string(text);
+    for (size_t len = strlen(text); !t && len > 0 && strlen(text) - len < 4;)
+      t = json_stringn(text, --len);
+    json_object_set_new_nocheck(o, "text", t ? t : json_string("(not UTF-8)"));
+    if (at->deny_only)
+      json_object_set_new_nocheck(o, "inner", json_true());
+    json_array_append_new(a, o);
   }
   return a;
 }
@@ -1118,7 +1199,7 @@ static void describe(const struct eval *e, const struct request_atom *a,
                                             : "(path unknown)";
   switch (a->cls) {
   case REQUEST_BASH:
-    command_text(a->cmd, buf, n);
+    quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
     return;
   case REQUEST_READ:
   case REQUEST_EDIT:

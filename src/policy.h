@@ -87,6 +87,16 @@ json_t *policy_request_paths(const struct policy_request *r);
 // *n = 0 and NULL when the request cannot be covered by rules (opaque).
 char **policy_request_narrow_rules(const struct policy_request *r, size_t *n);
 
+#define POLICY_ATOMS_SHOWN 64 // atoms listed by policy_request_atoms
+
+// What the policy judged, for a person: a new JSON array of
+// {kind: "command"|"read"|"edit"|"fetch"|"search"|"mcp"|"other", text,
+// inner: true for atoms only deny and ask rules look at}, one per atom in
+// the order of the request (at most POLICY_ATOMS_SHOWN). Paths are shown
+// relative to p's project root or home.
+json_t *policy_request_atoms(const struct policy *p,
+                             const struct policy_request *r);
+
 struct policy_result {
   enum policy_decision decision;
   enum policy_by by;

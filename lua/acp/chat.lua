@@ -437,7 +437,7 @@ function H.merge(rec, u)
   if type(u.locations) == 'table' then
     rec.locations = u.locations
   end
-  if type(u.rawInput) == 'table' then
+  if type(u.rawInput) == 'table' and not rec.judged then
     rec.command = require('acp.state').command(u.rawInput) or rec.command
   end
 end
@@ -680,6 +680,7 @@ function H.events.permission(d)
   end
   local rec = H.tool(chat, id)
   H.merge(rec, tc)
+  H.judged(rec, d)
   rec.title = compat.str(d.title) or rec.title
   rec.kind = compat.str(d.kind) or rec.kind
   rec.rejected, rec.ended = nil, nil
@@ -764,8 +765,18 @@ function H.decided_perm(d)
   }
 end
 
+--- The command the broker's policy analysed replaces the one read from
+--- rawInput, for good: the chat shows what was judged.
+function H.judged(rec, d)
+  local cmd = compat.str(d.command)
+  if cmd ~= nil then
+    rec.command, rec.judged = cmd, true
+  end
+end
+
 function H.apply_decided(rec, d)
   H.merge(rec, { title = d.title, kind = d.kind })
+  H.judged(rec, d)
   rec.rejected = d.decision ~= 'allow'
   rec.perm = H.decided_perm(d)
 end

@@ -81,7 +81,7 @@ function M.allow(bang, args)
   end
   local acp, missing = require('acp'), 0
   for _, p in ipairs(targets) do
-    local o = H.first(p, 'allow_once')
+    local o = H.picked(p, 'allow')
     if o then
       acp.respond(p.id, o.optionId)
     else
@@ -111,7 +111,7 @@ function M.deny(bang, args)
   end
   local acp = require('acp')
   for _, p in ipairs(targets) do
-    local o = H.first(p, 'reject_once') or H.first(p, 'reject_always')
+    local o = H.picked(p, 'reject')
     acp.respond(p.id, o and o.optionId or nil)
   end
 end
@@ -418,6 +418,14 @@ function H.filter(names, arglead)
   end, names)
 end
 
+--- The option the broker chose to answer pending prompt `p` ('allow' |
+--- 'reject'), or nil (for 'reject': the outcome `cancelled`).
+function H.picked(p, what)
+  local state = require('acp.state')
+  local _, o = state.picked_option(state.pending[p.id] or p, what)
+  return o
+end
+
 --- The prompts a bare :AcpAllow / :AcpDeny answers: the oldest, or (bang)
 --- all; skips those already answered here. Nil when there are none.
 function H.targets(bang)
@@ -436,11 +444,6 @@ function H.targets(bang)
     return nil
   end
   return list
-end
-
-function H.first(p, kind)
-  local _, o = require('acp.state').first_option(p, kind)
-  return o
 end
 
 --- :AcpAllow / :AcpAsk / :AcpDeny with arguments add rules

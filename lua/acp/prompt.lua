@@ -516,7 +516,7 @@ end
 --- {remember, optionId (the first allow_once), label}, or nil when it is not
 --- offered (no allow_once option; for session/project, no narrow rule).
 function H.extra(req, remember)
-  local _, o = H.state().first_option(req, 'allow_once')
+  local _, o = H.state().picked_option(req, 'allow')
   if o == nil or compat.str(o.optionId) == nil then
     return nil
   end
@@ -550,8 +550,18 @@ function H.extras(req)
   return list
 end
 
+--- The option a kind's key answers: allow-once and reject-once keys answer
+--- with the broker's own choice (the option :AcpAllow / :AcpDeny send: the
+--- first allow_once; the first reject_once, else reject_always), the other
+--- kinds with the first option of that kind.
 function H.first_of_kind(req, kind)
-  return (require('acp.state').first_option(req, kind))
+  local state = require('acp.state')
+  if kind == 'allow_once' then
+    return (state.picked_option(req, 'allow'))
+  elseif kind == 'reject_once' then
+    return (state.picked_option(req, 'reject'))
+  end
+  return (state.first_option(req, kind))
 end
 
 -- vim.ui.select --------------------------------------------------------------
@@ -578,7 +588,7 @@ function H.select(req, opts)
   local pos, total = state.position(req.id)
   local tc = state.tool_call(req)
   local prompt = ('Permission %d/%d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
-  local cmd = state.command(tc.rawInput)
+  local cmd = req.command
   if cmd ~= nil and cmd ~= state.title(req) then
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')
   end
@@ -743,11 +753,15 @@ function H.details(req, tc)
   local kind = state.kind(req)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
 
-  if kind == 'execute' then
-    b.text(state.command(tc.rawInput) or state.title(req), 'AcpPromptCommand', '$ ', '  ')
+  if kind == 'execute' or req.command ~= nil then
+    b.text(req.command or state.title(req), 'AcpPromptCommand', '$ ', '  ')
     if type(input.cwd) == 'string' then
       b.add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } })
     end
+  end
+  local judged = H.judged(req)
+  if judged ~= nil then
+    b.text(judged, 'AcpPromptLabel', 'Judged: ', '  ')
   end
 
   local shown = kind == 'execute'
@@ -778,6 +792,26 @@ function H.details(req, tc)
     end
   end
   return b
+end
+
+--- What the broker's policy judged, one line ("git status · edit src/a.c;
+--- also checked: rm -rf build"), or nil when it is just the command shown.
+---@param req acp.Pending
+---@return string|nil
+function H.judged(req)
+  local main, inner = {}, {}
+  for _, a in ipairs(req.atoms or {}) do
+    local list = a.inner and inner or main
+    list[#list + 1] = a.text
+  end
+  if #inner == 0 and (#main == 0 or (#main == 1 and main[1] == req.command)) then
+    return nil
+  end
+  local line = table.concat(main, ' · ')
+  if #inner > 0 then
+    line = line .. (line ~= '' and '; ' or '') .. 'also checked: ' .. table.concat(inner, ' · ')
+  end
+  return line
 end
 
 --- Renders one ToolCallContent item; returns true when it showed something.

@@ -42,6 +42,10 @@ M.current = nil
 ---@field rule string|nil the rule that made it ask, if one did
 ---@field source string|nil that rule's file, or the mode
 ---@field narrow string[] rules "allow for the session/project" would record
+---@field command string|nil the shell command the policy analysed
+---@field atoms {kind: string, text: string, inner: boolean|nil}[] what it judged
+---@field allowOption string|nil the optionId an allow answers with (the broker's choice)
+---@field rejectOption string|nil the optionId a reject answers with (nil: `cancelled`)
 ---@field t number arrival (ms, monotonic)
 
 ---@type table<integer, acp.Pending>
@@ -257,8 +261,10 @@ function M.title(req)
   return compat.str(req.title) or compat.str(tc.title) or M.kind(req)
 end
 
---- The shell command of an `execute` tool call's rawInput (a string, or a
---- list joined with spaces), or nil.
+--- The shell command of an `execute` tool call's rawInput (a string, or an
+--- argv list quoted as a shell would need it), or nil. Only for tool calls
+--- no permission request was judged for: a prompt shows the command the
+--- broker analysed (`command` in the permission event).
 ---@param input any the tool call's rawInput
 ---@return string|nil
 function M.command(input)
@@ -271,7 +277,11 @@ function M.command(input)
   elseif type(cmd) == 'table' and compat.islist(cmd) and #cmd > 0 then
     local parts = {}
     for _, p in ipairs(cmd) do
-      parts[#parts + 1] = tostring(p)
+      p = tostring(p)
+      if p == '' or p:find("[^%w@%%+=:,./_-]") then
+        p = "'" .. p:gsub("'", [['\'']]) .. "'"
+      end
+      parts[#parts + 1] = p
     end
     return table.concat(parts, ' ')
   end
@@ -683,6 +693,10 @@ function H.handlers.permission(d)
     rule = compat.str(d.rule),
     source = compat.str(d.source),
     narrow = H.strings(d.narrow),
+    command = compat.str(d.command),
+    atoms = H.atoms(d.atoms),
+    allowOption = compat.str(d.allowOption),
+    rejectOption = compat.str(d.rejectOption),
     t = compat.now_ms(),
   }
   if M.pending[id] == nil then
@@ -746,6 +760,8 @@ function H.handlers.decided(d)
     rule = compat.str(d.rule),
     source = compat.str(d.source),
     by = compat.str(d.by),
+    command = compat.str(d.command),
+    atoms = H.atoms(d.atoms),
   }
   return function()
     compat.fire_user('AcpPermissionDecided', H.log_user('AcpPermissionDecided', data))
@@ -927,6 +943,39 @@ end
 
 --- Why the broker decided: its reason, plus the rule and its file when the
 --- reason does not name them.
+--- The atoms of a permission or decided event, as the broker judged them.
+---@param v any
+---@return {kind: string, text: string, inner: boolean|nil}[]
+function H.atoms(v)
+  local out = {}
+  for _, a in ipairs(type(v) == 'table' and v or {}) do
+    if type(a) == 'table' and compat.str(a.text) then
+      out[#out + 1] = { kind = compat.str(a.kind) or 'other', text = a.text, inner = a.inner == true }
+    end
+  end
+  return out
+end
+
+--- The optionId that answers `req` with `what` ('allow' | 'reject'), as the
+--- broker chose it (policy_pick_option): index and option, or nil (for
+--- 'reject', nil means the answer is `cancelled`).
+---@param req acp.Pending
+---@param what 'allow'|'reject'
+---@return integer|nil
+---@return table|nil
+function M.picked_option(req, what)
+  local id = req.rejectOption
+  if what == 'allow' then
+    id = req.allowOption
+  end
+  for i, o in ipairs(id ~= nil and req.options or {}) do
+    if o.optionId == id then
+      return i, o
+    end
+  end
+  return nil, nil
+end
+
 function H.why(d)
   local why = d.reason or (d.by and ('by ' .. d.by)) or 'no reason given'
   if d.rule and not why:find(d.rule, 1, true) then

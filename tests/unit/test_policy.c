@@ -686,6 +686,36 @@ static void test_request_info(void) {
   json_decref(bad);
 }
 
+// What the prompt shows as judged: every atom, quoted as typed.
+static void test_request_atoms(void) {
+  struct policy *p = compile("", D, false, "t");
+  struct policy_request *r =
+      request(CB, "git status && rm -rf 'my dir' > out.txt; echo \"it's\"");
+  json_t *a = policy_request_atoms(p, r);
+  char *got = json_dumps(a, JSON_COMPACT);
+  is_str(got,
+         "[{\"kind\":\"command\",\"text\":\"git status\"},"
+         "{\"kind\":\"command\",\"text\":\"rm -rf 'my dir'\"},"
+         "{\"kind\":\"edit\",\"text\":\"edit my dir\",\"inner\":true},"
+         "{\"kind\":\"edit\",\"text\":\"edit out.txt\"},"
+         "{\"kind\":\"command\",\"text\":\"echo 'it'\\\\''s'\"}]",
+         "atoms of a compound command, in order, quoted");
+  free(got);
+  json_decref(a);
+  policy_request_free(r);
+  r = request(CX, "[\"/bin/bash\",\"-lc\",\"cat ~/.ssh/id_rsa\"]");
+  a = policy_request_atoms(p, r);
+  got = json_dumps(a, JSON_COMPACT);
+  is_str(got,
+         "[{\"kind\":\"command\",\"text\":\"cat ~/.ssh/id_rsa\"},"
+         "{\"kind\":\"read\",\"text\":\"read ~/.ssh/id_rsa\",\"inner\":true}]",
+         "codex argv: the script's atoms, home shown as ~");
+  free(got);
+  json_decref(a);
+  policy_request_free(r);
+  policy_free(p);
+}
+
 static void test_warnings(void) {
   struct policy_rule_text t[] = {
       {"Frob(x)", POLICY_LIST_DENY, "f1"},
@@ -781,6 +811,7 @@ int main(void) {
   test_options();
   test_narrow();
   test_request_info();
+  test_request_atoms();
   test_warnings();
   test_names();
   remove_tree();
