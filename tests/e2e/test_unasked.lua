@@ -163,4 +163,33 @@ T.test('calls the policy would have allowed anyway (acceptEdits, an allow rule) 
   T.eq(lines[1].toolCallId, 'sneak_rm_1', 'the rm; not the write (acceptEdits) nor the touch (allow rule)')
 end)
 
+T.test('history replayed by session/load is not flagged', function()
+  local events = T.on('AcpUnasked')
+  local ctx = T.start_demo('resume.json')
+  local first = ctx.session
+  T.wait(function()
+    return require('acp.state').last_session('acp-demo-agent', ctx.project) == first
+  end, nil, 'the session remembered')
+  require('acp').stop()
+  T.wait(function()
+    return require('acp').status().agent == nil
+  end, nil, 'the agent to stop')
+  local spec = {
+    cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
+    env = { ACP_DEMO_SCENARIO = ctx.scenario, ACP_DEMO_TRANSCRIPT = ctx.transcript },
+  }
+  T.ok(require('acp').start(spec, { cwd = ctx.project, resume = true }), 'start() with resume')
+  T.wait(function()
+    return require('acp').status().session == first
+  end, nil, 'the same session back')
+  -- The history holds a completed edit (history_write_1) nobody asked for
+  -- in this process.
+  require('acp').prompt('Hello again')
+  T.idle()
+  T.wait_ms(100)
+  T.eq(#events, 0, 'no AcpUnasked: ' .. vim.inspect(events))
+  T.eq(require('acp').status().unasked, 0, 'status().unasked')
+  T.eq(#unasked_lines(first), 0, 'no unasked audit line')
+end)
+
 T.done()
