@@ -192,4 +192,39 @@ T.test('history replayed by session/load is not flagged', function()
   T.eq(#unasked_lines(first), 0, 'no unasked audit line')
 end)
 
+T.test('a call still running when the agent is stopped is flagged', function()
+  local events = T.on('AcpUnasked')
+  local ctx = T.start_demo({
+    name = 'unasked-stop',
+    steps = {
+      {
+        type = 'update',
+        update = {
+          sessionUpdate = 'tool_call',
+          toolCallId = 'long_${turn}',
+          title = 'make deploy',
+          kind = 'execute',
+          status = 'in_progress',
+          rawInput = { command = 'make deploy' },
+        },
+      },
+      { type = 'sleep', ms = 30000 },
+    },
+  })
+  require('acp').prompt('Go')
+  T.wait(function()
+    local s = require('acp.state').sessions[ctx.session]
+    return s and s.tools.long_1
+  end, nil, 'the running call')
+  T.eq(#events, 0, 'not flagged while it runs')
+  require('acp').stop()
+  T.wait(function()
+    return #events == 1
+  end, nil, 'AcpUnasked when the agent stops')
+  T.eq({ events[1].toolCallId, events[1].command, events[1].decision }, { 'long_1', 'make deploy', 'ask' }, 'the call')
+  T.wait(function()
+    return #unasked_lines(ctx.session) == 1
+  end, nil, 'its audit line')
+end)
+
 T.done()
