@@ -82,30 +82,31 @@ static const char *str(json_t *info, const char *key);
 
 // Watches tool calls for acting unasked (unasked.h): updates after they
 // reach Lua, turn ends before. Other updates pay a compare and a lookup.
+// Only sessions the connection has opened are watched: what an agent
+// replays or invents for other ids cannot push theirs out of the table.
 static void watch_updates(struct broker *b, const char *event, json_t *data,
                           bool before) {
-  json_t *found = NULL;
+  json_t *found = NULL, *u = NULL;
   if (!before) {
-    json_t *u =
-        strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
+    u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
     if (!unasked_is_tool_update(u))
       return;
-    found =
-        unasked_update(b->unasked, str(data, "agent"), str(data, "session"), u);
-  } else if (strcmp(event, "turn_end") == 0) {
-    found =
-        unasked_turn_end(b->unasked, str(data, "agent"), str(data, "session"));
-  } else if (strcmp(event, "session_loading") == 0) {
-    unasked_loading(b->unasked, str(data, "agent"), str(data, "session"), 1);
-  } else if (strcmp(event, "session_new") == 0) {
-    unasked_loading(b->unasked, str(data, "agent"), str(data, "session"), 0);
+  } else if (strcmp(event, "turn_end") != 0) {
+    bool loading = strcmp(event, "session_loading") == 0;
+    if (loading || strcmp(event, "session_new") == 0)
+      unasked_loading(b->unasked, str(data, "agent"), str(data, "session"),
+                      loading);
+    return;
   }
-  if (found) {
-    const char *agent = str(data, "agent"), *sid = str(data, "session");
-    struct acp_conn *c = broker_find_conn(b, agent);
-    const char *cwd = c && sid ? acp_conn_session_cwd(c, sid) : NULL;
+  const char *agent = str(data, "agent"), *sid = str(data, "session");
+  struct acp_conn *c = agent ? broker_find_conn(b, agent) : NULL;
+  const char *cwd = c && sid ? acp_conn_session_cwd(c, sid) : NULL;
+  if (!cwd)
+    return;
+  found = u ? unasked_update(b->unasked, agent, sid, u)
+            : unasked_turn_end(b->unasked, agent, sid);
+  if (found)
     report_unasked(b, agent, cwd, found);
-  }
 }
 
 static void host_emit(void *ud, const char *event, json_t *data) {
