@@ -18,6 +18,7 @@
 #include "mem.h"
 #include "nvim_rpc.h"
 #include "pending.h"
+#include "unasked.h"
 
 static const char lua_event[] = "return require('acp.broker')._on_event(...)";
 // Notifications of one loop iteration reach Lua together.
@@ -74,9 +75,45 @@ bool broker_call_lua(struct broker *b, const char *code, json_t *args,
   return true;
 }
 
+static void report_unasked(struct broker *b, const char *agent, const char *cwd,
+                           json_t *found);
+
+static const char *str(json_t *info, const char *key);
+
+// Watches tool calls for acting unasked (unasked.h): updates after they
+// reach Lua, turn ends before. Other updates pay a compare and a lookup.
+// Only sessions the connection has opened are watched: what an agent
+// replays or invents for other ids cannot push theirs out of the table.
+static void watch_updates(struct broker *b, const char *event, json_t *data,
+                          bool before) {
+  json_t *found = NULL, *u = NULL;
+  if (!before) {
+    u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
+    if (!unasked_is_tool_update(u))
+      return;
+  } else if (strcmp(event, "turn_end") != 0) {
+    bool loading = strcmp(event, "session_loading") == 0;
+    if (loading || strcmp(event, "session_new") == 0)
+      unasked_loading(b->unasked, str(data, "agent"), str(data, "session"),
+                      loading);
+    return;
+  }
+  const char *agent = str(data, "agent"), *sid = str(data, "session");
+  struct acp_conn *c = agent ? broker_find_conn(b, agent) : NULL;
+  const char *cwd = c && sid ? acp_conn_session_cwd(c, sid) : NULL;
+  if (!cwd)
+    return;
+  found = u ? unasked_update(b->unasked, agent, sid, u)
+            : unasked_turn_end(b->unasked, agent, sid);
+  if (found)
+    report_unasked(b, agent, cwd, found);
+}
+
 static void host_emit(void *ud, const char *event, json_t *data) {
   struct broker *b = ud;
   char *cwd = NULL, *agent = NULL;
+  json_incref(data); // for the watch after the event is sent
+  watch_updates(b, event, data, true);
   if (strcmp(event, "session_new") == 0) {
     // The person learns what governs the session as it starts.
     const char *c = json_string_value(json_object_get(data, "cwd"));
@@ -85,6 +122,8 @@ static void host_emit(void *ud, const char *event, json_t *data) {
     agent = a ? xstrdup(a) : NULL;
   }
   broker_send_event(b, event, data, NULL);
+  watch_updates(b, event, data, false);
+  json_decref(data);
   if (cwd)
     broker_send_event(b, "settings", gate_settings(b->gate, cwd, agent), NULL);
   free(cwd);
@@ -122,7 +161,9 @@ static void audit(struct broker *b, json_t *info, const char *decision,
       .by = by,
       .rule = str(info, "rule"),
       .source = str(info, "source"),
-      .outcome = option_id ? "selected" : "cancelled",
+      .outcome = strcmp(by, "agent") == 0 ? "unasked"
+                 : option_id              ? "selected"
+                                          : "cancelled",
       .option_id = option_id,
       .wait_ms = wait_ms,
   };
@@ -143,6 +184,65 @@ static void audit_failed(struct broker *b) {
            "still made",
            audit_path());
   broker_emit_error(b, NULL, msg);
+}
+
+// Tool calls that acted with no request the broker saw (found: one
+// {sessionId, toolCall} or an array of them, stolen), each judged by the
+// gate as if the agent had asked. Where the policy would have asked or
+// denied: an audit line (by "agent", outcome "unasked") and an `unasked`
+// event. Nothing is answered: the call is over.
+static void report_unasked(struct broker *b, const char *agent, const char *cwd,
+                           json_t *found) {
+  if (!json_is_array(found)) {
+    json_t *one = json_array();
+    json_array_append_new(one, found);
+    found = one;
+  }
+  // What the policy would say, with the options every agent offers.
+  json_t *options =
+      json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow", "name",
+                "Allow", "kind", "allow_once", "optionId", "reject", "name",
+                "Reject", "kind", "reject_once");
+  size_t i;
+  json_t *params;
+  json_array_foreach(found, i, params) {
+    json_object_set_nocheck(params, "options", options);
+    const char *sid = str(params, "sessionId");
+    json_t *tc = json_object_get(params, "toolCall");
+    struct gate_verdict v;
+    gate_decide(b->gate, agent, sid, cwd ? cwd : "/", params, &v);
+    if (v.decision == POLICY_ALLOW) {
+      json_decref(v.info);
+      continue;
+    }
+    const char *decision = str(v.info, "decision");
+    LOG_W("%s: %s (%s) acted without asking; the policy would have said %s: "
+          "%s",
+          agent, str(tc, "toolCallId"), str(tc, "kind"), decision,
+          str(v.info, "reason"));
+    audit(b, v.info, decision, "agent", NULL, 0);
+    // The event: the verdict's keys, and what the chat shows of a file.
+    json_t *diffs = json_array();
+    size_t k;
+    json_t *item;
+    json_array_foreach(json_object_get(tc, "content"), k, item) {
+      const char *type = str(item, "type");
+      if (type && strcmp(type, "diff") == 0)
+        json_array_append(diffs, item);
+    }
+    json_object_del(v.info, "root");
+    json_object_del(v.info, "narrow");
+    json_object_set_nocheck(v.info, "status", json_object_get(tc, "status"));
+    json_object_set_new_nocheck(v.info, "content", diffs);
+    json_t *loc = json_object_get(tc, "locations");
+    json_object_set_new_nocheck(v.info, "locations",
+                                json_is_array(loc) ? json_incref(loc)
+                                                   : json_array());
+    json_object_set_new_nocheck(v.info, "by", json_string("agent"));
+    broker_send_event(b, "unasked", v.info, NULL);
+  }
+  json_decref(options);
+  json_decref(found);
 }
 
 // The audit log's `by` for a prompt that was answered or dropped.
@@ -254,6 +354,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
   const char *cwd = acp_conn_session_cwd(c, sid);
+  unasked_requested(b->unasked, acp_conn_name(c), sid, tcid);
   struct gate_verdict v;
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
   // Whether the command is the agent's own (rawInput) or read from the
@@ -321,6 +422,15 @@ static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
 
 static void host_gone(void *ud, struct acp_conn *c, bool exited) {
   struct broker *b = ud;
+  // Its sessions' turns end here: what ran unasked is reported now.
+  json_t *found = unasked_forget(b->unasked, acp_conn_name(c));
+  for (size_t i = 0; i < json_array_size(found); i++) {
+    json_t *f = json_array_get(found, i);
+    report_unasked(b, acp_conn_name(c),
+                   acp_conn_session_cwd(c, str(f, "sessionId")),
+                   json_incref(f));
+  }
+  json_decref(found);
   broker_cancel_pending(b, c, exited ? "agent_exit" : "cancel");
   client_conn_gone(b, c);
   gate_forget(b->gate, acp_conn_name(c));
@@ -447,9 +557,11 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   b->loop = loop;
   pending_init(&b->pending, BROKER_MAX_PENDING);
   b->gate = gate_new();
+  b->unasked = unasked_new(0, 0, 0);
   b->rpc = nvim_rpc_open(loop, 0, 1, &rpc_ops, b, err, errlen);
   if (!b->rpc) {
     gate_free(b->gate);
+    unasked_free(b->unasked);
     pending_free(&b->pending);
     free(b);
     return NULL;
@@ -477,6 +589,7 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
 void broker_free(struct broker *b) {
   client_free(b);
   gate_free(b->gate);
+  unasked_free(b->unasked);
   audit_close();
   jsonfast_release();
   pending_free(&b->pending);

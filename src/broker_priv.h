@@ -25,6 +25,7 @@ struct broker {
   struct nvim_rpc *rpc;
   struct pending pending;
   struct gate *gate;
+  struct unasked *unasked; // tool calls watched for acting unasked
   bool audit_failed; // the person was told the audit log cannot be written
   struct acp_conn *conns[BROKER_MAX_CONNS]; // live and closing connections
   size_t nconns;

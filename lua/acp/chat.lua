@@ -750,6 +750,38 @@ function H.events.decided(d)
   H.queue_tool(chat, rec)
 end
 
+--- A tool call that acted without asking: its block gets a red line (and
+--- the change, when the agent's updates did not carry it), and a red note
+--- marks the moment it was noticed.
+function H.events.unasked(d)
+  local chat = H.chat_for(d)
+  local id = compat.str(d.toolCallId)
+  if chat == nil or id == nil then
+    return
+  end
+  local rec = H.tool(chat, id)
+  local u = { title = d.title, kind = d.kind, status = d.status }
+  if rec.parts == nil and rec.content == nil and type(d.content) == 'table' and #d.content > 0 then
+    u.content = d.content
+  end
+  if rec.locations == nil and type(d.locations) == 'table' and #d.locations > 0 then
+    u.locations = d.locations
+  end
+  H.merge(rec, u)
+  local why = require('acp.state').why({
+    reason = compat.str(d.reason),
+    rule = compat.str(d.rule),
+    source = compat.str(d.source),
+  })
+  local would = d.decision == 'deny' and 'would have denied it' or 'would have asked you'
+  rec.perm = { text = ('UNASKED: the agent did this without asking; the policy %s: %s'):format(would, why), group = 'AcpChatError' }
+  H.queue_tool(chat, rec)
+  local what = compat.str(d.command) or compat.str(rec.title) or compat.str(d.kind) or id
+  H.note(chat, ('UNASKED: %s %s (the policy %s)'):format(compat.str(d.kind) or 'tool call', what, would), 'AcpChatError')
+  chat.unasked = (chat.unasked or 0) + 1
+  H.touch(chat)
+end
+
 --- The permission line of a tool call's block, from a `decided` event.
 function H.decided_perm(d)
   local allowed = d.decision == 'allow'
@@ -1176,6 +1208,10 @@ function H.render_header(chat)
     b.add({ { chat.title, 'AcpChatHeader' } })
   end
   b.add({ { H.summary(chat), 'AcpChatMeta' } })
+  if (chat.unasked or 0) > 0 then
+    local n = chat.unasked
+    b.add({ { ('%d tool call%s acted WITHOUT ASKING (see :AcpLog)'):format(n, n == 1 and '' or 's'), 'AcpChatError' } })
+  end
   if chat.options ~= nil and #chat.options > 0 then
     b.add({ { 'options: ' .. table.concat(chat.options, ' · '), 'AcpChatMeta' } })
   end

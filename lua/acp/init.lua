@@ -139,7 +139,7 @@ function M.respond(id, option_id, opts)
 end
 
 --- State of the current agent and session.
----@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean}
+---@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean, unasked: integer}
 function M.status()
   local state = require('acp.state')
   local a = state.agent()
@@ -154,6 +154,8 @@ function M.status()
     trusted = s.trusted == true,
     pending = #state.order,
     busy = state.busy(),
+    -- Tool calls of this session that acted without asking (`unasked`).
+    unasked = a and a.session and state.sessions[a.session] and state.sessions[a.session].unasked or 0,
   }
 end
 

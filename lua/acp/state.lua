@@ -773,6 +773,44 @@ function H.handlers.decided(d)
   end
 end
 
+--- A tool call that acted without a request the broker saw, where the
+--- policy would have asked or denied (the broker audited it as `unasked`).
+function H.handlers.unasked(d)
+  local session = compat.str(d.session) or ''
+  local tcid = compat.str(d.toolCallId) or ''
+  local s = H.session(session, d.agent)
+  s.unasked = (s.unasked or 0) + 1
+  local known = s.tools[tcid] or {}
+  local paths = H.strings(d.paths)
+  local data = {
+    agent = compat.str(d.agent),
+    session = session,
+    toolCallId = tcid,
+    title = compat.str(d.title) or compat.str(known.title) or compat.str(d.kind) or 'a tool call',
+    kind = compat.str(d.kind) or compat.str(known.kind) or 'other',
+    command = compat.str(d.command),
+    paths = paths,
+    decision = compat.str(d.decision) or '?',
+    reason = compat.str(d.reason),
+    rule = compat.str(d.rule),
+    source = compat.str(d.source),
+  }
+  return function()
+    compat.fire_user('AcpUnasked', H.log_user('AcpUnasked', data))
+    local what = data.command or (#paths > 0 and table.concat(paths, ', ')) or data.title
+    vim.notify(
+      ('(acp) %s acted WITHOUT ASKING: %s %s (the policy would have %s: %s)'):format(
+        tostring(data.agent),
+        data.kind,
+        H.one_line(what),
+        data.decision == 'deny' and 'denied it' or 'asked you',
+        H.why(data)
+      ),
+      data.decision == 'deny' and vim.log.levels.ERROR or vim.log.levels.WARN
+    )
+  end
+end
+
 function H.handlers.settings(d)
   local root = compat.str(d.root)
   if root == nil then

@@ -55,6 +55,17 @@ vim.api.nvim_create_autocmd('User', {
   end,
 })
 
+-- Tool calls the broker saw act without a request (AcpUnasked): none may
+-- appear when the agent asks for everything.
+local unasked = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'AcpUnasked',
+  callback = function()
+    local d = vim.g.acp_last_event.data
+    table.insert(unasked, { toolCallId = d.toolCallId, kind = d.kind, decision = d.decision })
+  end,
+})
+
 -- What the agent read and wrote through the client's fs/* (the broker's
 -- `fs` events): Gemini uses them when they are offered.
 result.fs = {}
@@ -123,6 +134,7 @@ result.test_txt = vim.fn.filereadable(ws .. '/test.txt') == 1
 result.shell_ran = vim.fn.filereadable(ws .. '/shell-ran.txt') == 1
 result.windows_left = float_win() ~= nil
 result.decided = decided
+result.unasked = unasked
 local f = io.open(vim.env.ACP_RUN_DIR .. '/nvim-result.json', 'w')
 f:write(encode(result))
 f:close()
@@ -141,6 +153,10 @@ if vim.env.ACP_AGENT == 'gemini' and want_files == 'yes' then
     wrote = wrote or (e.op == 'write' and e.file == 'test.txt')
   end
   ok = ok and wrote
+end
+if ({ allow = true, reject = true, cancel = true, rules = true, deny = true })[policy] then
+  -- The agent asked for everything: nothing acted unasked.
+  ok = ok and #unasked == 0 and acp.status().unasked == 0
 end
 if policy == 'rules' then
   -- Both requests decided by the broker, none asked.
