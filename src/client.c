@@ -18,21 +18,26 @@
 
 extern char **environ;
 
-#define CLIENT_MAX_TERMS 64      // terminals alive at once, all agents
-#define CLIENT_MAX_WAITERS 16    // terminal/wait_for_exit calls per terminal
-#define CLIENT_MAX_APPROVALS 64  // allow answers remembered, all agents
-#define CLIENT_APPROVAL_MS 60000 // how long an allow answer covers fs/terminal
-#define CLIENT_EVENT_MS 100      // terminal output events, at most this often
-#define CLIENT_EVENT_TAIL 8192   // bytes of output in a terminal event
+#define CLIENT_MAX_TERMS 64       // terminals alive at once, all agents
+#define CLIENT_MAX_WAITERS 16     // terminal/wait_for_exit calls per terminal
+#define CLIENT_MAX_APPROVALS 64   // allow answers remembered, all agents
+#define CLIENT_APPROVAL_MS 300000 // and at most this long (within the turn)
+#define CLIENT_MAX_HOLDS 256      // unasked calls waiting for the person
+#define CLIENT_HOLD_BYTES ((size_t)64 << 20) // the content they hold
+#define CLIENT_DIFF_MAX ((size_t)1 << 20)    // old + new text shown in a prompt
+#define CLIENT_EVENT_MS 100    // terminal output events, at most this often
+#define CLIENT_EVENT_TAIL 8192 // bytes of output in a terminal event
 #define CLIENT_ERR_REFUSED (-32001) // the broker refused (policy, confinement)
 #define ACP_RESOURCE_NOT_FOUND (-32002)
 
 struct approval {
   uint64_t serial; // the connection's
   char *session;
+  uint64_t turn; // the session's turn when it was answered
   char *command; // the request's shell command, or NULL
   json_t *paths; // its paths (array of strings)
   bool execute;  // kind execute
+  bool writes;   // a kind that may change files (edit, delete, move, other)
   bool person;   // the person answered (else the policy)
   uint64_t at_ms;
 };
@@ -52,12 +57,33 @@ struct client_term {
   bool released;
 };
 
+struct fs_call;
+
+// An fs/write_text_file or terminal/create the agent did not ask about and
+// the policy leaves to the person: waits for the answer to the broker's
+// own prompt (a pending entry), which completes or refuses it.
+struct hold {
+  struct hold *next;
+  struct broker *b;
+  uint64_t serial;   // the connection's
+  uint64_t token;    // the prompt's; 0 while the current text is read
+  json_t *info;      // the gate's info, until the prompt takes it
+  struct fs_call *f; // the write, or NULL for a terminal:
+  json_t *id;        // terminal/create's id,
+  json_t *params;    // its params
+  char *line;        // and its command line
+  size_t bytes;      // counted in hold_bytes
+};
+
 struct client_state {
   struct client_term *terms;
   size_t nterms;
   uint64_t next_term;
   struct approval approvals[CLIENT_MAX_APPROVALS];
   size_t napprovals;
+  struct hold *holds;
+  size_t nholds, hold_bytes;
+  uint64_t checks; // numbers the broker's own tool call ids
 };
 
 // A Lua call for fs/*: what to do with the answer.
@@ -126,25 +152,36 @@ void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
           : NULL;
   const char *kind = json_string_value(json_object_get(info, "kind"));
   json_t *paths = json_object_get(info, "paths");
+  // Kinds that only look (or run a command, held to its command) never
+  // cover a write of a path they name.
+  static const char *const looks[] = {"read",  "search",  "fetch",
+                                      "think", "execute", "switch_mode"};
+  bool writes = true;
+  for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
+    writes = writes && strcmp(kind, looks[i]) != 0;
   s->approvals[s->napprovals++] = (struct approval){
       .serial = acp_conn_serial(c),
       .session = xstrdup(session ? session : ""),
+      .turn = session ? acp_conn_turn(c, session) : 0,
       .command = command ? xstrdup(command) : NULL,
       .paths = json_is_array(paths) ? json_incref(paths) : json_array(),
       .execute = kind && strcmp(kind, "execute") == 0,
+      .writes = writes,
       .person = person,
       .at_ms = uv_now(b->loop),
   };
 }
 
-// Uses up the oldest fresh approval of session that covers the command
-// (cmd) or the path (by the person only, when person); returns whether
-// there was one.
+// Uses up the oldest approval of session's current turn that covers the
+// command (cmd) or one of the paths (p1, p2; for a write, writes: only an
+// approval of a kind that may write), by the person only when person;
+// returns whether there was one.
 static bool approval_take(struct broker *b, struct acp_conn *c,
-                          const char *session, const char *cmd,
-                          const char *path, bool person) {
+                          const char *session, const char *cmd, const char *p1,
+                          const char *p2, bool writes, bool person) {
   struct client_state *s = state(b);
   uint64_t now = uv_now(b->loop);
+  uint64_t turn = acp_conn_turn(c, session);
   for (size_t i = 0; i < s->napprovals;) {
     struct approval *a = &s->approvals[i];
     if (now - a->at_ms > CLIENT_APPROVAL_MS) {
@@ -152,13 +189,16 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
       continue;
     }
     bool mine = a->serial == acp_conn_serial(c) &&
-                strcmp(a->session, session) == 0 && (a->person || !person);
+                strcmp(a->session, session) == 0 && a->turn == turn &&
+                (a->person || !person);
     bool covers = false;
     if (mine && cmd && a->execute)
       covers = a->command ? strcmp(a->command, cmd) == 0 : true;
-    if (mine && path)
-      for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++)
-        covers = !strcmp(json_string_value(json_array_get(a->paths, k)), path);
+    if (mine && (p1 || p2) && (a->writes || !writes))
+      for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++) {
+        const char *ap = json_string_value(json_array_get(a->paths, k));
+        covers = (p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2));
+      }
     if (covers) {
       approval_drop(s, i);
       return true;
@@ -170,23 +210,30 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
 
 // ---- the policy's view of an fs access or a command ----
 
+// The options of the broker's own checks and prompts.
+static json_t *own_options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
+                   "name", "Allow", "kind", "allow_once", "optionId",
+                   "reject_once", "name", "Reject", "kind", "reject_once");
+}
+
 // Asks the gate about a request the agent did not make: kind with a path
-// or a command. Fills v (free v->info).
+// or a command, as tool call tcid. Fills v (free v->info).
 static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
                       const char *cwd, const char *kind, const char *path,
-                      const char *cmd, struct gate_verdict *v) {
-  json_t *tc = json_pack("{s:s,s:s,s:s}", "toolCallId", "acp-broker-check",
-                         "kind", kind, "title", path ? path : cmd);
+                      const char *cmd, const char *tcid,
+                      struct gate_verdict *v) {
+  json_t *tc = json_pack("{s:s,s:s,s:s}", "toolCallId", tcid, "kind", kind,
+                         "title", path ? path : cmd);
   if (path) {
     json_object_set_new(tc, "locations", json_pack("[{s:s}]", "path", path));
     json_object_set_new(tc, "rawInput", json_pack("{s:s}", "file_path", path));
   } else {
     json_object_set_new(tc, "rawInput", json_pack("{s:s}", "command", cmd));
   }
-  json_t *params = json_pack("{s:s,s:o,s:[{s:s,s:s,s:s}]}", "sessionId",
-                             session, "toolCall", tc, "options", "optionId",
-                             "allow", "name", "Allow", "kind", "allow_once");
-  gate_decide(b->gate, acp_conn_name(c), session, cwd, params, v);
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", session, "toolCall",
+                             tc, "options", own_options());
+  gate_decide(b->gate, acp_conn_name(c), session, cwd ? cwd : "/", params, v);
   json_decref(params);
 }
 
@@ -302,6 +349,198 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
   fs_call_free(f);
 }
 
+// Hands the call to Neovim (the loaded buffer), else to the disk; f is
+// taken.
+static void fs_go(struct broker *b, struct acp_conn *c, struct fs_call *f) {
+  json_t *args =
+      f->write ? json_pack("[s,s,O]", "write", f->resolved, f->content)
+               : json_pack("[s,s,i,i]", "read", f->resolved, f->line, f->limit);
+  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
+                       fs_lua_cb, f)) {
+    fs_from_disk(c, f);
+    fs_call_free(f);
+  }
+}
+
+// ---- calls the agent did not ask about, asked by the broker ----
+
+static void hold_free(struct client_state *s, struct hold *h) {
+  for (struct hold **pp = &s->holds; *pp; pp = &(*pp)->next)
+    if (*pp == h) {
+      *pp = h->next;
+      s->nholds--;
+      s->hold_bytes -= h->bytes;
+      break;
+    }
+  if (h->f)
+    fs_call_free(h->f);
+  json_decref(h->info);
+  json_decref(h->id);
+  json_decref(h->params);
+  free(h->line);
+  free(h);
+}
+
+// A new hold of bytes bytes, or NULL (with the reason in why) when too
+// many wait already.
+static struct hold *hold_new(struct broker *b, struct acp_conn *c, size_t bytes,
+                             json_t *info, char *why, size_t whylen) {
+  struct client_state *s = state(b);
+  if (s->nholds >= CLIENT_MAX_HOLDS ||
+      bytes > CLIENT_HOLD_BYTES - s->hold_bytes) {
+    snprintf(why, whylen,
+             "too many calls the agent did not ask about wait for your "
+             "answer");
+    return NULL;
+  }
+  struct hold *h = xcalloc(1, sizeof(*h));
+  *h = (struct hold){.next = s->holds,
+                     .b = b,
+                     .serial = acp_conn_serial(c),
+                     .info = info,
+                     .bytes = bytes};
+  s->holds = h;
+  s->nholds++;
+  s->hold_bytes += bytes;
+  return h;
+}
+
+// The answer to an fs call or terminal the broker cannot ask about.
+static void hold_refuse(struct broker *b, struct acp_conn *c, struct hold *h,
+                        const char *what, const char *why) {
+  json_t *id = h->f ? h->f->id : h->id;
+  if (h->info)
+    broker_audit(b, h->info, "ask", "error", NULL);
+  refuse(b, c, id, what, why);
+  hold_free(state(b), h);
+}
+
+// Shows the prompt of h: toolCall (taken) with the broker's options.
+static void hold_ask(struct broker *b, struct acp_conn *c, struct hold *h,
+                     const char *sid, json_t *tc) {
+  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall", tc,
+                             "options", own_options());
+  uint64_t token = broker_ask(b, c, h->f ? h->f->id : h->id, params, h->info);
+  json_decref(params);
+  if (token == 0) {
+    hold_refuse(b, c, h, what,
+                "too many permission requests wait for your answer");
+    return;
+  }
+  h->info = NULL; // the pending entry has it
+  h->token = token;
+  if (b->shutting_down)
+    broker_resolve(b, token, NULL, "cancel");
+}
+
+// "Write src/new.c (not asked by the agent)": the path relative to root
+// when it is inside.
+static char *write_title(const char *root, const char *resolved) {
+  size_t n = root ? strlen(root) : 0;
+  const char *shown = resolved;
+  if (n && strncmp(resolved, root, n) == 0 && resolved[n] == '/')
+    shown = resolved + n + 1;
+  size_t len = strlen(shown) + 40;
+  char *t = xmalloc(len);
+  snprintf(t, len, "Write %s (not asked by the agent)", shown);
+  return t;
+}
+
+// Neovim's answer to reading what the person has of the file (the loaded
+// buffer; nil: none); then the prompt, showing the diff.
+static void hold_old_cb(void *ud, const msgpack_object *error,
+                        const msgpack_object *result) {
+  struct hold *h = ud;
+  struct broker *b = h->b;
+  struct fs_call *f = h->f;
+  struct acp_conn *c = conn_by_serial(b, h->serial);
+  if (!c) {
+    hold_free(state(b), h);
+    return;
+  }
+  if (!error && !result) {
+    hold_refuse(b, c, h, "fs/write_text_file",
+                "the agent did not ask to write it, and Neovim is gone: "
+                "nobody can be asked");
+    return;
+  }
+  bool nvim_ok = error && error->type == MSGPACK_OBJECT_NIL;
+  char *old = NULL;
+  size_t oldlen = 0;
+  char note[PATH_LEN_MAX + 300] = "";
+  if (nvim_ok && result && result->type == MSGPACK_OBJECT_STR) {
+    old = xstrndup(result->via.str.ptr, result->via.str.size);
+    oldlen = result->via.str.size;
+    if (!fs_utf8_valid(old, oldlen)) {
+      free(old);
+      old = NULL;
+      snprintf(note, sizeof(note),
+               "(the buffer of this file holds text that is not UTF-8: it "
+               "cannot be shown)");
+    }
+  } else {
+    char err[PATH_LEN_MAX + 200];
+    int rc = fs_read(f->resolved, f->within, &old, &oldlen, err, sizeof(err));
+    if (rc != 0 && rc != ENOENT)
+      snprintf(note, sizeof(note), "(its current content cannot be read: %s)",
+               err);
+    if (rc != 0)
+      old = NULL;
+  }
+  size_t newlen = json_string_length(f->content);
+  json_t *content = json_array();
+  if (note[0])
+    json_array_append_new(content,
+                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
+                                    "content", "type", "text", "text", note));
+  if (oldlen + newlen > CLIENT_DIFF_MAX) {
+    char big[200];
+    snprintf(big, sizeof(big),
+             "(too large to show here: %zu bytes now, %zu bytes to write)",
+             oldlen, newlen);
+    json_array_append_new(content,
+                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
+                                    "content", "type", "text", "text", big));
+  } else {
+    json_array_append_new(
+        content, json_pack("{s:s,s:s,s:s?,s:O}", "type", "diff", "path",
+                           f->resolved, "oldText", old, "newText", f->content));
+  }
+  free(old);
+  json_t *info = h->info;
+  json_t *tc =
+      json_pack("{s:O,s:O,s:s,s:s,s:[{s:s}],s:{s:s},s:o}", "toolCallId",
+                json_object_get(info, "toolCallId"), "title",
+                json_object_get(info, "title"), "kind", "edit", "status",
+                "pending", "locations", "path", f->resolved, "rawInput",
+                "file_path", f->resolved, "content", content);
+  hold_ask(b, c, h, f->session, tc);
+}
+
+// Asks the person about a write the agent did not ask for (f and info
+// taken): first what the person has of the file, for the diff.
+static void hold_write(struct broker *b, struct acp_conn *c, struct fs_call *f,
+                       json_t *info) {
+  char why[200];
+  struct hold *h =
+      hold_new(b, c, json_string_length(f->content), info, why, sizeof(why));
+  if (!h) {
+    broker_audit(b, info, "ask", "error", NULL);
+    json_decref(info);
+    refuse(b, c, f->id, "fs/write_text_file", why);
+    fs_call_free(f);
+    return;
+  }
+  h->f = f;
+  json_t *args = json_pack("[s,s,i,i]", "read", f->resolved, 0, 0);
+  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
+                       hold_old_cb, h))
+    hold_refuse(b, c, h, "fs/write_text_file",
+                "the agent did not ask to write it, and Neovim is gone: "
+                "nobody can be asked");
+}
+
 static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
                        bool write, json_t *params) {
   const char *what = write ? "fs/write_text_file" : "fs/read_text_file";
@@ -320,30 +559,60 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
     return;
   }
   const char *cwd = acp_conn_session_cwd(c, sid);
+  char tcid[64];
+  snprintf(tcid, sizeof(tcid), "acp-broker-%s-%llu", write ? "write" : "read",
+           (unsigned long long)++state(b)->checks);
   struct gate_verdict v;
-  synthetic(b, c, sid, cwd, write ? "edit" : "read", path, NULL, &v);
+  synthetic(b, c, sid, cwd, write ? "edit" : "read", path, NULL, tcid, &v);
   const char *root = json_string_value(json_object_get(v.info, "root"));
   bool inside = false;
   char *resolved = fs_resolve(root, path, &inside);
+  if (write && resolved) {
+    char *title = write_title(root, resolved);
+    json_object_set_new(v.info, "title", json_string(title));
+    free(title);
+  }
+  bool protect = inside && v.decision == POLICY_ASK &&
+                 strstr(reason_of(&v), "protected") != NULL;
+  bool ask = false; // the person is asked (a write only)
   char why[PATH_LEN_MAX + 300] = "";
-  if (!resolved)
+  if (!resolved) {
     snprintf(why, sizeof(why), "%s cannot be resolved", path);
-  else if (v.decision == POLICY_DENY)
+  } else if (v.decision == POLICY_DENY) {
     snprintf(why, sizeof(why), "%s", reason_of(&v));
-  else if (!inside && !by_rule(&v) &&
-           !approval_take(b, c, sid, NULL, resolved, true) &&
-           !approval_take(b, c, sid, NULL, path, true))
-    snprintf(why, sizeof(why),
-             "%s is outside the project %s (a %s rule, or your answer to a "
-             "request naming it, can allow it)",
-             resolved, root, write ? "Edit" : "Read");
-  else if (write && inside && v.decision == POLICY_ASK &&
-           strstr(reason_of(&v), "protected") &&
-           !approval_take(b, c, sid, NULL, resolved, true) &&
-           !approval_take(b, c, sid, NULL, path, true))
-    snprintf(why, sizeof(why),
-             "%s is protected and no answer of yours allowed writing it",
-             resolved);
+    if (write)
+      broker_audit(b, v.info, "deny",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "reject_once");
+  } else if (!inside) {
+    // Outside the project: an Edit/Read rule, or the person's answer to a
+    // request of this turn naming it.
+    bool linked = approval_take(b, c, sid, NULL, resolved, path, write, true);
+    if (!linked && by_rule(&v) && write)
+      broker_audit(b, v.info, "allow",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "allow_once");
+    else if (!linked && !by_rule(&v))
+      snprintf(why, sizeof(why),
+               "%s is outside the project %s (a %s rule, or your answer to a "
+               "request naming it, can allow it)",
+               resolved, root, write ? "Edit" : "Read");
+  } else if (write) {
+    // Inside: an allowed request of this turn naming the path (the agent
+    // asked first, as Gemini does), else what the policy says of the edit
+    // itself. A protected file only after the person's answer.
+    bool linked = approval_take(b, c, sid, NULL, resolved, path, true, protect);
+    if (!linked && protect)
+      snprintf(why, sizeof(why),
+               "%s is protected and no answer of yours allowed writing it",
+               resolved);
+    else if (!linked && v.decision == POLICY_ALLOW)
+      broker_audit(b, v.info, "allow",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "allow_once");
+    else if (!linked)
+      ask = true;
+  }
   if (why[0]) {
     refuse(b, c, id, what, why);
     free(resolved);
@@ -366,15 +635,16 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
           (uint32_t)(json_integer_value(limit) > 0 ? json_integer_value(limit)
                                                    : 0),
   };
-  json_decref(v.info);
-  json_t *args =
-      write ? json_pack("[s,s,O]", "write", resolved, content)
-            : json_pack("[s,s,i,i]", "read", resolved, f->line, f->limit);
-  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
-                       fs_lua_cb, f)) {
-    fs_from_disk(c, f);
-    fs_call_free(f);
+  if (ask) {
+    char reason[1200];
+    snprintf(reason, sizeof(reason), "the agent wrote without asking first; %s",
+             reason_of(&v));
+    json_object_set_new(v.info, "reason", json_string(reason));
+    hold_write(b, c, f, v.info);
+    return;
   }
+  json_decref(v.info);
+  fs_go(b, c, f);
 }
 
 // ---- terminals ----
@@ -563,47 +833,22 @@ static void free_strv(char **v) {
   free(v);
 }
 
-static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
-                        json_t *params) {
+// Starts the terminal of an allowed terminal/create (params borrowed, its
+// command line taken).
+static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
+                       json_t *params, char *line) {
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *command = json_string_value(json_object_get(params, "command"));
   json_t *args = json_object_get(params, "args");
   json_t *env = json_object_get(params, "env");
-  json_t *cwdj = json_object_get(params, "cwd");
   json_t *limit = json_object_get(params, "outputByteLimit");
-  const char *cwd = json_string_value(cwdj);
-  if (!command || !command[0] || !strings_array(args) ||
-      (env && !json_is_null(env) && !json_is_array(env)) ||
-      (cwdj && !json_is_null(cwdj) && (!cwd || cwd[0] != '/')) ||
-      (limit && !json_is_null(limit) &&
-       (!json_is_integer(limit) || json_integer_value(limit) < 0))) {
-    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
-                           "terminal/create needs a command (args: strings, "
-                           "cwd: absolute, outputByteLimit: >= 0)");
-    return;
-  }
+  const char *cwd = json_string_value(json_object_get(params, "cwd"));
   if (!cwd)
     cwd = acp_conn_session_cwd(c, sid);
   struct client_state *s = state(b);
   if (s->nterms >= CLIENT_MAX_TERMS) {
     refuse(b, c, id, "terminal/create",
            "too many terminals are open (release some)");
-    return;
-  }
-  char *line = command_line(command, json_is_array(args) ? args : NULL);
-  struct gate_verdict v;
-  synthetic(b, c, sid, cwd, "execute", NULL, line, &v);
-  char why[1000] = "";
-  if (v.decision == POLICY_DENY)
-    snprintf(why, sizeof(why), "%s", reason_of(&v));
-  else if (v.decision == POLICY_ASK &&
-           !approval_take(b, c, sid, line, NULL, false))
-    snprintf(why, sizeof(why),
-             "no answer of yours or rule allowed running `%.300s` (%s)", line,
-             reason_of(&v));
-  json_decref(v.info);
-  if (why[0]) {
-    refuse(b, c, id, "terminal/create", why);
     free(line);
     return;
   }
@@ -656,6 +901,98 @@ static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
   term_event(ct);
 }
 
+// Asks the person about a command the agent runs without having asked
+// (info taken, line taken).
+static void hold_term(struct broker *b, struct acp_conn *c, const json_t *id,
+                      json_t *params, const char *cwd, char *line,
+                      json_t *info) {
+  char why[200];
+  struct hold *h = hold_new(b, c, strlen(line), info, why, sizeof(why));
+  if (!h) {
+    broker_audit(b, info, "ask", "error", NULL);
+    json_decref(info);
+    refuse(b, c, id, "terminal/create", why);
+    free(line);
+    return;
+  }
+  h->id = json_deep_copy(id);
+  h->params = json_deep_copy(params);
+  h->line = line;
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  json_t *tc =
+      json_pack("{s:O,s:O,s:s,s:s,s:{s:s,s:s?}}", "toolCallId",
+                json_object_get(info, "toolCallId"), "title",
+                json_object_get(info, "title"), "kind", "execute", "status",
+                "pending", "rawInput", "command", line, "cwd", cwd);
+  hold_ask(b, c, h, sid, tc);
+}
+
+static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
+                        json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *command = json_string_value(json_object_get(params, "command"));
+  json_t *args = json_object_get(params, "args");
+  json_t *env = json_object_get(params, "env");
+  json_t *cwdj = json_object_get(params, "cwd");
+  json_t *limit = json_object_get(params, "outputByteLimit");
+  const char *cwd = json_string_value(cwdj);
+  if (!command || !command[0] || !strings_array(args) ||
+      (env && !json_is_null(env) && !json_is_array(env)) ||
+      (cwdj && !json_is_null(cwdj) && (!cwd || cwd[0] != '/')) ||
+      (limit && !json_is_null(limit) &&
+       (!json_is_integer(limit) || json_integer_value(limit) < 0))) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           "terminal/create needs a command (args: strings, "
+                           "cwd: absolute, outputByteLimit: >= 0)");
+    return;
+  }
+  if (!cwd)
+    cwd = acp_conn_session_cwd(c, sid);
+  struct client_state *s = state(b);
+  if (s->nterms >= CLIENT_MAX_TERMS) {
+    refuse(b, c, id, "terminal/create",
+           "too many terminals are open (release some)");
+    return;
+  }
+  char *line = command_line(command, json_is_array(args) ? args : NULL);
+  char tcid[64];
+  snprintf(tcid, sizeof(tcid), "acp-broker-terminal-%llu",
+           (unsigned long long)++s->checks);
+  struct gate_verdict v;
+  synthetic(b, c, sid, cwd, "execute", NULL, line, tcid, &v);
+  char title[400];
+  snprintf(title, sizeof(title), "Run %.300s%s (not asked by the agent)", line,
+           strlen(line) > 300 ? "…" : "");
+  json_object_set_new(v.info, "title", json_string(title));
+  const char *by = json_string_value(json_object_get(v.info, "by"));
+  if (v.decision == POLICY_DENY) {
+    char why[1000];
+    snprintf(why, sizeof(why), "%s", reason_of(&v));
+    broker_audit(b, v.info, "deny", by, "reject_once");
+    json_decref(v.info);
+    refuse(b, c, id, "terminal/create", why);
+    free(line);
+    return;
+  }
+  // An allowed request of this turn for the command (the agent asked
+  // first), else what the policy says of the command itself, else the
+  // person.
+  if (approval_take(b, c, sid, line, NULL, NULL, false, false)) {
+    json_decref(v.info);
+  } else if (v.decision == POLICY_ALLOW) {
+    broker_audit(b, v.info, "allow", by, "allow_once");
+    json_decref(v.info);
+  } else {
+    char reason[1200];
+    snprintf(reason, sizeof(reason),
+             "the agent ran it without asking first; %s", reason_of(&v));
+    json_object_set_new(v.info, "reason", json_string(reason));
+    hold_term(b, c, id, params, cwd, line, v.info);
+    return;
+  }
+  term_start(b, c, id, params, line);
+}
+
 static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
                          const char *method, json_t *params) {
   if (strcmp(method, "terminal/create") == 0) {
@@ -702,6 +1039,41 @@ void client_request(struct broker *b, struct acp_conn *c, const json_t *id,
     term_request(b, c, id, method, params);
 }
 
+bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
+                     bool allow, const char *by) {
+  struct client_state *s = b->client;
+  struct hold *h = s ? s->holds : NULL;
+  while (h && h->token != token)
+    h = h->next;
+  if (!h)
+    return false;
+  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
+  if (allow && acp_conn_alive(c)) {
+    if (h->f) {
+      fs_go(b, c, h->f);
+      h->f = NULL;
+    } else {
+      term_start(b, c, h->id, h->params, h->line);
+      h->line = NULL;
+    }
+  } else {
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%s refused: %s", what,
+             strcmp(by, "person") == 0
+                 ? "you were asked, as the agent had not asked first, and "
+                   "rejected it"
+             : strcmp(by, "error") == 0
+                 ? "the agent had not asked first, and the prompt could not "
+                   "be shown"
+                 : "the agent had not asked first, and the prompt was "
+                   "cancelled before an answer");
+    LOG_I("%s: %s", acp_conn_name(c), msg);
+    acp_conn_respond_error(c, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED, msg);
+  }
+  hold_free(s, h);
+  return true;
+}
+
 void client_conn_gone(struct broker *b, struct acp_conn *c) {
   if (!b->client)
     return;
@@ -723,6 +1095,8 @@ void client_free(struct broker *b) {
     return;
   for (size_t i = 0; i < b->client->napprovals; i++)
     approval_clear(&b->client->approvals[i]);
+  while (b->client->holds)
+    hold_free(b->client, b->client->holds);
   free(b->client);
   b->client = NULL;
 }
