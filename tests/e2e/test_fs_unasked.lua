@@ -297,6 +297,34 @@ T.test('cancelling the turn refuses the waiting write; the prompt closes', funct
   T.eq({ #l, l[1].by, l[1].outcome }, { 1, 'cancel', 'cancelled' }, 'audited as cancelled')
 end)
 
+T.test('stopping the agent cancels the waiting write and command prompts', function()
+  local ctx = T.start_demo({
+    name = 'unasked-stop',
+    steps = {
+      T.raw_request('w', 'fs/write_text_file', { sessionId = '${session}', path = '${cwd}/s.txt', content = 's\n' }),
+      T.raw_request('t', 'terminal/create', { sessionId = '${session}', command = 'touch stopped.txt' }),
+      { type = 'sleep', ms = 60000 },
+    },
+  })
+  local resolved = T.on('AcpPermissionResolved')
+  require('acp').prompt('Write and run, then wait')
+  own_prompt('Write s.txt (not asked by the agent)')
+  own_prompt('Run touch stopped.txt (not asked by the agent)')
+  require('acp').stop()
+  T.wait(function()
+    return #resolved == 2
+  end, nil, 'both prompts resolved')
+  for _, r in ipairs(resolved) do
+    T.eq(r.outcome, 'cancelled', 'outcome')
+  end
+  T.eq(#require('acp').pending(), 0, 'nothing pending')
+  T.ok(not T.exists(ctx.project .. '/s.txt'), 'no file')
+  T.ok(not T.exists(ctx.project .. '/stopped.txt'), 'no command ran')
+  local l = audited(ctx, '')
+  T.eq(#l, 2, 'two audit lines')
+  T.eq({ l[1].by, l[1].outcome, l[2].by, l[2].outcome }, { 'cancel', 'cancelled', 'cancel', 'cancelled' }, 'audited as cancelled')
+end)
+
 T.test('an unasked terminal/create is asked, showing the command; allow runs it; rules decide alone', function()
   local ctx = T.start_demo({
     name = 'unasked-terminal',
