@@ -50,6 +50,7 @@ struct client_term {
   char *session;
   char *id;
   char *command; // for the events
+  char *tcid;    // the broker's own tool call (an unasked one), or NULL
   struct term *t;
   json_t *waiters; // ids of terminal/wait_for_exit calls
   uv_timer_t timer;
@@ -72,6 +73,7 @@ struct hold {
   json_t *id;        // terminal/create's id,
   json_t *params;    // its params
   char *line;        // and its command line
+  char *tcid;        // and the prompt's tool call id
   size_t bytes;      // counted in hold_bytes
 };
 
@@ -97,6 +99,7 @@ struct fs_call {
   char *within;   // the root the file must stay in, or NULL
   json_t *content;
   uint32_t line, limit;
+  char *tcid; // the broker's own tool call (an unasked write), or NULL
 };
 
 static struct client_state *state(struct broker *b) {
@@ -249,6 +252,20 @@ static bool by_rule(const struct gate_verdict *v) {
          (strcmp(by, "rule") == 0 || strcmp(by, "memory") == 0);
 }
 
+// Tells Lua how a tool call of the broker's own (a prompt for an unasked
+// write or terminal) went on, as a tool_call_update (content stolen, or
+// NULL), so that the chat shows it like the agent's.
+static void own_update(struct broker *b, struct acp_conn *c,
+                       const char *session, const char *tcid,
+                       const char *status, json_t *content) {
+  broker_send_event(b, "update",
+                    json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o?}}", "agent",
+                              acp_conn_name(c), "session", session, "update",
+                              "sessionUpdate", "tool_call_update", "toolCallId",
+                              tcid, "status", status, "content", content),
+                    NULL);
+}
+
 // ---- fs ----
 
 static void fs_call_free(struct fs_call *f) {
@@ -257,6 +274,7 @@ static void fs_call_free(struct fs_call *f) {
   json_decref(f->content);
   free(f->resolved);
   free(f->within);
+  free(f->tcid);
   free(f);
 }
 
@@ -268,6 +286,8 @@ static void fs_done(struct acp_conn *c, struct fs_call *f, const char *via) {
                               f->write ? "write" : "read", "path", f->resolved,
                               "via", via),
                     NULL);
+  if (f->tcid)
+    own_update(f->b, c, f->session, f->tcid, "completed", NULL);
 }
 
 static void fs_answer_error(struct acp_conn *c, const json_t *id, int rc,
@@ -285,6 +305,8 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
                       json_string_length(f->content), err, sizeof(err));
     if (rc != 0) {
       fs_answer_error(c, f->id, rc, err);
+      if (f->tcid)
+        own_update(f->b, c, f->session, f->tcid, "failed", NULL);
     } else {
       acp_conn_respond(c, f->id, json_object());
       fs_done(c, f, "disk");
@@ -343,6 +365,8 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
              (int)(result->via.str.size > 500 ? 500 : result->via.str.size),
              result->via.str.ptr);
     acp_conn_respond_error(c, f->id, JSONRPC_INTERNAL_ERROR, msg);
+    if (f->tcid)
+      own_update(f->b, c, f->session, f->tcid, "failed", NULL);
   } else {
     fs_from_disk(c, f);
   }
@@ -378,6 +402,7 @@ static void hold_free(struct client_state *s, struct hold *h) {
   json_decref(h->id);
   json_decref(h->params);
   free(h->line);
+  free(h->tcid);
   free(h);
 }
 
@@ -533,6 +558,7 @@ static void hold_write(struct broker *b, struct acp_conn *c, struct fs_call *f,
     return;
   }
   h->f = f;
+  f->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
   json_t *args = json_pack("[s,s,i,i]", "read", f->resolved, 0, 0);
   if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
                        hold_old_cb, h))
@@ -699,6 +725,14 @@ static void on_term_done(void *ud) {
     acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
                      json_deep_copy(st));
   json_array_clear(ct->waiters);
+  if (ct->tcid) {
+    json_t *code = json_object_get(st, "exitCode");
+    own_update(ct->b, ct->conn, ct->session, ct->tcid,
+               json_is_integer(code) && json_integer_value(code) == 0
+                   ? "completed"
+                   : "failed",
+               NULL);
+  }
   json_decref(st);
 }
 
@@ -707,6 +741,7 @@ static void ct_free(uv_handle_t *h) {
   free(ct->session);
   free(ct->id);
   free(ct->command);
+  free(ct->tcid);
   json_decref(ct->waiters);
   free(ct);
 }
@@ -834,9 +869,10 @@ static void free_strv(char **v) {
 }
 
 // Starts the terminal of an allowed terminal/create (params borrowed, its
-// command line taken).
+// command line taken); tcid: the broker's own tool call that asked, or
+// NULL.
 static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
-                       json_t *params, char *line) {
+                       json_t *params, char *line, const char *tcid) {
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *command = json_string_value(json_object_get(params, "command"));
   json_t *args = json_object_get(params, "args");
@@ -883,6 +919,8 @@ static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
   free_strv(envv);
   if (!ct->t) {
     acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR, err);
+    if (tcid)
+      own_update(b, c, sid, tcid, "failed", NULL);
     free(ct->session);
     free(ct->id);
     free(ct->command);
@@ -899,6 +937,11 @@ static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
         line);
   acp_conn_respond(c, id, json_pack("{s:s}", "terminalId", tid));
   term_event(ct);
+  if (tcid) {
+    ct->tcid = xstrdup(tcid);
+    own_update(b, c, sid, tcid, "in_progress",
+               json_pack("[{s:s,s:s}]", "type", "terminal", "terminalId", tid));
+  }
 }
 
 // Asks the person about a command the agent runs without having asked
@@ -918,6 +961,7 @@ static void hold_term(struct broker *b, struct acp_conn *c, const json_t *id,
   h->id = json_deep_copy(id);
   h->params = json_deep_copy(params);
   h->line = line;
+  h->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   json_t *tc =
       json_pack("{s:O,s:O,s:s,s:s,s:{s:s,s:s?}}", "toolCallId",
@@ -990,7 +1034,7 @@ static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
     hold_term(b, c, id, params, cwd, line, v.info);
     return;
   }
-  term_start(b, c, id, params, line);
+  term_start(b, c, id, params, line, NULL);
 }
 
 static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
@@ -1053,7 +1097,7 @@ bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
       fs_go(b, c, h->f);
       h->f = NULL;
     } else {
-      term_start(b, c, h->id, h->params, h->line);
+      term_start(b, c, h->id, h->params, h->line, h->tcid);
       h->line = NULL;
     }
   } else {

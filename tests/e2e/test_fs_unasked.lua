@@ -43,6 +43,14 @@ local function own_prompt(title)
   end, nil, 'a prompt titled ' .. title)
 end
 
+-- The status of tool call tcid as Lua knows it (the broker reports on its
+-- own prompts' calls like an agent does).
+local function tool_status(ctx, tcid)
+  local s = require('acp.state').sessions[ctx.session]
+  local t = s and s.tools[tcid]
+  return t and t.status
+end
+
 local function write_step(path, content)
   return { type = 'write', path = path, content = content }
 end
@@ -144,6 +152,10 @@ T.test('default mode: an unasked write is asked; reject leaves no file, allow wr
   T.eq(write_answers(ctx, project .. '/src/old.c')[1].result, vim.empty_dict(), 'the allowed write succeeded')
   T.eq(T.read(project .. '/src/old.c'), 'int unsaved;\nint added;\n', 'allow writes it')
   T.eq(api.nvim_buf_get_lines(buf, 0, -1, false), { 'int unsaved;', 'int added;' }, 'through the buffer')
+  T.wait(function()
+    return tool_status(ctx, q.toolCallId) == 'completed'
+  end, nil, 'the allowed write reported completed')
+  T.eq(tool_status(ctx, p.toolCallId), 'pending', 'the rejected one was never run')
 
   local lines = audited(ctx, 'Write src/')
   T.eq(#lines, 2, 'two audit lines')
@@ -350,6 +362,9 @@ T.test('an unasked terminal/create is asked, showing the command; allow runs it;
   T.ok(not T.exists(ctx.project .. '/one.txt'), 'the rejected command did not run')
   T.eq(T.read(ctx.project .. '/two.txt'), 'two\n', 'the allowed command ran; the denied rm did not')
   T.ok(T.exists(ctx.project .. '/three.txt'), 'the command an allow rule covers ran without a prompt')
+  T.wait(function()
+    return tool_status(ctx, two.toolCallId) == 'completed'
+  end, nil, 'the allowed command reported completed')
   local tr = T.transcript(ctx.transcript)
   local refused
   for _, m in ipairs(T.messages(tr, 'in')) do
