@@ -200,7 +200,7 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
     if (mine && (p1 || p2) && (a->writes || !writes))
       for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++) {
         const char *ap = json_string_value(json_array_get(a->paths, k));
-        covers = (p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2));
+        covers = ap && ((p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2)));
       }
     if (covers) {
       approval_drop(s, i);
@@ -221,7 +221,8 @@ static json_t *own_options(void) {
 }
 
 // Asks the gate about a request the agent did not make: kind with a path
-// or a command, as tool call tcid. Fills v (free v->info).
+// or a command, as tool call tcid. Fills v (free v->info; v->option_id is
+// not kept: the options are the broker's own, allow_once and reject_once).
 static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
                       const char *cwd, const char *kind, const char *path,
                       const char *cmd, const char *tcid,
@@ -238,6 +239,7 @@ static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
                              tc, "options", own_options());
   gate_decide(b->gate, acp_conn_name(c), session, cwd ? cwd : "/", params, v);
   json_decref(params);
+  v->option_id = NULL; // it pointed into params
 }
 
 // Why the gate decided as it did ("" when it did not say).
@@ -444,8 +446,13 @@ static void hold_refuse(struct broker *b, struct acp_conn *c, struct hold *h,
 static void hold_ask(struct broker *b, struct acp_conn *c, struct hold *h,
                      const char *sid, json_t *tc) {
   const char *what = h->f ? "fs/write_text_file" : "terminal/create";
-  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall", tc,
-                             "options", own_options());
+  json_t *params = tc ? json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall",
+                                  tc, "options", own_options())
+                      : NULL;
+  if (!params) {
+    hold_refuse(b, c, h, what, "the prompt could not be made (see the log)");
+    return;
+  }
   uint64_t token = broker_ask(b, c, h->f ? h->f->id : h->id, params, h->info);
   json_decref(params);
   if (token == 0) {
