@@ -196,6 +196,7 @@ void broker_audit(struct broker *b, json_t *info, const char *decision,
 // Answers `cancelled` to every pending request of c (all when c is NULL).
 void broker_cancel_pending(struct broker *b, struct acp_conn *c,
                            const char *by) {
+  client_cancel(b, c); // the broker's own prompts not shown yet
   // Collect first: broker_resolve() edits the table.
   size_t n = 0;
   uint64_t *tokens = xcalloc(pending_count(&b->pending) + 1, sizeof(*tokens));

@@ -75,6 +75,7 @@ struct hold {
   char *line;        // and its command line
   char *tcid;        // and the prompt's tool call id
   size_t bytes;      // counted in hold_bytes
+  bool answered;     // refused before its prompt was shown (client_cancel)
 };
 
 struct client_state {
@@ -487,7 +488,7 @@ static void hold_old_cb(void *ud, const msgpack_object *error,
   struct broker *b = h->b;
   struct fs_call *f = h->f;
   struct acp_conn *c = conn_by_serial(b, h->serial);
-  if (!c) {
+  if (!c || h->answered) {
     hold_free(state(b), h);
     return;
   }
@@ -1123,6 +1124,21 @@ bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
   }
   hold_free(s, h);
   return true;
+}
+
+void client_cancel(struct broker *b, struct acp_conn *c) {
+  for (struct hold *h = b->client ? b->client->holds : NULL; h; h = h->next) {
+    if (h->token || h->answered || (c && h->serial != acp_conn_serial(c)))
+      continue;
+    struct acp_conn *hc = c ? c : conn_by_serial(b, h->serial);
+    h->answered = true;
+    broker_audit(b, h->info, "ask", "cancel", NULL);
+    if (hc)
+      acp_conn_respond_error(hc, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED,
+                             "fs/write_text_file refused: the agent had not "
+                             "asked first, and the turn was cancelled before "
+                             "you could be asked");
+  }
 }
 
 void client_conn_gone(struct broker *b, struct acp_conn *c) {

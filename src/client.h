@@ -45,6 +45,9 @@ void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
 // returns true (the caller then sends no outcome to the agent).
 bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
                      bool allow, const char *by);
+// The turn of c is cancelled or c is going (all connections when NULL):
+// unasked writes whose prompt is not shown yet are refused.
+void client_cancel(struct broker *b, struct acp_conn *c);
 // The agent is gone: its terminals are killed and released.
 void client_conn_gone(struct broker *b, struct acp_conn *c);
 // Frees what is left at exit.

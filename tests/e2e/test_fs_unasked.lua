@@ -309,6 +309,37 @@ T.test('cancelling the turn refuses the waiting write; the prompt closes', funct
   T.eq({ #l, l[1].by, l[1].outcome }, { 1, 'cancel', 'cancelled' }, 'audited as cancelled')
 end)
 
+T.test('a turn cancelled while the broker reads the old text refuses the write; no prompt appears', function()
+  local ctx = T.start_demo({
+    name = 'unasked-cancel-early',
+    steps = { write_step('early.txt', 'e\n'), { type = 'message', text = 'Done.' } },
+  })
+  -- The person cancels just as the broker asks Neovim for the file's
+  -- current text (before the prompt exists): the cancel reaches the broker
+  -- before the answer to that call.
+  local fs = require('acp.fs')
+  local handle = fs.handle
+  T.defer(function()
+    fs.handle = handle
+  end)
+  fs.handle = function(op, path, ...)
+    if op == 'read' and path:sub(-#'/early.txt') == '/early.txt' then
+      require('acp').cancel()
+    end
+    return handle(op, path, ...)
+  end
+  require('acp').prompt('Write')
+  T.wait(function()
+    return #write_answers(ctx, ctx.project .. '/early.txt') == 1
+  end, nil, 'the answer to the write')
+  T.eq(write_answers(ctx, ctx.project .. '/early.txt')[1].error.code, -32001, 'refused')
+  T.idle()
+  T.eq(#require('acp').pending(), 0, 'no prompt')
+  T.ok(not T.exists(ctx.project .. '/early.txt'), 'no file')
+  local l = audited(ctx, 'Write early.txt')
+  T.eq({ #l, l[1].by, l[1].outcome }, { 1, 'cancel', 'cancelled' }, 'audited as cancelled')
+end)
+
 T.test('stopping the agent cancels the waiting write and command prompts', function()
   local ctx = T.start_demo({
     name = 'unasked-stop',
