@@ -26,11 +26,11 @@ enum call_kind {
 };
 
 struct session {
-  char *id;      // the agent's sessionId
-  char *cwd;     // where it was started
-  bool running;  // a session/prompt is waiting for its answer
-  uint64_t turn; // prompts sent in this session (the current turn's number)
+  char *id;     // the agent's sessionId
+  char *cwd;    // where it was started
+  bool running; // a session/prompt is waiting for its answer
   struct session *next;
+  uint64_t turn; // prompts sent in this session: the current turn's number
 };
 
 struct call {
