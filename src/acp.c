@@ -30,6 +30,7 @@ struct session {
   char *cwd;    // where it was started
   bool running; // a session/prompt is waiting for its answer
   struct session *next;
+  uint64_t turn; // prompts sent in this session: the current turn's number
 };
 
 struct call {
@@ -201,6 +202,7 @@ static void send_prompt(struct acp_conn *c, struct session *s,
     return;
   }
   s->running = true;
+  s->turn++;
   emit(c, "turn_start",
        json_pack("{s:s,s:s?}", "session", s->id, "text", text));
 }
@@ -719,6 +721,13 @@ void acp_conn_respond_error(struct acp_conn *c, const json_t *id, int code,
 
 uint64_t acp_conn_serial(const struct acp_conn *c) {
   return c->serial;
+}
+
+uint64_t acp_conn_turn(const struct acp_conn *c, const char *sid) {
+  for (struct session *s = c->sessions; s && sid; s = s->next)
+    if (strcmp(s->id, sid) == 0)
+      return s->turn;
+  return 0;
 }
 
 int acp_conn_prompt(struct acp_conn *c, const char *text, const char *session) {

@@ -65,6 +65,9 @@ void acp_conn_respond_error(struct acp_conn *c, const json_t *id, int code,
                             const char *message);
 // A number no other connection of this process has (pointers are reused).
 uint64_t acp_conn_serial(const struct acp_conn *c);
+// The number of the session's current (or last) turn: 1 for the first
+// prompt sent, 0 before any (or for an unknown session).
+uint64_t acp_conn_turn(const struct acp_conn *c, const char *sid);
 // Sends text as a prompt on session (NULL: the newest); queued (bounded)
 // until that session exists and its previous turn has ended. Returns 0, or
 // -1 when the queue is full.

@@ -259,15 +259,20 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   if (!pending_take(&b->pending, token, &e))
     return;
   struct acp_conn *c = e.conn;
-  json_t *outcome =
-      option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
-                            "optionId", option_id)
-                : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
-  acp_conn_respond(c, e.agent_id, outcome);
   const char *kind = json_string_value(
       json_object_get(pending_offered(&e, option_id ? option_id : ""), "kind"));
-  if (kind && strncmp(kind, "allow_", 6) == 0)
-    client_approved(b, c, e.info, strcmp(by, "person") == 0);
+  bool allow = kind && strncmp(kind, "allow_", 6) == 0;
+  // A prompt the broker made for an fs/* or terminal/* call the agent did
+  // not ask about: the answer completes or refuses that call.
+  if (!client_answered(b, c, token, allow, by)) {
+    json_t *outcome =
+        option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
+                              "optionId", option_id)
+                  : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
+    acp_conn_respond(c, e.agent_id, outcome);
+    if (allow)
+      client_approved(b, c, e.info, strcmp(by, "person") == 0);
+  }
   LOG_I("%s: permission %llu (%s) answered %s by %s", acp_conn_name(c),
         (unsigned long long)token, e.tool_call_id,
         option_id ? option_id : "cancelled", by);
@@ -283,9 +288,15 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   pending_entry_clear(&e);
 }
 
+void broker_audit(struct broker *b, json_t *info, const char *decision,
+                  const char *by, const char *option_id) {
+  audit(b, info, decision, by, option_id, 0);
+}
+
 // Answers `cancelled` to every pending request of c (all when c is NULL).
 void broker_cancel_pending(struct broker *b, struct acp_conn *c,
                            const char *by) {
+  client_cancel(b, c); // the broker's own prompts not shown yet
   // Collect first: broker_resolve() edits the table.
   size_t n = 0;
   uint64_t *tokens = xcalloc(pending_count(&b->pending) + 1, sizeof(*tokens));
@@ -350,7 +361,6 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
                             json_t *params) {
   struct broker *b = ud;
   json_t *tc = json_object_get(params, "toolCall");
-  json_t *options = json_object_get(params, "options");
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
   const char *cwd = acp_conn_session_cwd(c, sid);
@@ -366,9 +376,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
     answer_decided(b, c, id, &v);
     return;
   }
-  uint64_t token =
-      pending_add(&b->pending, c, json_deep_copy(id), xstrdup(sid),
-                  xstrdup(tcid), json_incref(options), uv_now(b->loop));
+  uint64_t token = broker_ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond(c, id,
                      json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
@@ -379,6 +387,22 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
                       "`cancelled`");
     return;
   }
+  if (b->shutting_down)
+    broker_resolve(b, token, NULL, "cancel");
+}
+
+uint64_t broker_ask(struct broker *b, struct acp_conn *c, const json_t *id,
+                    json_t *params, json_t *info) {
+  json_t *tc = json_object_get(params, "toolCall");
+  json_t *options = json_object_get(params, "options");
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+  uint64_t token =
+      pending_add(&b->pending, c, json_deep_copy(id), xstrdup(sid),
+                  xstrdup(tcid), json_incref(options), uv_now(b->loop));
+  if (token == 0)
+    return 0;
+  struct gate_verdict v = {.info = info}; // the event below reads v.info
   pending_find(&b->pending, token)->info = v.info;
   json_t *title = json_object_get(tc, "title");
   json_t *kind = json_object_get(tc, "kind");
@@ -404,8 +428,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   struct shown *sh = xmalloc(sizeof(*sh));
   *sh = (struct shown){b, token};
   broker_send_event(b, "permission", data, sh);
-  if (b->shutting_down)
-    broker_resolve(b, token, NULL, "cancel");
+  return token;
 }
 
 static void host_withdraw(void *ud, struct acp_conn *c, const json_t *id) {

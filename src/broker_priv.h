@@ -58,6 +58,18 @@ void broker_emit_error(struct broker *b, const char *agent, const char *msg);
 // tells Lua; by is who answered.
 void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
                     const char *by);
+// Shows a prompt for a request of c that the person must answer: adds it
+// to the pending table and sends the `permission` event. params is
+// {sessionId, toolCall, options} (borrowed); info (the gate's info) is
+// taken on success. Returns the token, or 0 when the table is full (info
+// not taken, nothing answered). The caller resolves it at once when the
+// broker is shutting down.
+uint64_t broker_ask(struct broker *b, struct acp_conn *c, const json_t *id,
+                    json_t *params, json_t *info);
+// Appends an audit line for a decision made without a prompt (outcome
+// `selected` with option_id, else `cancelled`).
+void broker_audit(struct broker *b, json_t *info, const char *decision,
+                  const char *by, const char *option_id);
 // Answers `cancelled` to every pending request of c (all when c is NULL).
 void broker_cancel_pending(struct broker *b, struct acp_conn *c,
                            const char *by);

@@ -2,9 +2,13 @@
 -- person sees, unsaved edits included; its writes land in the loaded buffer
 -- as one undoable change and are written; files no buffer holds are read
 -- and written on disk (atomically); a missing file inside the project
--- reads as empty.
+-- reads as empty. The agents here write without asking first: acceptEdits
+-- lets the policy allow those edits (test_fs_unasked.lua covers the other
+-- modes, where the broker asks the person).
 local T = require('helpers')
 local api = vim.api
+
+local ACCEPT_EDITS = { ui = { arm_ms = 50 }, permissions = { defaultMode = 'acceptEdits' } }
 
 local function open_file(path)
   vim.cmd('edit ' .. vim.fn.fnameescape(path))
@@ -47,7 +51,7 @@ T.test('fs/write_text_file lands in the loaded buffer: written, undoable', funct
         content = 'local a = 1\nlocal b = 20\nreturn a + b\n',
       }),
     },
-  }, { project = project })
+  }, { project = project, setup = ACCEPT_EDITS })
   require('acp').prompt('Change b')
   T.eq(T.response_to(ctx, 'w').result, vim.empty_dict(), 'the answer to the write')
   T.eq(api.nvim_buf_get_lines(buf, 0, -1, false), { 'local a = 1', 'local b = 20', 'return a + b' }, 'the buffer')
@@ -80,7 +84,7 @@ T.test('fs/write_text_file without a buffer: atomic on disk, new directories mad
       T.raw_request('old', 'fs/write_text_file', { sessionId = '${session}', path = '${cwd}/old.txt', content = 'new\n' }),
       T.raw_request('deep', 'fs/write_text_file', { sessionId = '${session}', path = '${cwd}/a/b/c.txt', content = 'c' }),
     },
-  }, { project = project })
+  }, { project = project, setup = ACCEPT_EDITS })
   require('acp').prompt('Write files')
   T.eq(T.response_to(ctx, 'old').result, vim.empty_dict(), 'old.txt answer')
   T.eq(T.response_to(ctx, 'deep').result, vim.empty_dict(), 'a/b/c.txt answer')
@@ -102,7 +106,7 @@ T.test('a buffer that cannot be modified refuses the write; nothing changes', fu
     steps = {
       T.raw_request('w', 'fs/write_text_file', { sessionId = '${session}', path = '${cwd}/ro.txt', content = 'changed\n' }),
     },
-  }, { project = project })
+  }, { project = project, setup = ACCEPT_EDITS })
   require('acp').prompt('Write ro.txt')
   local r = T.response_to(ctx, 'w')
   T.eq(r.result, nil, 'no result')

@@ -9,7 +9,7 @@ local function permission(id, tcid)
   return {
     type = 'permission',
     id = id,
-    toolCall = { toolCallId = tcid, title = 'Write ok.txt', kind = 'edit' },
+    toolCall = { toolCallId = tcid, title = 'Write ok.txt', kind = 'edit', locations = { { path = '${cwd}/ok.txt' } } },
     options = {
       { optionId = 'ok', name = 'Allow', kind = 'allow_once' },
       { optionId = 'no', name = 'Reject', kind = 'reject_once' },

@@ -2,9 +2,10 @@
 -- terminal; the broker answers fs/* only inside the project root (after
 -- resolving symlinks, and checking again what it opened, so a link swapped
 -- after the check cannot lead out), refuses a protected file the person did
--- not allow, and runs no terminal command that neither a rule nor an answer
--- of the person allowed. Refusals are errors (-32001), never content; the
--- connection goes on.
+-- not allow, and writes or runs nothing inside the project that neither the
+-- policy nor the person allowed: what the agent did not ask about, the
+-- broker asks the person itself. Refusals are errors (-32001), never
+-- content; the connection goes on.
 local T = require('helpers')
 local write = T.write
 
@@ -66,7 +67,18 @@ T.test('initialize advertises fs and terminal, and nothing else', function()
   no_true(caps, 'clientCapabilities')
 end)
 
-T.test('fs/* outside the project and unapproved terminals are refused; inside works', function()
+-- Waits for the broker's own prompt whose title starts with prefix.
+local function own_prompt(prefix)
+  return T.wait(function()
+    for _, p in ipairs(require('acp').pending()) do
+      if p.title:sub(1, #prefix) == prefix then
+        return p
+      end
+    end
+  end, nil, 'a prompt titled ' .. prefix .. '…')
+end
+
+T.test('fs/* outside the project and unapproved terminals are refused; inside works once allowed', function()
   local project = T.project()
   local outside = T.project() -- a sibling directory: outside the project
   write(outside .. '/secret.txt', SECRET)
@@ -143,6 +155,14 @@ T.test('fs/* outside the project and unapproved terminals are refused; inside wo
   local ctx = T.start_demo({ name = 'confinement', steps = steps }, { project = project })
   require('acp').prompt('Read and write outside the project')
 
+  -- The agent did not ask about the write inside nor the command: the
+  -- broker asks; the person allows the write and rejects the command.
+  local w = own_prompt('Write new-inside.txt (not asked by the agent)')
+  T.eq(w.kind, 'edit', 'the write prompt kind')
+  require('acp').respond(w.id, 'allow_once')
+  local t = own_prompt('Run echo PWNED')
+  T.eq(t.kind, 'execute', 'the command prompt kind')
+  require('acp').respond(t.id, 'reject_once')
   -- Swap the link while the barrier waits, then let the agent go on.
   T.wait_pending('swap_1')
   assert(os.remove(project .. '/swap'))

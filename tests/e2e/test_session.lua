@@ -204,7 +204,13 @@ T.test('two agents side by side: separate sessions, prompts, permissions', funct
           steps = {
             {
               type = 'permission',
-              toolCall = { toolCallId = name .. '_${turn}', title = 'Write ' .. name .. '.txt', kind = 'edit' },
+              toolCall = {
+                toolCallId = name .. '_${turn}',
+                title = 'Write ' .. name .. '.txt',
+                kind = 'edit',
+                -- The path the write below needs an answer for.
+                locations = { { path = '${cwd}/' .. name .. '.txt' } },
+              },
               options = { { optionId = 'ok', name = 'Allow', kind = 'allow_once' } },
               on_allow = { type = 'write', path = name .. '.txt', content = name .. '\n' },
             },
