@@ -511,6 +511,33 @@ function H.events.session_new(d)
   H.touch(chat)
 end
 
+function H.events.posture(d)
+  local session = compat.str(d.session)
+  if session == nil then
+    return
+  end
+  local chat = H.get(session, d.agent)
+  local reason = compat.str(d.reason)
+  local was = chat.posture_reason
+  chat.posture = compat.str(d.posture)
+  chat.posture_reason = reason
+  H.touch(chat)
+  if chat.posture == 'unverified' and reason ~= nil and reason ~= was then
+    H.note(chat, 'not in asking posture: ' .. reason, 'AcpChatError')
+  end
+end
+
+function H.events.mode_set(d)
+  local session = compat.str(d.session)
+  local id = compat.str(d.modeId)
+  if session == nil or id == nil then
+    return
+  end
+  local chat = H.get(session, d.agent)
+  chat.mode = id
+  H.touch(chat)
+end
+
 function H.events.update(d)
   local u = d.update
   local session = compat.str(d.session)
@@ -1165,6 +1192,9 @@ function H.render_header(chat)
     b.add({ { chat.title, 'AcpChatHeader' } })
   end
   b.add({ { H.summary(chat), 'AcpChatMeta' } })
+  if chat.posture == 'unverified' then
+    b.add({ { 'posture: unverified — ' .. (chat.posture_reason or 'not checked yet'), 'AcpChatError' } })
+  end
   if chat.options ~= nil and #chat.options > 0 then
     b.add({ { 'options: ' .. table.concat(chat.options, ' · '), 'AcpChatMeta' } })
   end
@@ -1183,6 +1213,9 @@ function H.summary(chat)
   local parts = {}
   if chat.mode ~= nil then
     parts[#parts + 1] = 'mode: ' .. H.mode_name(chat)
+  end
+  if chat.posture == 'asking' then
+    parts[#parts + 1] = 'asking posture'
   end
   if chat.exited then
     parts[#parts + 1] = 'agent exited'

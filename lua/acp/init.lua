@@ -139,12 +139,13 @@ function M.respond(id, option_id, opts)
 end
 
 --- State of the current agent and session.
----@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean}
+---@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean, posture: string, posture_reason: string|nil}
 function M.status()
   local state = require('acp.state')
   local a = state.agent()
   -- The project's effective settings as the broker last reported them.
   local s = a and state.settings_for(a.cwd) or {}
+  local sess = a and a.session and state.sessions[a.session] or nil
   return {
     agent = a and a.name or nil,
     session = a and a.session or nil,
@@ -154,6 +155,10 @@ function M.status()
     trusted = s.trusted == true,
     pending = #state.order,
     busy = state.busy(),
+    -- 'asking' once the broker put the agent in its asking posture and
+    -- checked it; 'unverified' before that or when it cannot (the reason).
+    posture = sess and sess.posture == 'asking' and 'asking' or 'unverified',
+    posture_reason = sess and sess.posture_reason or nil,
   }
 end
 
