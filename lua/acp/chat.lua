@@ -518,11 +518,9 @@ function H.events.posture(d)
   end
   local chat = H.get(session, d.agent)
   local reason = compat.str(d.reason)
-  local was = chat.posture_reason
-  chat.posture = compat.str(d.posture)
-  chat.posture_reason = reason
   H.touch(chat)
-  if chat.posture == 'unverified' and reason ~= nil and reason ~= was then
+  if d.posture == 'unverified' and reason ~= nil and reason ~= chat.posture_noted then
+    chat.posture_noted = reason
     H.note(chat, 'not in asking posture: ' .. reason, 'AcpChatError')
   end
 end
@@ -1192,8 +1190,9 @@ function H.render_header(chat)
     b.add({ { chat.title, 'AcpChatHeader' } })
   end
   b.add({ { H.summary(chat), 'AcpChatMeta' } })
-  if chat.posture == 'unverified' then
-    b.add({ { 'posture: unverified — ' .. (chat.posture_reason or 'not checked yet'), 'AcpChatError' } })
+  local st = require('acp.state').sessions[chat.session] or {}
+  if st.posture == 'unverified' then
+    b.add({ { 'posture: unverified — ' .. (st.posture_reason or 'not checked yet'), 'AcpChatError' } })
   end
   if chat.options ~= nil and #chat.options > 0 then
     b.add({ { 'options: ' .. table.concat(chat.options, ' · '), 'AcpChatMeta' } })
@@ -1214,7 +1213,7 @@ function H.summary(chat)
   if chat.mode ~= nil then
     parts[#parts + 1] = 'mode: ' .. H.mode_name(chat)
   end
-  if chat.posture == 'asking' then
+  if (require('acp.state').sessions[chat.session] or {}).posture == 'asking' then
     parts[#parts + 1] = 'asking posture'
   end
   if chat.exited then
