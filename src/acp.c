@@ -1,5 +1,6 @@
 #include "acp.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -810,6 +811,25 @@ static const struct proc_ops conn_proc_ops = {proc_stdout, proc_exit,
 
 // ---- public ----
 
+// Gemini CLI's system policy directory (Linux): when it holds a policy,
+// Gemini ignores every --admin-policy.
+#define GEMINI_SYSTEM_POLICIES "/etc/gemini-cli/policies"
+
+// True when dir holds a *.toml file.
+static bool has_toml(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return false;
+  bool found = false;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    found = n > 5 && strcmp(e->d_name + n - 5, ".toml") == 0;
+  }
+  closedir(d);
+  return found;
+}
+
 // Writes Gemini CLI's admin policy into the state directory (through a
 // temporary file and a rename); returns its path (in buf) or NULL.
 static const char *write_gemini_policy(char *buf, size_t len) {
@@ -863,6 +883,10 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
         !(file = write_gemini_policy(policy, sizeof(policy))))
       c->posture_off = xstrdup("acp-broker could not write Gemini CLI's "
                                "policy file (see the log)");
+    else if (c->family == POSTURE_GEMINI && has_toml(GEMINI_SYSTEM_POLICIES))
+      c->posture_off = xstrdup("Gemini CLI ignores acp-broker's admin "
+                               "policy: " GEMINI_SYSTEM_POLICIES
+                               " holds policies of its own");
     size_t n = 0, k = posture_spawn_args(c->family, file, extra);
     while (argv[n])
       n++;
