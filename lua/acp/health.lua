@@ -128,20 +128,28 @@ end
 function H.check_posture(h)
   local state = require('acp.state')
   local any = false
-  for id, s in pairs(state.sessions) do
-    any = true
-    local who = ('%s session %s'):format(tostring(s.agent), id)
-    if s.posture == 'asking' then
-      h.ok(('%s: asking posture (%s)'):format(who, tostring(s.posture_family or '?')))
-    else
-      h.warn(('%s: posture unverified: %s'):format(who, tostring(s.posture_reason or 'not checked yet')), {
-        'the agent may approve tool calls itself, following its own or the project\'s settings',
-        'see :help acp-posture for what the broker does per agent',
-      })
+  for name, a in pairs(state.agents) do
+    local id = a.session
+    local s = id and state.sessions[id] or nil
+    if s ~= nil then
+      H.posture_line(h, name, id, s)
+      any = true
     end
   end
   if not any then
     h.info('no session running. Gemini CLI, claude-agent-acp, codex-acp and the demo agent are kept asking (:help acp-posture); other agents are "unverified"')
+  end
+end
+
+function H.posture_line(h, agent, id, s)
+  local who = ('%s session %s'):format(agent, id)
+  if s.posture == 'asking' then
+    h.ok(('%s: asking posture (%s)'):format(who, tostring(s.posture_family or '?')))
+  else
+    h.warn(('%s: posture unverified: %s'):format(who, tostring(s.posture_reason or 'not checked yet')), {
+      'the agent may approve tool calls itself, following its own or the project\'s settings',
+      'see :help acp-posture for what the broker does per agent',
+    })
   end
 end
 

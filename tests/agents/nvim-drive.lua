@@ -221,6 +221,13 @@ if vim.env.ACP_AGENT == 'gemini' and want_files == 'yes' then
   end
   ok = ok and wrote
 end
+if project then
+  -- Project memory (CLAUDE.md, GEMINI.md, AGENTS.md) reached the model.
+  local log = vim.env.ACP_RUN_DIR .. '/fake-llm.jsonl'
+  local text = vim.fn.filereadable(log) == 1 and table.concat(vim.fn.readfile(log), '\n') or ''
+  result.memory = text:find('This project is a test workspace.', 1, true) ~= nil
+  ok = ok and result.memory
+end
 if vim.env.ACP_EXPECT_POSTURE then
   ok = ok and result.posture == vim.env.ACP_EXPECT_POSTURE
 end
