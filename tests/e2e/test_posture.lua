@@ -171,6 +171,43 @@ T.test('ACP_BROKER_TEST_NO_POSTURE: unverified, told before the first prompt, au
   T.eq({ lines[1].by, lines[1].outcome, lines[1].decision }, { 'agent', 'unverified', 'ask' }, 'the audit line')
 end)
 
+T.test('an agent the broker does not know is unverified, with the reason, before the first prompt', function()
+  -- The demo agent under another name, reporting another agentInfo.name.
+  local bin = T.tmpname('some-other-agent')
+  vim.loop.fs_symlink(os.getenv('ACP_DEMO_AGENT_BIN'), bin)
+  local ctx = {
+    project = T.project(),
+    transcript = T.tmpname('transcript', '.jsonl'),
+    scenario = T.scenario({
+      name = 'posture-unknown',
+      agent_name = 'some-other-agent',
+      modes = modes('default'),
+      steps = { { type = 'message', text = 'Turn ${turn} in mode ${mode}.' } },
+    }),
+  }
+  T.defer(T.stop_all)
+  local acp = require('acp')
+  acp.setup({ ui = { arm_ms = 50 } })
+  T.ok(acp.start({ cmd = { bin }, env = { ACP_DEMO_SCENARIO = ctx.scenario, ACP_DEMO_TRANSCRIPT = ctx.transcript } }, { cwd = ctx.project }))
+  ctx.session = T.wait(function()
+    return acp.status().session
+  end, nil, 'the session')
+  T.wait(function()
+    return acp.status().posture_reason ~= nil
+  end, nil, 'the posture judged')
+  T.eq(acp.status().posture, 'unverified', 'unverified')
+  T.contains(acp.status().posture_reason, 'does not know how to keep this agent asking', 'the reason')
+  T.wait(function()
+    return T.notes_text():find('it may act without asking you', 1, true)
+  end, nil, 'a notification')
+  local lines = posture_lines(ctx.session)
+  T.eq(#lines, 1, 'one audit line')
+  T.eq(lines[1].outcome, 'unverified', 'outcome unverified')
+  acp.prompt('go')
+  T.idle()
+  T.ok(last_message(ctx):find('Turn 1', 1, true), 'the prompt still went')
+end)
+
 T.test('the demo agent without modes is asking; status() reports it', function()
   T.start_demo('demo.json')
   T.wait(function()
