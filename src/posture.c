@@ -127,7 +127,7 @@ const char *posture_gemini_policy(void) {
          "# write, edit, command and fetch, whatever other settings allow.\n"
          "[[rule]]\n"
          "toolName = [\"write_file\", \"replace\", \"run_shell_command\", "
-         "\"web_fetch\", \"save_memory\", \"mcp_*\"]\n"
+         "\"web_fetch\", \"mcp_*\"]\n"
          "decision = \"ask_user\"\n"
          "priority = 999\n";
 }
