@@ -1,14 +1,20 @@
 #include "acp.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "jsonrpc.h"
 #include "linebuf.h"
 #include "log.h"
 #include "mem.h"
+#include "posture.h"
 
 // Longest line accepted from an agent (the reference SDK's limit too).
 #define ACP_MAX_LINE ((size_t)32 * 1024 * 1024)
@@ -23,12 +29,18 @@ enum call_kind {
   CALL_PROMPT,
   CALL_AUTHENTICATE,
   CALL_SET_MODE,
+  CALL_POSTURE_MODE, // session/set_mode the broker sent to keep the posture
 };
 
 struct session {
   char *id;     // the agent's sessionId
   char *cwd;    // where it was started
   bool running; // a session/prompt is waiting for its answer
+  bool holding; // prompts wait: the broker is setting the asking mode
+  bool modes;   // the agent reported session modes when it opened
+  char *mode;   // the agent's own current mode (currentModeId), or NULL
+  char *asked;  // the mode the person last asked for (:AcpMode), or NULL
+  char *posture_reason; // why the posture is unverified, or NULL: asking
   struct session *next;
   uint64_t turn; // prompts sent in this session: the current turn's number
 };
@@ -79,6 +91,11 @@ struct acp_conn {
   struct prompt *prompts; // waiting for their session, oldest first
   size_t nprompts;
   int creating; // session/new requests not yet answered
+  // The asking posture (posture.h): the family the agent was spawned as
+  // (its spawn-time arguments were added), the one it is governed as, and
+  // why the posture cannot hold from the start (NULL: it can).
+  enum posture_family spawned_as, family;
+  char *posture_off;
 };
 
 static void send_line(struct acp_conn *c, char *line, size_t len) {
@@ -182,7 +199,7 @@ static void pump_prompts(struct acp_conn *c) {
     struct session *s = p->session ? find_session(c, p->session) : c->sessions;
     if (!s && p->session) {
       emit_turn_end(c, p->session, "error", "no such session");
-    } else if (!s || s->running || (!p->session && c->creating)) {
+    } else if (!s || s->running || s->holding || (!p->session && c->creating)) {
       return;
     } else {
       send_prompt(c, s, p->text);
@@ -207,6 +224,15 @@ static void send_prompt(struct acp_conn *c, struct session *s,
        json_pack("{s:s,s:s?}", "session", s->id, "text", text));
 }
 
+// The posture's session-time part (claude: flag settings in _meta).
+static void add_posture_meta(struct acp_conn *c, json_t *params) {
+  json_t *meta = c->posture_off ? NULL : posture_session_meta(c->family);
+  if (params && meta)
+    json_object_set_new(params, "_meta", meta);
+  else
+    json_decref(meta);
+}
+
 // Sends session/new, or session/load when w->load is set; takes w's
 // strings.
 static void send_open(struct acp_conn *c, struct want w) {
@@ -222,12 +248,14 @@ static void send_open(struct acp_conn *c, struct want w) {
          json_pack("{s:s,s:s}", "session", w.load, "cwd", w.cwd));
     params = json_pack("{s:s,s:s,s:[]}", "sessionId", w.load, "cwd", w.cwd,
                        "mcpServers");
+    add_posture_meta(c, params);
     if (send_request(c, "session/load", params, CALL_SESSION_LOAD, w.cwd,
                      w.load, NULL))
       c->creating++;
     return;
   }
   params = json_pack("{s:s,s:[]}", "cwd", w.cwd, "mcpServers");
+  add_posture_meta(c, params);
   if (send_request(c, "session/new", params, CALL_SESSION_NEW, w.cwd, NULL,
                    NULL))
     c->creating++;
@@ -238,6 +266,135 @@ static void want_push(struct want **v, size_t *n, struct want w) {
   (*v)[(*n)++] = w;
 }
 
+// ---- the asking posture (posture.h) ----
+
+static const char *error_text(json_t *error, char *buf, size_t len);
+
+static void set_str(char **dst, const char *v) {
+  char *old = *dst;
+  *dst = v ? xstrdup(v) : NULL;
+  free(old);
+}
+
+// Tells Lua the session's posture (the broker audits it on the way).
+static void emit_posture(struct acp_conn *c, struct session *s,
+                         bool reasserted) {
+  emit(c, "posture",
+       json_pack("{s:s,s:s,s:s?,s:s,s:s?,s:b}", "session", s->id, "posture",
+                 s->posture_reason ? "unverified" : "asking", "reason",
+                 s->posture_reason, "family", posture_family_name(c->family),
+                 "mode", s->mode, "reasserted", reasserted));
+}
+
+// Sends session/set_mode to the asking mode; queued prompts of s wait for
+// its answer.
+static bool send_posture_mode(struct acp_conn *c, struct session *s) {
+  const char *m = posture_asking_mode(c->family);
+  if (!m ||
+      !send_request(c, "session/set_mode",
+                    json_pack("{s:s,s:s}", "sessionId", s->id, "modeId", m),
+                    CALL_POSTURE_MODE, NULL, xstrdup(m), s))
+    return false;
+  s->holding = true;
+  return true;
+}
+
+// True when the broker can keep this connection's sessions asking.
+static bool posture_known(struct acp_conn *c) {
+  return !c->posture_off && posture_asking_mode(c->family) != NULL;
+}
+
+// s's mode changed (or the person chose one): asking while the mode is one
+// the broker leaves the agent in.
+static void posture_judge(struct acp_conn *c, struct session *s) {
+  if (!posture_known(c))
+    return;
+  char why[300] = "";
+  if (!posture_mode_ok(c->family, s->mode))
+    snprintf(why, sizeof(why),
+             "the agent is in its own mode '%.100s', which may approve tool "
+             "calls without asking",
+             s->mode ? s->mode : "?");
+  const char *r = why[0] ? why : NULL;
+  if (r == NULL && s->posture_reason == NULL)
+    return;
+  if (r && s->posture_reason && strcmp(r, s->posture_reason) == 0)
+    return;
+  set_str(&s->posture_reason, r);
+  emit_posture(c, s, false);
+}
+
+// A session opened: judge the modes it reported and bring it into posture.
+static void posture_open(struct acp_conn *c, struct session *s,
+                         const json_t *modes) {
+  char why[400];
+  set_str(&s->mode, json_string_value(json_object_get(modes, "currentModeId")));
+  s->modes = json_is_object(modes);
+  if (c->posture_off) {
+    set_str(&s->posture_reason, c->posture_off);
+    emit_posture(c, s, false);
+    return;
+  }
+  enum posture_verdict v = posture_check(c->family, modes, why, sizeof(why));
+  if (v == POSTURE_SET_MODE && send_posture_mode(c, s)) {
+    LOG_I("%s: %s; setting it to %s", c->name, why,
+          posture_asking_mode(c->family));
+    return; // judged once the agent answers
+  }
+  set_str(&s->posture_reason, v == POSTURE_ASKING ? NULL : why);
+  emit_posture(c, s, false);
+}
+
+// The broker's own session/set_mode was answered.
+static void on_posture_mode(struct acp_conn *c, struct session *s, char *mode,
+                            json_t *error) {
+  s->holding = false;
+  if (error) {
+    char buf[300], why[500];
+    snprintf(why, sizeof(why), "the agent refused its asking mode '%s': %s",
+             mode, error_text(error, buf, sizeof(buf)));
+    set_str(&s->posture_reason, why);
+  } else {
+    set_str(&s->mode, mode);
+    set_str(&s->posture_reason, NULL);
+    emit(c, "mode_set",
+         json_pack("{s:s,s:s,s:s}", "session", s->id, "modeId", mode, "by",
+                   "broker"));
+  }
+  emit_posture(c, s, false);
+  free(mode);
+  pump_prompts(c);
+}
+
+// A current_mode_update: a mode the person did not ask for, that could
+// approve tool calls, is set back to the asking mode.
+static void posture_mode_update(struct acp_conn *c, const char *sid,
+                                const json_t *update) {
+  const char *m = json_string_value(json_object_get(update, "currentModeId"));
+  struct session *s = find_session(c, sid);
+  if (!s || !m)
+    return;
+  set_str(&s->mode, m);
+  if (!s->modes) // no modes to hold (the demo agent's scenarios)
+    return;
+  if (!posture_known(c) || posture_mode_ok(c->family, m) ||
+      (s->asked && strcmp(s->asked, m) == 0)) {
+    if (!s->holding)
+      posture_judge(c, s);
+    return;
+  }
+  char why[300];
+  snprintf(why, sizeof(why),
+           "the agent switched itself to its mode '%.100s'; acp-broker sets "
+           "it back to '%s'",
+           m, posture_asking_mode(c->family));
+  LOG_W("%s: %s", c->name, why);
+  set_str(&s->posture_reason, why);
+  emit_posture(c, s, true);
+  if (!s->holding && !send_posture_mode(c, s))
+    LOG_E("%s: could not send session/set_mode", c->name);
+}
+
 // ---- responses to our requests ----
 
 static const char *error_text(json_t *error, char *buf, size_t len) {
@@ -245,6 +402,23 @@ static const char *error_text(json_t *error, char *buf, size_t len) {
   json_int_t code = json_integer_value(json_object_get(error, "code"));
   snprintf(buf, len, "%s (code %lld)", msg ? msg : "error", (long long)code);
   return buf;
+}
+
+// Which agent this is: its agentInfo.name wins over its command's name.
+// Gemini CLI and codex-acp need their spawn-time arguments: an agent of
+// theirs started under another name did not get them.
+static void posture_identify(struct acp_conn *c, const json_t *info) {
+  const char *name = json_string_value(json_object_get(info, "name"));
+  enum posture_family f = posture_family_from_info(name);
+  if (f != POSTURE_UNKNOWN)
+    c->family = f;
+  if (!c->posture_off && c->family == POSTURE_GEMINI &&
+      c->spawned_as != POSTURE_GEMINI)
+    c->posture_off =
+        xstrdup("Gemini CLI was started under a name acp-broker does not know, "
+                "without its asking flags (--approval-mode, --admin-policy)");
+  LOG_I("%s: agent %s, posture family %s", c->name, name ? name : "(no name)",
+        posture_family_name(c->family));
 }
 
 static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
@@ -269,6 +443,7 @@ static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
   c->can_load = json_is_true(json_object_get(caps, "loadSession"));
   json_t *auth = json_object_get(result, "authMethods");
   c->has_auth = json_is_array(auth) && json_array_size(auth) > 0;
+  posture_identify(c, json_object_get(result, "agentInfo"));
   json_t *d = json_pack(
       "{s:i,s:O?,s:O?,s:O?}", "protocolVersion", ACP_PROTOCOL_VERSION,
       "agentInfo", json_object_get(result, "agentInfo"), "agentCapabilities",
@@ -325,6 +500,7 @@ static void on_session_open(struct acp_conn *c, char *cwd, char *load,
   emit(c, "session_new",
        json_pack("{s:s,s:s,s:O?,s:b}", "session", sid, "cwd", cwd, "modes",
                  json_object_get(result, "modes"), "resumed", load != NULL));
+  posture_open(c, s, json_object_get(result, "modes"));
   free(load);
   pump_prompts(c);
 }
@@ -361,6 +537,8 @@ static void on_mode_set(struct acp_conn *c, struct session *s, char *mode,
   } else {
     emit(c, "mode_set",
          json_pack("{s:s,s:s}", "session", s->id, "modeId", mode));
+    set_str(&s->mode, mode);
+    posture_judge(c, s);
   }
   free(mode);
 }
@@ -407,6 +585,9 @@ static void on_response(struct acp_conn *c, struct jsonrpc_msg *m) {
     break;
   case CALL_SET_MODE:
     on_mode_set(c, call.s, call.arg, m->error);
+    break;
+  case CALL_POSTURE_MODE:
+    on_posture_mode(c, call.s, call.arg, m->error);
     break;
   }
 }
@@ -504,6 +685,10 @@ static void on_notification(struct acp_conn *c, struct jsonrpc_msg *m) {
       LOG_W("%s: session/update without sessionId or update", c->name);
       return;
     }
+    const char *kind =
+        json_string_value(json_object_get(update, "sessionUpdate"));
+    if (kind && strcmp(kind, "current_mode_update") == 0)
+      posture_mode_update(c, sid, update);
     emit(c, "update", json_pack("{s:s,s:O}", "session", sid, "update", update));
   } else if (strcmp(m->method, "$/cancel_request") == 0) {
     json_t *id = json_object_get(m->params, "requestId");
@@ -593,6 +778,9 @@ static void conn_free(struct acp_conn *c) {
     next = s->next;
     free(s->id);
     free(s->cwd);
+    free(s->mode);
+    free(s->asked);
+    free(s->posture_reason);
     free(s);
   }
   for (size_t i = 0; i < c->ncalls; i++) {
@@ -609,6 +797,7 @@ static void conn_free(struct acp_conn *c) {
   free(c->prompts);
   linebuf_free(&c->lines);
   free(c->stop_reason);
+  free(c->posture_off);
   free(c->name);
   free(c);
 }
@@ -624,6 +813,51 @@ static const struct proc_ops conn_proc_ops = {proc_stdout, proc_exit,
 
 // ---- public ----
 
+// Gemini CLI's system policy directory (Linux): when it holds a policy,
+// Gemini ignores every --admin-policy.
+#define GEMINI_SYSTEM_POLICIES "/etc/gemini-cli/policies"
+
+// True when dir holds a *.toml file.
+static bool has_toml(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return false;
+  bool found = false;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    found = n > 5 && strcmp(e->d_name + n - 5, ".toml") == 0;
+  }
+  closedir(d);
+  return found;
+}
+
+// Writes Gemini CLI's admin policy into the state directory (through a
+// temporary file and a rename); returns its path (in buf) or NULL.
+static const char *write_gemini_policy(char *buf, size_t len) {
+  const char *dir = log_state_dir();
+  char tmp[4300];
+  mkdir(dir, 0700);
+  if ((size_t)snprintf(buf, len, "%s/gemini-policy.toml", dir) >= len)
+    return NULL;
+  snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", buf, (long)getpid());
+  const char *text = posture_gemini_policy();
+  size_t n = strlen(text);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    LOG_E("cannot write %s: %s", tmp, strerror(errno));
+    return NULL;
+  }
+  bool ok = write(fd, text, n) == (ssize_t)n;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, buf) != 0) {
+    LOG_E("cannot write %s: %s", buf, strerror(errno));
+    unlink(tmp);
+    return NULL;
+  }
+  return buf;
+}
+
 struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
                                 const struct proc_spawn *spec,
                                 const struct acp_host *host, void *ud,
@@ -635,7 +869,38 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
   c->host = host;
   c->ud = ud;
   linebuf_init(&c->lines, ACP_MAX_LINE);
-  c->proc = proc_spawn(loop, spec, &conn_proc_ops, c, err, errlen);
+  // The posture's spawn-time part: arguments added to the command line.
+  const char *const *argv = spec->argv;
+  const char **args = NULL;
+  char policy[4200];
+  c->spawned_as = c->family = posture_family_from_argv(spec->argv);
+  const char *off = getenv("ACP_BROKER_TEST_NO_POSTURE");
+  if (off && off[0] && strcmp(off, "0") != 0) {
+    c->posture_off = xstrdup("the asking posture is switched off "
+                             "(ACP_BROKER_TEST_NO_POSTURE, for tests)");
+  } else if (c->family != POSTURE_UNKNOWN) {
+    const char *extra[POSTURE_MAX_ARGS + 1];
+    const char *file = NULL;
+    if (c->family == POSTURE_GEMINI &&
+        !(file = write_gemini_policy(policy, sizeof(policy))))
+      c->posture_off = xstrdup("acp-broker could not write Gemini CLI's "
+                               "policy file (see the log)");
+    else if (c->family == POSTURE_GEMINI && has_toml(GEMINI_SYSTEM_POLICIES))
+      c->posture_off = xstrdup("Gemini CLI ignores acp-broker's admin "
+                               "policy: " GEMINI_SYSTEM_POLICIES
+                               " holds policies of its own");
+    size_t n = 0, k = posture_spawn_args(c->family, file, extra);
+    while (argv[n])
+      n++;
+    args = xcalloc(n + k + 1, sizeof(*args));
+    memcpy(args, argv, n * sizeof(*args));
+    memcpy(args + n, extra, k * sizeof(*args));
+    argv = args;
+  }
+  struct proc_spawn ps = *spec;
+  ps.argv = argv;
+  c->proc = proc_spawn(loop, &ps, &conn_proc_ops, c, err, errlen);
+  free(args);
   if (!c->proc) {
     conn_free(c);
     return NULL;
@@ -705,6 +970,7 @@ int acp_conn_set_mode(struct acp_conn *c, const char *session,
   struct session *s = session ? find_session(c, session) : c->sessions;
   if (!c->alive || !s)
     return -1;
+  set_str(&s->asked, mode_id);
   return send_request(
              c, "session/set_mode",
              json_pack("{s:s,s:s}", "sessionId", s->id, "modeId", mode_id),

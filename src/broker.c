@@ -109,11 +109,15 @@ static void watch_updates(struct broker *b, const char *event, json_t *data,
     report_unasked(b, agent, cwd, found);
 }
 
+static void audit_posture(struct broker *b, json_t *d);
+
 static void host_emit(void *ud, const char *event, json_t *data) {
   struct broker *b = ud;
   char *cwd = NULL, *agent = NULL;
   json_incref(data); // for the watch after the event is sent
   watch_updates(b, event, data, true);
+  if (strcmp(event, "posture") == 0)
+    audit_posture(b, data);
   if (strcmp(event, "session_new") == 0) {
     // The person learns what governs the session as it starts.
     const char *c = json_string_value(json_object_get(data, "cwd"));
@@ -169,6 +173,34 @@ static void audit(struct broker *b, json_t *info, const char *decision,
   };
   if (a.rule && !a.rule[0])
     a.rule = a.source = NULL;
+  if (audit_write(NULL, &a) != 0)
+    audit_failed(b);
+}
+
+// An agent that cannot be kept asking, or that was set back to its asking
+// mode, gets an audit line: kind "posture", by "agent", outcome
+// "unverified" or "reasserted", the reason in the title.
+static void audit_posture(struct broker *b, json_t *d) {
+  const char *posture = str(d, "posture");
+  bool reasserted = json_is_true(json_object_get(d, "reasserted"));
+  if (!posture || (!reasserted && strcmp(posture, "asking") == 0))
+    return;
+  struct acp_conn *c =
+      broker_find_conn(b, str(d, "agent") ? str(d, "agent") : "");
+  const char *sid = str(d, "session");
+  char title[700];
+  snprintf(title, sizeof(title), "posture %s: %s", posture,
+           str(d, "reason") ? str(d, "reason") : "");
+  struct audit_entry a = {
+      .root = c && sid ? acp_conn_session_cwd(c, sid) : NULL,
+      .agent = str(d, "agent"),
+      .session = sid,
+      .kind = "posture",
+      .title = title,
+      .decision = "ask",
+      .by = "agent",
+      .outcome = reasserted ? "reasserted" : "unverified",
+  };
   if (audit_write(NULL, &a) != 0)
     audit_failed(b);
 }

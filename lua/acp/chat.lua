@@ -511,6 +511,31 @@ function H.events.session_new(d)
   H.touch(chat)
 end
 
+function H.events.posture(d)
+  local session = compat.str(d.session)
+  if session == nil then
+    return
+  end
+  local chat = H.get(session, d.agent)
+  local reason = compat.str(d.reason)
+  H.touch(chat)
+  if d.posture == 'unverified' and reason ~= nil and reason ~= chat.posture_noted then
+    chat.posture_noted = reason
+    H.note(chat, 'not in asking posture: ' .. reason, 'AcpChatError')
+  end
+end
+
+function H.events.mode_set(d)
+  local session = compat.str(d.session)
+  local id = compat.str(d.modeId)
+  if session == nil or id == nil then
+    return
+  end
+  local chat = H.get(session, d.agent)
+  chat.mode = id
+  H.touch(chat)
+end
+
 function H.events.update(d)
   local u = d.update
   local session = compat.str(d.session)
@@ -1212,6 +1237,10 @@ function H.render_header(chat)
     local n = chat.unasked
     b.add({ { ('%d tool call%s acted WITHOUT ASKING (see :AcpLog)'):format(n, n == 1 and '' or 's'), 'AcpChatError' } })
   end
+  local st = require('acp.state').sessions[chat.session] or {}
+  if st.posture == 'unverified' then
+    b.add({ { 'posture: unverified — ' .. (st.posture_reason or 'not checked yet'), 'AcpChatError' } })
+  end
   if chat.options ~= nil and #chat.options > 0 then
     b.add({ { 'options: ' .. table.concat(chat.options, ' · '), 'AcpChatMeta' } })
   end
@@ -1230,6 +1259,9 @@ function H.summary(chat)
   local parts = {}
   if chat.mode ~= nil then
     parts[#parts + 1] = 'mode: ' .. H.mode_name(chat)
+  end
+  if (require('acp.state').sessions[chat.session] or {}).posture == 'asking' then
+    parts[#parts + 1] = 'asking posture'
   end
   if chat.exited then
     parts[#parts + 1] = 'agent exited'

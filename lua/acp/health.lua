@@ -69,6 +69,9 @@ function M.check()
     end
   end
 
+  h.start('acp: asking posture')
+  H.check_posture(h)
+
   h.start('acp: permission settings')
   H.check_settings(h, config, bin)
 
@@ -119,6 +122,35 @@ function H.check_settings(h, config, bin)
   local yolo = data.veto == true and 'vetoed' or (data.yolo == true and 'on' or 'off')
   local trusted = data.trusted == true and 'trusted' or 'not trusted'
   h.info(('%d rule%s, mode %s, yolo %s, project %s (:AcpRules for details)'):format(rules, rules == 1 and '' or 's', mode, yolo, trusted))
+end
+
+--- Per running session: is the agent kept asking (design §6)?
+function H.check_posture(h)
+  local state = require('acp.state')
+  local any = false
+  for name, a in pairs(state.agents) do
+    local id = a.session
+    local s = id and state.sessions[id] or nil
+    if s ~= nil then
+      H.posture_line(h, name, id, s)
+      any = true
+    end
+  end
+  if not any then
+    h.info('no session running. Gemini CLI, claude-agent-acp, codex-acp and the demo agent are kept asking (:help acp-posture); other agents are "unverified"')
+  end
+end
+
+function H.posture_line(h, agent, id, s)
+  local who = ('%s session %s'):format(agent, id)
+  if s.posture == 'asking' then
+    h.ok(('%s: asking posture (%s)'):format(who, tostring(s.posture_family or '?')))
+  else
+    h.warn(('%s: posture unverified: %s'):format(who, tostring(s.posture_reason or 'not checked yet')), {
+      'the agent may approve tool calls itself, following its own or the project\'s settings',
+      'see :help acp-posture for what the broker does per agent',
+    })
+  end
 end
 
 function H.check_agent(h, config, name)

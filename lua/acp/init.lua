@@ -139,12 +139,13 @@ function M.respond(id, option_id, opts)
 end
 
 --- State of the current agent and session.
----@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean, unasked: integer}
+---@return {agent: string|nil, session: string|nil, mode: string, yolo: boolean, yolo_veto: boolean, trusted: boolean, pending: integer, busy: boolean, unasked: integer, posture: string, posture_reason: string|nil}
 function M.status()
   local state = require('acp.state')
   local a = state.agent()
   -- The project's effective settings as the broker last reported them.
   local s = a and state.settings_for(a.cwd) or {}
+  local sess = a and a.session and state.sessions[a.session] or nil
   return {
     agent = a and a.name or nil,
     session = a and a.session or nil,
@@ -156,6 +157,10 @@ function M.status()
     busy = state.busy(),
     -- Tool calls of this session that acted without asking (`unasked`).
     unasked = a and a.session and state.sessions[a.session] and state.sessions[a.session].unasked or 0,
+    -- 'asking' once the broker put the agent in its asking posture and
+    -- checked it; 'unverified' before that or when it cannot (the reason).
+    posture = sess and sess.posture == 'asking' and 'asking' or 'unverified',
+    posture_reason = sess and sess.posture_reason or nil,
   }
 end
 

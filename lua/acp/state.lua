@@ -514,8 +514,38 @@ function H.handlers.mode_set(d)
   end
   local s = H.session(session, d.agent)
   s.current_mode = compat.str(d.modeId)
+  if d.by == 'broker' then
+    return -- the broker keeping the asking posture: the posture event tells
+  end
   return function()
     vim.notify(('(acp) %s: agent mode %s'):format(tostring(d.agent), tostring(s.current_mode)), vim.log.levels.INFO)
+  end
+end
+
+--- The agent's asking posture for a session (design §6): 'asking' once the
+--- broker has put it in its asking mode, else 'unverified' with a reason.
+--- The person is told before the first prompt; prompts are not blocked.
+function H.handlers.posture(d)
+  local session = compat.str(d.session)
+  if session == nil then
+    return
+  end
+  local s = H.session(session, d.agent)
+  local before = s.posture_reason
+  s.posture = compat.str(d.posture) or 'unverified'
+  s.posture_reason = compat.str(d.reason)
+  s.posture_family = compat.str(d.family)
+  if s.posture ~= 'unverified' or s.posture_reason == before then
+    return
+  end
+  return function()
+    vim.notify(
+      ('(acp) %s: %s — it may act without asking you. Prompts still go to it; :checkhealth acp, :AcpLog'):format(
+        tostring(d.agent),
+        tostring(s.posture_reason)
+      ),
+      vim.log.levels.WARN
+    )
   end
 end
 

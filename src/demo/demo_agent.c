@@ -1661,10 +1661,13 @@ static void on_initialize(struct agent *a, json_t *id, json_t *params) {
   json_object_update(agent_caps,
                      json_object_get(a->scenario, "agent_capabilities"));
   json_t *methods = json_object_get(a->scenario, "auth_methods");
+  const char *info_name =
+      json_string_value(json_object_get(a->scenario, "agent_name"));
   respond(a, id,
           json_pack("{s:i,s:o,s:{s:s,s:s},s:o}", "protocolVersion", 1,
                     "agentCapabilities", agent_caps, "agentInfo", "name",
-                    AGENT_NAME, "version", AGENT_VERSION, "authMethods",
+                    info_name ? info_name : AGENT_NAME, "version",
+                    AGENT_VERSION, "authMethods",
                     methods ? json_incref(methods) : json_array()));
 }
 
@@ -2393,6 +2396,9 @@ static const char *check_top(json_t *sc) {
   static const char *const id_name[] = {"id", "name", NULL};
   if (caps && !json_is_object(caps))
     return "agent_capabilities must be an object";
+  if (json_object_get(sc, "agent_name") &&
+      !json_is_string(json_object_get(sc, "agent_name")))
+    return "agent_name must be a string";
   if (methods && !is_array_of(methods, id_name))
     return "auth_methods must be an array of objects with id and name strings";
   if (auth && !json_is_boolean(auth))

@@ -219,10 +219,18 @@ async function main() {
   summary.agentInfo = init.agentInfo || null;
   summary.protocolVersion = init.protocolVersion;
   summary.authMethods = (init.authMethods || []).map((m) => m.id);
-  const sess = await request('session/new', { cwd: workspace, mcpServers: [] });
+  // ACP_DRIVE_NEW_META: a JSON object sent as session/new's _meta;
+  // ACP_DRIVE_SET_MODE: a session/set_mode sent before the prompt.
+  const newParams = { cwd: workspace, mcpServers: [] };
+  if (process.env.ACP_DRIVE_NEW_META) newParams._meta = JSON.parse(process.env.ACP_DRIVE_NEW_META);
+  const sess = await request('session/new', newParams);
   summary.timings.sessionNew = ms();
   sessionId = sess.sessionId;
   summary.modes = sess.modes ? { current: sess.modes.currentModeId, available: (sess.modes.availableModes || []).map((m) => m.id) } : null;
+  if (process.env.ACP_DRIVE_SET_MODE) {
+    await request('session/set_mode', { sessionId, modeId: process.env.ACP_DRIVE_SET_MODE });
+    summary.modeSet = process.env.ACP_DRIVE_SET_MODE;
+  }
   const r = await request('session/prompt', { sessionId, prompt: [{ type: 'text', text: o.prompt }] });
   summary.timings.prompt = ms();
   summary.stopReason = r.stopReason;

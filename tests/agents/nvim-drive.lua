@@ -7,9 +7,18 @@
 --   cancel runs :AcpCancel while the first prompt is open;
 --   rules  trusts project allow rules for the edit and the command: the
 --          broker must answer both itself, with no prompt at all;
---   deny   a project deny rule for the edit: the broker rejects it.
+--   deny   a project deny rule for the edit: the broker rejects it;
+--   trusted  the project's own agent settings (ACP_PROJECT) are trusted
+--          with :AcpTrust's `acp-broker trust`: the broker's rules answer
+--          both requests, the audit log shows by "rule", never "unasked".
+-- ACP_PROJECT names permissive settings of the agent's own that the
+-- project brings (see project_files below); ACP_EXPECT_POSTURE (asking |
+-- unverified) is what status().posture must say before the first prompt,
+-- and ACP_EXPECT_ASKED the number of prompts the person must see.
+-- ACP_EXPECT_UNASKED=1: the audit log must hold an `unasked` line (the
+-- posture is switched off with ACP_BROKER_TEST_NO_POSTURE=1).
 -- Writes $ACP_RUN_DIR/nvim-result.json and exits 0 when the run matched the
--- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no).
+-- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no|edit).
 local acp = require('acp')
 local decode = vim.json and vim.json.decode or vim.fn.json_decode
 local encode = vim.json and vim.json.encode or vim.fn.json_encode
@@ -34,12 +43,58 @@ vim.api.nvim_create_autocmd('User', {
   end,
 })
 
+-- Permissive settings of the agents' own, in several forms.
+local project_files = {
+  ['claude-allow'] = { ['.claude/settings.json'] = { permissions = { allow = { 'Bash', 'Write', 'Edit' } } } },
+  ['claude-mode'] = {
+    ['.claude/settings.json'] = { permissions = { defaultMode = 'acceptEdits', allow = { 'Bash(touch *)' } } },
+  },
+  ['claude-local'] = {
+    ['.claude/settings.local.json'] = { permissions = { allow = { 'Bash(touch:*)', 'Write', 'Edit' }, defaultMode = 'acceptEdits' } },
+  },
+  ['gemini-allow'] = { ['.gemini/settings.json'] = { tools = { allowed = { 'write_file', 'run_shell_command', 'replace' } } } },
+  ['gemini-mode'] = {
+    ['.gemini/settings.json'] = { general = { defaultApprovalMode = 'auto_edit' }, tools = { allowed = { 'run_shell_command(touch)' } } },
+  },
+  ['codex-config'] = {
+    ['.codex/config.toml'] = 'approval_policy = "never"\nsandbox_mode = "danger-full-access"\n',
+  },
+}
+local project = vim.env.ACP_PROJECT
+if project then
+  assert(project_files[project], 'unknown ACP_PROJECT ' .. project)
+  for rel, content in pairs(project_files[project]) do
+    vim.fn.mkdir(vim.fn.fnamemodify(ws .. '/' .. rel, ':h'), 'p')
+    local text = type(content) == 'string' and content or encode(content)
+    vim.fn.writefile(vim.split(text, '\n'), ws .. '/' .. rel)
+  end
+  -- Project memory must keep loading: the agents read these.
+  for _, f in ipairs({ 'CLAUDE.md', 'GEMINI.md', 'AGENTS.md' }) do
+    vim.fn.writefile({ 'This project is a test workspace.' }, ws .. '/' .. f)
+  end
+  if project:match('^codex') then
+    -- codex reads a project's .codex/config.toml only once the person
+    -- trusted the project in codex itself: do that, it must not matter.
+    local f = io.open(vim.env.CODEX_HOME .. '/config.toml', 'a')
+    f:write(('\n[projects."%s"]\ntrust_level = "trusted"\n'):format(ws))
+    f:close()
+  end
+end
+
 local function write_settings(tbl)
   vim.fn.mkdir(ws .. '/.acp', 'p')
   vim.fn.writefile({ encode(tbl) }, ws .. '/.acp/settings.json')
 end
 if policy == 'rules' then
   write_settings({ permissions = { allow = { 'Edit(/test.txt)', 'Bash(touch shell-ran.txt)' } } })
+  local broker = require('acp.config').broker_bin()
+  vim.fn.system({ broker, 'trust', '--cwd', ws })
+  assert(vim.v.shell_error == 0, 'acp-broker trust failed')
+elseif policy == 'trusted' then
+  if project and project:match('^codex') then
+    -- The broker reads no codex file: the rules come from .acp/.
+    write_settings({ permissions = { allow = { 'Edit(/test.txt)', 'Bash(touch shell-ran.txt)' } } })
+  end
   local broker = require('acp.config').broker_bin()
   vim.fn.system({ broker, 'trust', '--cwd', ws })
   assert(vim.v.shell_error == 0, 'acp-broker trust failed')
@@ -78,6 +133,13 @@ end)
 local env = decode(vim.env.ACP_AGENT_ENV)
 local cmd = decode(vim.env.ACP_AGENT_CMD)
 acp.start({ cmd = cmd, env = env }, { cwd = ws })
+-- The posture is known before the first prompt.
+vim.wait(30000, function()
+  local st = acp.status()
+  return st.session ~= nil and (st.posture == 'asking' or st.posture_reason ~= nil)
+end, 20)
+result.posture = acp.status().posture
+result.posture_reason = acp.status().posture_reason
 acp.prompt('Create test.txt, then run touch shell-ran.txt.')
 
 local function float_win()
@@ -119,7 +181,7 @@ while not turn_end and vim.loop.now() < deadline do
       vim.api.nvim_feedkeys(tostring(i), 'x', false)
     elseif policy == 'reject' or policy == 'deny' then
       vim.cmd('AcpDeny')
-    elseif policy == 'rules' then
+    elseif policy == 'rules' or policy == 'trusted' then
       result.unexpected_prompt = p.title
       vim.cmd('AcpDeny')
     else
@@ -135,6 +197,17 @@ result.shell_ran = vim.fn.filereadable(ws .. '/shell-ran.txt') == 1
 result.windows_left = float_win() ~= nil
 result.decided = decided
 result.unasked = unasked
+-- The audit log's lines of this run.
+result.audit = {}
+local audit = require('acp.compat').state_path('audit.jsonl')
+if vim.fn.filereadable(audit) == 1 then
+  for _, line in ipairs(vim.fn.readfile(audit)) do
+    local okd, e = pcall(decode, line)
+    if okd and type(e) == 'table' then
+      table.insert(result.audit, { kind = e.kind, by = e.by, outcome = e.outcome, decision = e.decision })
+    end
+  end
+end
 local f = io.open(vim.env.ACP_RUN_DIR .. '/nvim-result.json', 'w')
 f:write(encode(result))
 f:close()
@@ -143,8 +216,14 @@ io.stdout:write(encode(result) .. '\n')
 local want_stop = vim.env.ACP_EXPECT_STOP
 local want_files = vim.env.ACP_EXPECT_FILES
 local ok = result.stopReason == want_stop and not result.windows_left
-  and (want_files == 'yes') == (result.test_txt and result.shell_ran)
-  and (want_files == 'yes' or not result.test_txt)
+if want_files == 'edit' then
+  -- Only the edit happened (codex under approval_policy "never" refuses
+  -- the command's escalation by itself).
+  ok = ok and result.test_txt and not result.shell_ran
+else
+  ok = ok and (want_files == 'yes') == (result.test_txt and result.shell_ran)
+    and (want_files == 'yes' or not result.test_txt)
+end
 if vim.env.ACP_AGENT == 'gemini' and want_files == 'yes' then
   -- Gemini creates the new file through the client: it reads it first
   -- (missing inside the project: empty content), then writes it.
@@ -157,6 +236,36 @@ end
 if ({ allow = true, reject = true, cancel = true, rules = true, deny = true })[policy] then
   -- The agent asked for everything: nothing acted unasked.
   ok = ok and #unasked == 0 and acp.status().unasked == 0
+end
+if project then
+  -- Project memory (CLAUDE.md, GEMINI.md, AGENTS.md) reached the model.
+  local log = vim.env.ACP_RUN_DIR .. '/fake-llm.jsonl'
+  local text = vim.fn.filereadable(log) == 1 and table.concat(vim.fn.readfile(log), '\n') or ''
+  result.memory = text:find('This project is a test workspace.', 1, true) ~= nil
+  ok = ok and result.memory
+end
+if vim.env.ACP_EXPECT_POSTURE then
+  ok = ok and result.posture == vim.env.ACP_EXPECT_POSTURE
+end
+if vim.env.ACP_EXPECT_ASKED then
+  ok = ok and #result.requests == tonumber(vim.env.ACP_EXPECT_ASKED)
+end
+local unasked_lines = 0
+for _, e in ipairs(result.audit) do
+  unasked_lines = unasked_lines + (e.outcome == 'unasked' and 1 or 0)
+end
+if vim.env.ACP_EXPECT_UNASKED == '1' then
+  ok = ok and unasked_lines >= 1
+elseif project then
+  ok = ok and unasked_lines == 0
+end
+if policy == 'trusted' then
+  -- The broker's rules decided both; the audit log says so.
+  local by_rule = 0
+  for _, e in ipairs(result.audit) do
+    by_rule = by_rule + ((e.by == 'rule' or e.by == 'yolo') and e.decision == 'allow' and 1 or 0)
+  end
+  ok = ok and result.unexpected_prompt == nil and #decided == 2 and by_rule >= 2
 end
 if policy == 'rules' then
   -- Both requests decided by the broker, none asked.

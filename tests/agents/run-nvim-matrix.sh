@@ -10,19 +10,21 @@ NVIM=${1:-nvim}
 case $NVIM in */*) NVIM=$(cd "$(dirname "$NVIM")" && pwd)/$(basename "$NVIM") ;; esac
 BROKER=${ACP_BROKER_BIN:-$ROOT/build/acp-broker}
 n=0 failed=0
-run() { # agent policy expected-stop expected-files
+run() { # agent policy expected-stop expected-files [VAR=value...]
+  # ACP_MATRIX_FILTER=substring runs only the matching cases.
+  [[ -z ${ACP_MATRIX_FILTER:-} || "$1 $2 ${*:5}" == *"$ACP_MATRIX_FILTER"* ]] || return 0
   n=$((n + 1))
   local out
-  out=$(ACP_POLICY=$2 ACP_EXPECT_STOP=$3 ACP_EXPECT_FILES=$4 \
+  out=$(env ACP_POLICY="$2" ACP_EXPECT_STOP="$3" ACP_EXPECT_FILES="$4" "${@:5}" \
     "$HERE/run-agent.sh" --timeout 90 "$1" -- env -u VIMRUNTIME \
     ACP_BROKER_BIN="$BROKER" "$NVIM" --headless --clean \
     --cmd "set rtp^=$ROOT" -c 'runtime plugin/acp.lua' \
     -c "luafile $HERE/nvim-drive.lua" 2>&1)
   if [[ $? == 0 ]]; then
-    echo "ok $n - $1 $2: stopReason $3, files $4"
+    echo "ok $n - $1 $2${5:+ ${*:5}}: stopReason $3, files $4"
   else
     failed=$((failed + 1))
-    echo "not ok $n - $1 $2: expected stopReason $3, files $4"
+    echo "not ok $n - $1 $2${5:+ ${*:5}}: expected stopReason $3, files $4"
     printf '%s\n' "$out" | tail -5 | sed 's/^/#   /'
   fi
 }
@@ -37,5 +39,30 @@ run codex reject cancelled no
 run gemini deny end_turn no
 run claude deny end_turn no
 run codex deny cancelled no
+# The asking posture (doc/acp.txt, acp-posture): each project brings its
+# agent's own permissive settings. Untrusted, the person is asked for the
+# write and the command (reject: no file); trusted (acp-broker trust), the
+# broker's rules answer both, by "rule".
+P=(ACP_EXPECT_POSTURE=asking)
+run claude allow end_turn yes ACP_PROJECT=claude-allow ACP_EXPECT_ASKED=2 "${P[@]}"
+run claude reject end_turn no ACP_PROJECT=claude-allow "${P[@]}"
+run claude allow end_turn yes ACP_PROJECT=claude-mode ACP_EXPECT_ASKED=2 "${P[@]}"
+run claude allow end_turn yes ACP_PROJECT=claude-local ACP_EXPECT_ASKED=2 "${P[@]}"
+run claude trusted end_turn yes ACP_PROJECT=claude-allow "${P[@]}"
+run gemini allow end_turn yes ACP_PROJECT=gemini-allow ACP_EXPECT_ASKED=2 "${P[@]}"
+run gemini reject end_turn no ACP_PROJECT=gemini-allow "${P[@]}"
+run gemini allow end_turn yes ACP_PROJECT=gemini-mode ACP_EXPECT_ASKED=2 "${P[@]}"
+run gemini trusted end_turn yes ACP_PROJECT=gemini-allow "${P[@]}"
+run codex allow end_turn yes ACP_PROJECT=codex-config ACP_EXPECT_ASKED=2 "${P[@]}"
+run codex reject cancelled no ACP_PROJECT=codex-config "${P[@]}"
+run codex trusted end_turn yes ACP_PROJECT=codex-config "${P[@]}"
+# The posture switched off (a test-only switch): the agent acts on the
+# project's settings without asking, and the broker must notice (audit
+# outcome "unasked").
+U=(ACP_BROKER_TEST_NO_POSTURE=1 ACP_EXPECT_POSTURE=unverified ACP_EXPECT_ASKED=0
+  ACP_EXPECT_UNASKED=1)
+run claude allow end_turn yes ACP_PROJECT=claude-allow "${U[@]}"
+run gemini allow end_turn yes ACP_PROJECT=gemini-allow "${U[@]}"
+run codex allow end_turn edit ACP_PROJECT=codex-config "${U[@]}"
 echo "1..$n"
 exit $((failed > 0))

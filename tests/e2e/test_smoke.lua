@@ -54,8 +54,20 @@ T.test('status() before any agent has the keys and types of :help acp-api', func
   T.eq(s.pending, 0, 'pending')
   T.eq(s.busy, false, 'busy')
   T.eq(s.unasked, 0, 'unasked')
-  local known = { agent = 1, session = 1, mode = 1, yolo = 1, yolo_veto = 1, trusted = 1, pending = 1, busy = 1 }
-  known.unasked = 1
+  T.eq(s.posture, 'unverified', 'posture before any agent')
+  local known = {
+    agent = 1,
+    session = 1,
+    mode = 1,
+    yolo = 1,
+    yolo_veto = 1,
+    trusted = 1,
+    pending = 1,
+    busy = 1,
+    posture = 1,
+    posture_reason = 1,
+    unasked = 1,
+  }
   for k in pairs(s) do
     T.ok(known[k], 'unexpected key in status(): ' .. tostring(k))
   end
