@@ -245,6 +245,8 @@ T.test('available commands and the current mode are shown; commands complete in 
   local ctx = chat_turn()
   local buf = wait_text(ctx.session, 'commands: /demo')
   wait_text(ctx.session, 'mode: architect')
+  -- The header is drawn at once, the body on the chat's next tick.
+  wait_text(ctx.session, 'mode changed to architect')
   local ls = lines(buf)
   T.contains(ls[2], 'mode: architect', 'the mode in the header')
   T.ok(find(ls, 'mode changed to architect'), 'the change, where it happened:\n' .. text(buf))
