@@ -59,10 +59,11 @@ run codex trusted end_turn yes ACP_PROJECT=codex-config "${P[@]}"
 # The posture switched off (a test-only switch): the agent acts on the
 # project's settings without asking, and the broker must notice (audit
 # outcome "unasked").
-U=(ACP_BROKER_TEST_NO_POSTURE=1 ACP_EXPECT_POSTURE=unverified ACP_EXPECT_ASKED=0
-  ACP_EXPECT_UNASKED=1)
-run claude allow end_turn yes ACP_PROJECT=claude-allow "${U[@]}"
-run gemini allow end_turn yes ACP_PROJECT=gemini-allow "${U[@]}"
-run codex allow end_turn edit ACP_PROJECT=codex-config "${U[@]}"
+# Gemini writes through fs/write_text_file: that write, never asked by the
+# agent, is asked by the broker itself (one prompt); its command is not.
+U=(ACP_BROKER_TEST_NO_POSTURE=1 ACP_EXPECT_POSTURE=unverified ACP_EXPECT_UNASKED=1)
+run claude allow end_turn yes ACP_PROJECT=claude-allow ACP_EXPECT_ASKED=0 "${U[@]}"
+run gemini allow end_turn yes ACP_PROJECT=gemini-allow ACP_EXPECT_ASKED=1 "${U[@]}"
+run codex allow end_turn edit ACP_PROJECT=codex-config ACP_EXPECT_ASKED=0 "${U[@]}"
 echo "1..$n"
 exit $((failed > 0))
