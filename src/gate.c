@@ -1,12 +1,14 @@
 #include "gate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -53,12 +55,15 @@ enum {
   NFILES
 };
 
-// What one of them was when it was read: stat()'s answer, absent included,
-// and the content, for when its times cannot tell a change (see
+// What one of them was when it was read: what is there (absent, a file or
+// broken, and why, as settings_file_probe tells them apart: a dangling
+// symlink or a directory in its place is not an absent file), stat()'s
+// answer, and the content, for when its times cannot tell a change (see
 // file_fresh).
 struct file_id {
   char *path; // NULL when there is no such file to look for (no HOME)
-  int err;    // 0, or stat()'s errno
+  enum settings_file what;
+  char why[300]; // what is broken
   struct stat st;
   char *data; // the content (NULL: absent, unreadable or too large)
   size_t len;
@@ -221,18 +226,32 @@ static bool env_same(const struct snapshot *sn) {
 }
 
 // The content of path (a new string in *data), or false when it cannot be
-// read whole.
+// read whole or is no regular file (a FIFO put there must not block).
 static bool read_all(const char *path, char **data, size_t *len) {
   *data = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0)
     return false;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
   char *buf = xmalloc(GATE_CONTENT_MAX + 1);
-  size_t n = fread(buf, 1, GATE_CONTENT_MAX + 1, f);
-  bool ok = !ferror(f) && n <= GATE_CONTENT_MAX;
-  fclose(f);
-  if (!ok) {
+  size_t n = 0;
+  bool ok = true;
+  while (n <= GATE_CONTENT_MAX) {
+    ssize_t got = read(fd, buf + n, GATE_CONTENT_MAX + 1 - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    ok = got >= 0;
+    if (got <= 0)
+      break;
+    n += (size_t)got;
+  }
+  close(fd);
+  if (!ok || n > GATE_CONTENT_MAX) {
     free(buf);
     return false;
   }
@@ -243,8 +262,8 @@ static bool read_all(const char *path, char **data, size_t *len) {
 
 static void file_read(struct file_id *f) {
   f->read_ns = realtime_ns();
-  f->err = stat(f->path, &f->st) == 0 ? 0 : errno;
-  if (f->err == 0)
+  f->what = settings_file_probe(f->path, &f->st, f->why, sizeof(f->why));
+  if (f->what == SETTINGS_FILE)
     read_all(f->path, &f->data, &f->len);
 }
 
@@ -262,11 +281,12 @@ static bool file_fresh(struct file_id *f) {
     return true;
   int64_t now = realtime_ns();
   struct stat st;
-  int err = stat(f->path, &st) == 0 ? 0 : errno;
-  if (err != f->err)
+  char why[sizeof(f->why)];
+  enum settings_file what = settings_file_probe(f->path, &st, why, sizeof(why));
+  if (what != f->what || strcmp(why, f->why) != 0)
     return false;
-  if (err != 0)
-    return true; // still absent (or still unreadable for the same reason)
+  if (what != SETTINGS_FILE)
+    return true; // still absent, or still broken the same way
   if (!same_stat(&st, &f->st))
     return false;
   int64_t since = f->read_ns - GATE_RACY_NS;
@@ -427,11 +447,15 @@ static void effective_load(struct gate *g, const char *root, const char *agent,
     yolo = pr->yolo == 1;
     e->yolo_source = yolo ? ":AcpYolo on" : NULL;
   }
-  // The veto wins over every way of turning yolo on.
-  if (e->s->veto) {
+  // The veto wins over every way of turning yolo on; so does a settings
+  // file that cannot be used (it might hold a veto), which also suspends
+  // acceptEdits set with :AcpMode. Plan stays: it restricts.
+  if (e->s->veto || e->s->nbroken) {
     yolo = false;
     e->yolo_source = NULL;
   }
+  if (e->s->nbroken && e->in.mode == POLICY_MODE_ACCEPT_EDITS)
+    e->in.mode = POLICY_MODE_DEFAULT;
   e->in.yolo = yolo;
   if (e->in.mode == POLICY_MODE_YOLO && !yolo)
     e->in.mode = POLICY_MODE_DEFAULT;
@@ -560,6 +584,7 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   struct memory *m = memory_find(g, agent, session, false);
   struct policy_result res;
   policy_decide(p, m ? m->compiled : NULL, r, &res);
+  settings_fail_closed(e.s, &res); // what nothing denies is asked
   enum policy_decision d = res.decision;
   v->option_id = NULL;
   if (d != POLICY_ASK)
@@ -690,7 +715,9 @@ int gate_yolo(struct gate *g, const char *cwd, const char *action,
   if (strcmp(action, "toggle") == 0)
     action = on ? "off" : "on";
   if (strcmp(action, "on") == 0) {
-    if (e.s->veto) {
+    if (settings_refuse(e.s, "yolo", err, errlen)) {
+      r = -1;
+    } else if (e.s->veto) {
       snprintf(err, errlen,
                "yolo is vetoed by security.disableYoloMode: true in %s",
                e.s->veto_source ? e.s->veto_source : "a Gemini settings file");
@@ -723,9 +750,15 @@ int gate_mode(struct gate *g, const char *cwd, const char *mode, char *err,
     return -1;
   }
   char *root = settings_find_root(cwd);
-  project(g, root)->mode = (int)m;
+  int r = 0;
+  if ((m == POLICY_MODE_ACCEPT_EDITS || m == POLICY_MODE_YOLO) &&
+      settings_refuse(&snapshot_get(g, root)->s, policy_mode_name(m), err,
+                      errlen))
+    r = -1;
+  else
+    project(g, root)->mode = (int)m;
   free(root);
-  return 0;
+  return r;
 }
 
 int gate_trust(struct gate *g, const char *cwd, json_t **enabled, char *err,
@@ -757,13 +790,14 @@ json_t *gate_settings(struct gate *g, const char *cwd, const char *agent) {
   struct effective e;
   effective_load(g, root, agent, &e);
   json_t *d =
-      json_pack("{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o}", "root",
+      json_pack("{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o,s:o}", "root",
                 root, "mode", policy_mode_name(e.in.mode), "yolo", e.in.yolo,
                 "yoloSource", e.yolo_source, "veto", e.s->veto, "vetoSource",
                 e.s->veto_source, "trusted", e.s->trusted, "hasPermissive",
                 e.s->has_permissive, "permissive", e.s->permissive, "errors",
                 strings(e.s->errors, e.s->nerrors), "warnings",
-                strings(e.s->warnings, e.s->nwarnings));
+                strings(e.s->warnings, e.s->nwarnings), "failClosed",
+                settings_closed_json(e.s));
   free(root);
   return d;
 }

@@ -1,11 +1,14 @@
 #include "settings_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mem.h"
 
@@ -54,23 +57,34 @@ static const char *const type_names[] = {"an object", "an array", "a string",
                                          "true or false"};
 
 static json_t *file_load(struct settings *s, const char *path,
-                         enum src_kind kind);
+                         enum src_kind kind, bool *broken);
 static bool validate(struct settings *s, const char *label, const char *text,
                      const json_t *doc, enum src_kind kind);
 static void src_read(struct settings *s, struct src *src, json_t *doc);
 
+// Marks src broken with the error validate or file_load pushed last.
+static void set_broken(struct settings *s, struct src *src) {
+  src->broken = true;
+  src->error = xstrdup(s->nerrors ? s->errors[s->nerrors - 1] : src->label);
+}
+
 bool settings_src_file(struct settings *s, struct src *src) {
-  json_t *doc = file_load(s, src->label, src->kind);
+  bool broken = false;
+  json_t *doc = file_load(s, src->label, src->kind, &broken);
+  if (broken)
+    set_broken(s, src);
   if (doc)
     src_read(s, src, doc);
   json_decref(doc);
-  return doc != NULL;
+  return doc != NULL || broken;
 }
 
 bool settings_src_setup(struct settings *s, struct src *src,
                         const json_t *setup) {
   if (!validate(s, "setup", NULL, setup, SRC_ACP))
-    return false;
+    set_broken(s, src);
+  if (!json_is_object(setup))
+    return true;
   json_t *doc = json_deep_copy(setup);
   src_read(s, src, doc);
   json_decref(doc);
@@ -92,38 +106,109 @@ void settings_push(char ***v, size_t *n, const char *fmt, ...) {
 
 void settings_src_free(struct src *src) {
   free(src->label);
+  free(src->error);
   for (size_t i = 0; i < 3; i++)
     json_decref(src->rules[i]);
   json_decref(src->agents);
 }
 
+enum settings_file settings_file_probe(const char *path, struct stat *st,
+                                       char *why, size_t whylen) {
+  struct stat tmp;
+  st = st ? st : &tmp;
+  memset(st, 0, sizeof(*st));
+  if (whylen)
+    why[0] = '\0';
+  if (stat(path, st) == 0) {
+    if (S_ISREG(st->st_mode))
+      return SETTINGS_FILE;
+    snprintf(why, whylen, "%s",
+             S_ISDIR(st->st_mode) ? "is a directory" : "is not a regular file");
+    return SETTINGS_BROKEN;
+  }
+  if (errno != ENOENT && errno != ENOTDIR) { // ELOOP, EACCES, EIO, ...
+    snprintf(why, whylen, "%s", strerror(errno));
+    return SETTINGS_BROKEN;
+  }
+  // Nothing there, unless the deepest thing that is there on the way is a
+  // symlink to nothing: the file, or the directory it would be in.
+  enum settings_file r = SETTINGS_ABSENT;
+  char *p = xstrdup(path);
+  for (;;) {
+    struct stat lst, tst;
+    if (lstat(p, &lst) == 0) {
+      if (S_ISLNK(lst.st_mode) && stat(p, &tst) != 0) {
+        char to[256];
+        ssize_t n = readlink(p, to, sizeof(to) - 1);
+        to[n > 0 ? n : 0] = '\0';
+        if (strcmp(p, path) == 0)
+          snprintf(why, whylen, "is a dangling symbolic link (to %s)", to);
+        else
+          snprintf(why, whylen, "%s is a dangling symbolic link (to %s)", p,
+                   to);
+        r = SETTINGS_BROKEN;
+      }
+      break;
+    }
+    char *slash = strrchr(p, '/');
+    if (!slash || slash == p)
+      break;
+    *slash = '\0';
+  }
+  free(p);
+  return r;
+}
+
 // Reads path: 0 with *text (NULL when there is no such file), or -1 with a
-// message.
+// message. Never blocks on a FIFO or a device: only a regular file is read.
 int settings_slurp(const char *path, char **text, size_t *len, char *err,
                    size_t errlen) {
   *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT || errno == ENOTDIR)
+  *len = 0;
+  char why[512];
+  struct stat st;
+  enum settings_file what = settings_file_probe(path, &st, why, sizeof(why));
+  if (what == SETTINGS_ABSENT)
+    return 0;
+  if (what == SETTINGS_BROKEN) {
+    snprintf(err, errlen, "%s: %s", path, why);
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) // gone since it was looked at
       return 0;
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
-  char *buf = xmalloc(MAX_FILE_SIZE + 1);
-  size_t n = fread(buf, 1, MAX_FILE_SIZE + 1, f);
-  int rc = 0;
-  if (ferror(f)) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    rc = -1;
-  } else if (n > MAX_FILE_SIZE) {
-    snprintf(err, errlen, "%s: larger than %d bytes", path, MAX_FILE_SIZE);
-    rc = -1;
+  const char *problem = NULL;
+  if (fstat(fd, &st) != 0)
+    problem = strerror(errno);
+  else if (!S_ISREG(st.st_mode)) // replaced since it was looked at
+    problem = "is not a regular file";
+  else if (st.st_size > MAX_FILE_SIZE)
+    problem = "is larger than 1 MiB";
+  char *buf = problem ? NULL : xmalloc(MAX_FILE_SIZE + 1);
+  size_t n = 0;
+  while (buf && n <= MAX_FILE_SIZE) {
+    ssize_t got = read(fd, buf + n, MAX_FILE_SIZE + 1 - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      problem = strerror(errno);
+    if (got <= 0)
+      break;
+    n += (size_t)got;
   }
-  fclose(f);
-  if (rc != 0) {
+  if (!problem && n > MAX_FILE_SIZE)
+    problem = "is larger than 1 MiB";
+  close(fd);
+  if (problem) {
+    snprintf(err, errlen, "%s: %s", path, problem);
     free(buf);
-    return rc;
+    return -1;
   }
+  buf = xrealloc(buf, n + 1);
   buf[n] = '\0';
   *text = buf;
   *len = n;
@@ -163,13 +248,17 @@ static void strip_comments(char *t) {
 }
 
 // Loads and validates one file: a new object, or NULL when it does not exist
-// or is malformed (then one error says where).
+// or cannot be read or parsed. When it cannot be used whole, *broken is set
+// and one error says where; a valid JSON object with a key of the wrong
+// type is still returned (its restrictive content counts).
 static json_t *file_load(struct settings *s, const char *path,
-                         enum src_kind kind) {
-  char *text, err[512];
+                         enum src_kind kind, bool *broken) {
+  char *text, err[1024];
   size_t len = 0;
+  *broken = false;
   if (settings_slurp(path, &text, &len, err, sizeof(err)) != 0) {
     settings_push(&s->errors, &s->nerrors, "%s", err);
+    *broken = true;
     return NULL;
   }
   if (!text)
@@ -186,9 +275,13 @@ static json_t *file_load(struct settings *s, const char *path,
   if (!doc) {
     settings_push(&s->errors, &s->nerrors, "%s:%d:%d: %s", path, jerr.line,
                   jerr.column > 0 ? jerr.column : 1, jerr.text);
+    *broken = true;
   } else if (!validate(s, path, text, doc, kind)) {
-    json_decref(doc);
-    doc = NULL;
+    *broken = true;
+    if (!json_is_object(doc)) {
+      json_decref(doc);
+      doc = NULL;
+    }
   }
   free(text);
   return doc;
@@ -359,7 +452,8 @@ static void read_gemini_mode(struct settings *s, struct src *src,
                   m);
 }
 
-// Reads what a validated document says into src.
+// Reads what a document says into src. In a broken one (a key of the
+// wrong type) what has the wrong type is left out.
 static void src_read(struct settings *s, struct src *src, json_t *doc) {
   if (src->kind == SRC_GEMINI) {
     read_rules(s, src, "tools.allowed", POLICY_LIST_ALLOW,
@@ -375,7 +469,7 @@ static void src_read(struct settings *s, struct src *src, json_t *doc) {
     if (json_is_false(dym) && src->rel)
       src->yolo = 1;
     json_t *m = dig(doc, "general.defaultApprovalMode");
-    if (m)
+    if (json_is_string(m))
       read_gemini_mode(s, src, json_string_value(m));
     return;
   }
@@ -388,7 +482,7 @@ static void src_read(struct settings *s, struct src *src, json_t *doc) {
   if (yolo)
     src->yolo = json_is_true(yolo);
   json_t *m = dig(doc, "permissions.defaultMode");
-  if (m)
+  if (json_is_string(m))
     read_claude_mode(s, src, json_string_value(m));
   if (src->kind != SRC_ACP)
     return;
