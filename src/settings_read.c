@@ -57,10 +57,11 @@ static const char *const type_names[] = {"an object", "an array", "a string",
                                          "true or false"};
 
 static json_t *file_load(struct settings *s, const char *path,
-                         enum src_kind kind, bool *broken);
+                         enum src_kind kind, bool *broken, char **text);
 static bool validate(struct settings *s, const char *label, const char *text,
                      const json_t *doc, enum src_kind kind);
-static void src_read(struct settings *s, struct src *src, json_t *doc);
+static void src_read(struct settings *s, struct src *src, json_t *doc,
+                     const char *text);
 
 // Marks src broken with the error validate or file_load pushed last.
 static void set_broken(struct settings *s, struct src *src) {
@@ -70,11 +71,13 @@ static void set_broken(struct settings *s, struct src *src) {
 
 bool settings_src_file(struct settings *s, struct src *src) {
   bool broken = false;
-  json_t *doc = file_load(s, src->label, src->kind, &broken);
+  char *text = NULL;
+  json_t *doc = file_load(s, src->label, src->kind, &broken, &text);
   if (broken)
     set_broken(s, src);
   if (doc)
-    src_read(s, src, doc);
+    src_read(s, src, doc, text);
+  free(text);
   json_decref(doc);
   return doc != NULL || broken;
 }
@@ -86,7 +89,7 @@ bool settings_src_setup(struct settings *s, struct src *src,
   if (!json_is_object(setup))
     return true;
   json_t *doc = json_deep_copy(setup);
-  src_read(s, src, doc);
+  src_read(s, src, doc, NULL);
   json_decref(doc);
   return true;
 }
@@ -250,12 +253,14 @@ static void strip_comments(char *t) {
 // Loads and validates one file: a new object, or NULL when it does not exist
 // or cannot be read or parsed. When it cannot be used whole, *broken is set
 // and one error says where; a valid JSON object with a key of the wrong
-// type is still returned (its restrictive content counts).
+// type is still returned (its restrictive content counts). *textp gets the
+// text read (the caller frees it), for locating later errors.
 static json_t *file_load(struct settings *s, const char *path,
-                         enum src_kind kind, bool *broken) {
+                         enum src_kind kind, bool *broken, char **textp) {
   char *text, err[1024];
   size_t len = 0;
   *broken = false;
+  *textp = NULL;
   if (settings_slurp(path, &text, &len, err, sizeof(err)) != 0) {
     settings_push(&s->errors, &s->nerrors, "%s", err);
     *broken = true;
@@ -266,10 +271,9 @@ static json_t *file_load(struct settings *s, const char *path,
   if (kind == SRC_GEMINI)
     strip_comments(text);
   // An empty file is an empty object, as in Claude Code and Gemini CLI.
-  if (strspn(text, " \t\r\n") == len) {
-    free(text);
+  *textp = text;
+  if (strspn(text, " \t\r\n") == len)
     return json_object();
-  }
   json_error_t jerr;
   json_t *doc = json_loadb(text, len, 0, &jerr);
   if (!doc) {
@@ -283,7 +287,6 @@ static json_t *file_load(struct settings *s, const char *path,
       doc = NULL;
     }
   }
-  free(text);
   return doc;
 }
 
@@ -390,21 +393,52 @@ static bool validate(struct settings *s, const char *label, const char *text,
   return true;
 }
 
-// Adds the valid rules of arr (may be NULL) to list; the others are warned
-// about and skipped.
+// A deny or ask entry that cannot be read is a rule nobody can see: the
+// first one breaks its source (an error at its key), like a syntax error.
+static bool unreadable_rule(struct settings *s, struct src *src,
+                            const char *doc_text, const char *key,
+                            const char *what) {
+  if (src->broken)
+    return false; // one error per file; the rest are warnings
+  if (doc_text) {
+    int line, col;
+    locate(doc_text, key, &line, &col);
+    settings_push(&s->errors, &s->nerrors,
+                  "%s:%d:%d: %s: %s (a rule that restricts cannot be ignored)",
+                  src->label, line, col, key, what);
+  } else {
+    settings_push(&s->errors, &s->nerrors,
+                  "%s: %s: %s (a rule that restricts cannot be ignored)",
+                  src->label, key, what);
+  }
+  set_broken(s, src);
+  return true;
+}
+
+// Adds the valid rules of arr (may be NULL) to list. An invalid allow rule
+// is warned about and skipped; an invalid deny or ask rule breaks the
+// source (unreadable_rule). doc_text (may be NULL) locates errors.
 static void read_rules(struct settings *s, struct src *src, const char *key,
-                       enum policy_list list, const json_t *arr) {
+                       enum policy_list list, const json_t *arr,
+                       const char *doc_text) {
   for (size_t i = 0; i < json_array_size(arr); i++) {
     const char *text = json_string_value(json_array_get(arr, i));
-    char why[256];
+    char why[256], what[600];
     if (!text) {
-      settings_push(&s->warnings, &s->nwarnings,
-                    "%s: %s[%zu]: not a string, ignored", src->label, key, i);
+      snprintf(what, sizeof(what), "entry %zu is not a string", i);
+      if (list == POLICY_LIST_ALLOW ||
+          !unreadable_rule(s, src, doc_text, key, what))
+        settings_push(&s->warnings, &s->nwarnings,
+                      "%s: %s[%zu]: not a string, ignored", src->label, key, i);
       continue;
     }
     if (policy_rule_check(text, why, sizeof(why)) != 0) {
-      settings_push(&s->warnings, &s->nwarnings, "%s: %s: rule %s: %s, ignored",
-                    src->label, key, text, why);
+      snprintf(what, sizeof(what), "rule %.300s: %s", text, why);
+      if (list == POLICY_LIST_ALLOW ||
+          !unreadable_rule(s, src, doc_text, key, what))
+        settings_push(&s->warnings, &s->nwarnings,
+                      "%s: %s: rule %s: %s, ignored", src->label, key, text,
+                      why);
       continue;
     }
     if (!src->rules[list])
@@ -453,15 +487,17 @@ static void read_gemini_mode(struct settings *s, struct src *src,
 }
 
 // Reads what a document says into src. In a broken one (a key of the
-// wrong type) what has the wrong type is left out.
-static void src_read(struct settings *s, struct src *src, json_t *doc) {
+// wrong type) what has the wrong type is left out. text (may be NULL) is
+// the document's text, to locate errors.
+static void src_read(struct settings *s, struct src *src, json_t *doc,
+                     const char *text) {
   if (src->kind == SRC_GEMINI) {
     read_rules(s, src, "tools.allowed", POLICY_LIST_ALLOW,
-               dig(doc, "tools.allowed"));
+               dig(doc, "tools.allowed"), text);
     read_rules(s, src, "tools.confirmationRequired", POLICY_LIST_ASK,
-               dig(doc, "tools.confirmationRequired"));
+               dig(doc, "tools.confirmationRequired"), text);
     read_rules(s, src, "tools.exclude", POLICY_LIST_DENY,
-               dig(doc, "tools.exclude"));
+               dig(doc, "tools.exclude"), text);
     json_t *dym = dig(doc, "security.disableYoloMode");
     src->veto = json_is_true(dym);
     // Only a project file's false is a yolo request (design §6); in the
@@ -476,7 +512,7 @@ static void src_read(struct settings *s, struct src *src, json_t *doc) {
   for (int l = POLICY_LIST_ALLOW; l <= POLICY_LIST_DENY; l++) {
     char key[32];
     snprintf(key, sizeof(key), "permissions.%s", list_names[l]);
-    read_rules(s, src, key, (enum policy_list)l, dig(doc, key));
+    read_rules(s, src, key, (enum policy_list)l, dig(doc, key), text);
   }
   json_t *yolo = src->kind == SRC_ACP ? dig(doc, "yolo") : NULL;
   if (yolo)

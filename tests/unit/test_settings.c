@@ -531,15 +531,41 @@ static void test_malformed(void) {
       "{\n  // no yolo here\n  \"security\": {/* veto */ "
       "\"disableYoloMode\": true}, \"x\": \"a // b /* c\"\n}\n");
   put("p/.acp/settings.json",
-      "{\"permissions\": {\"deny\": [\"Bash(rm *)\", 7, \"((\"]}}");
+      "{\"permissions\": {\"allow\": [\"Bash(ls)\", 7, \"((\"]}}");
   load(&s);
   ok(s.veto && s.nerrors == 0, "comments in a Gemini file");
-  ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
-         s.nwarnings == 2,
-     "a non-string and an invalid rule: warnings, skipped");
+  ok(s.nwarnings == 2 && s.nbroken == 0,
+     "a non-string and an invalid allow rule: warnings, skipped");
   for (size_t i = 0; i < s.nwarnings; i++)
     printf("# %s\n", s.warnings[i]);
   settings_free(&s);
+
+  // A deny or ask rule that cannot be read is a rule nobody can see: the
+  // file is broken (the first one is its error, with line and column).
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\n  \"deny\": [\"Bash(rm *)\", 7, \"((\"]}}");
+  load(&s);
+  snprintf(want, sizeof(want),
+           "%s/.acp/settings.json:2:3: permissions.deny: entry 1 is not a "
+           "string (a rule that restricts cannot be ignored)",
+           P);
+  ok(s.nbroken == 1 && s.nerrors == 1 && !strcmp(s.errors[0], want) &&
+         s.nwarnings == 1 &&
+         has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json"),
+     "a non-string deny entry breaks the file; its valid deny rule applies");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  settings_free(&s);
+  put("h/.gemini/settings.json",
+      "{\"tools\": {\"exclude\": [\"run_shell_command(git push\"]}}");
+  put("p/.acp/settings.json", "{}");
+  load(&s);
+  ok(s.nbroken == 1 && s.broken[0].user && strstr(s.errors[0], "tools.exclude"),
+     "an invalid Gemini exclude entry breaks the user file (everywhere)");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  settings_free(&s);
+  put("h/.gemini/settings.json", "{}");
 }
 
 // ---- failing closed (design §6) ----
