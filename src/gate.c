@@ -63,9 +63,10 @@ enum {
 struct file_id {
   char *path; // NULL when there is no such file to look for (no HOME)
   enum settings_file what;
-  char why[300]; // what is broken
-  struct stat st;
-  char *data; // the content (NULL: absent, unreadable or too large)
+  char why[300];  // what is broken
+  struct stat st; // the file's; when absent, its deepest existing directory's
+  size_t exists;  // absent: the length of that directory's path (or 0)
+  char *data;     // the content (NULL: absent, unreadable or too large)
   size_t len;
   int64_t read_ns; // CLOCK_REALTIME before it was read
 };
@@ -262,7 +263,8 @@ static bool read_all(const char *path, char **data, size_t *len) {
 
 static void file_read(struct file_id *f) {
   f->read_ns = realtime_ns();
-  f->what = settings_file_probe(f->path, &f->st, f->why, sizeof(f->why));
+  f->what =
+      settings_file_probe(f->path, &f->st, &f->exists, f->why, sizeof(f->why));
   if (f->what == SETTINGS_FILE)
     read_all(f->path, &f->data, &f->len);
 }
@@ -274,17 +276,65 @@ static bool same_stat(const struct stat *a, const struct stat *b) {
          ts_ns(a->st_ctim) == ts_ns(b->st_ctim);
 }
 
+// stat() of directories during one look at a snapshot's files: most share
+// the project root or HOME, so each is asked once.
+struct dir_memo {
+  struct {
+    const char *path; // its first n bytes are the directory
+    size_t n;
+    int rc;
+    struct stat st;
+  } m[NFILES];
+  size_t n;
+};
+
+static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
+                    struct stat *st) {
+  for (size_t i = 0; i < dm->n; i++)
+    if (dm->m[i].n == n && memcmp(dm->m[i].path, path, n) == 0) {
+      *st = dm->m[i].st;
+      return dm->m[i].rc;
+    }
+  char *dir = xstrndup(path, n);
+  int rc = stat(dir, st);
+  free(dir);
+  if (dm->n < NFILES) {
+    dm->m[dm->n].path = path;
+    dm->m[dm->n].n = n;
+    dm->m[dm->n].rc = rc;
+    dm->m[dm->n++].st = *st;
+  }
+  return rc;
+}
+
 // True when f is still what was read. A racy file is read again and
 // compared; when it is unchanged it counts as read now.
-static bool file_fresh(struct file_id *f) {
+static bool file_fresh(struct file_id *f, struct dir_memo *dm) {
   if (!f->path)
     return true;
   int64_t now = realtime_ns();
   struct stat st;
+  if (f->what == SETTINGS_ABSENT && f->exists) {
+    // Cheap: nothing was created or removed in the deepest directory on
+    // its way since it was looked at — neither the file, nor a directory
+    // or a dangling symlink on its way — unless that directory changed
+    // within a clock tick of it (then its times cannot tell).
+    int64_t since = f->read_ns - GATE_RACY_NS;
+    if (dir_stat(dm, f->path, f->exists, &st) == 0 && same_stat(&st, &f->st) &&
+        ts_ns(st.st_mtim) < since && ts_ns(st.st_ctim) < since)
+      return true;
+  }
   char why[sizeof(f->why)];
-  enum settings_file what = settings_file_probe(f->path, &st, why, sizeof(why));
+  size_t exists;
+  enum settings_file what =
+      settings_file_probe(f->path, &st, &exists, why, sizeof(why));
   if (what != f->what || strcmp(why, f->why) != 0)
     return false;
+  if (what == SETTINGS_ABSENT) { // the answer is the same: look from here
+    f->st = st;
+    f->exists = exists;
+    f->read_ns = now;
+  }
   if (what != SETTINGS_FILE)
     return true; // still absent, or still broken the same way
   if (!same_stat(&st, &f->st))
@@ -370,8 +420,10 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
     return true; // already looked at in this epoch
   if (!env_same(sn))
     return false;
+  struct dir_memo dm;
+  dm.n = 0;
   for (int i = 0; i < NFILES; i++)
-    if (!file_fresh(&sn->files[i]))
+    if (!file_fresh(&sn->files[i], &dm))
       return false;
   sn->checked = g->epoch;
   return true;

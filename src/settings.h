@@ -83,10 +83,14 @@ enum settings_file {
   SETTINGS_BROKEN, // anything else: why says what
 };
 // Looks at path without opening it: a directory, a FIFO, a dangling
-// symlink (the file or the directory it would be in), a symlink loop or a
-// stat() error are broken. st (may be NULL) gets stat()'s answer.
+// symlink (the file or a directory on its way), a symlink loop or a stat()
+// error are broken. st (may be NULL) gets stat()'s answer for the file;
+// when it is absent, stat()'s answer for the deepest directory on its way
+// that exists, and *exists (may be NULL) the length of that prefix of path
+// (0 when none): nothing can appear on the way without changing it.
 enum settings_file settings_file_probe(const char *path, struct stat *st,
-                                       char *why, size_t whylen);
+                                       size_t *exists, char *why,
+                                       size_t whylen);
 // Loads every source for the project at root. setup (may be NULL) is the
 // JSON of setup()'s {permissions, yolo, agents}. Never fails: a file that
 // cannot be read or parsed is reported in errors and broken, and the

@@ -116,10 +116,14 @@ void settings_src_free(struct src *src) {
 }
 
 enum settings_file settings_file_probe(const char *path, struct stat *st,
-                                       char *why, size_t whylen) {
+                                       size_t *exists, char *why,
+                                       size_t whylen) {
   struct stat tmp;
+  size_t len_tmp;
   st = st ? st : &tmp;
+  exists = exists ? exists : &len_tmp;
   memset(st, 0, sizeof(*st));
+  *exists = 0;
   if (whylen)
     why[0] = '\0';
   if (stat(path, st) == 0) {
@@ -150,6 +154,10 @@ enum settings_file settings_file_probe(const char *path, struct stat *st,
           snprintf(why, whylen, "%s is a dangling symbolic link (to %s)", p,
                    to);
         r = SETTINGS_BROKEN;
+      } else if (stat(p, st) == 0) {
+        *exists = strlen(p);
+      } else {
+        memset(st, 0, sizeof(*st));
       }
       break;
     }
@@ -170,7 +178,8 @@ int settings_slurp(const char *path, char **text, size_t *len, char *err,
   *len = 0;
   char why[512];
   struct stat st;
-  enum settings_file what = settings_file_probe(path, &st, why, sizeof(why));
+  enum settings_file what =
+      settings_file_probe(path, &st, NULL, why, sizeof(why));
   if (what == SETTINGS_ABSENT)
     return 0;
   if (what == SETTINGS_BROKEN) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -189,6 +190,16 @@ int main(void) {
   snprintf(tmp, sizeof(tmp), "%s/acp-dir", proj);
   mkdir(tmp, 0700);
   same(g, ".acp's target created");
+  // More than a clock tick later, an absent file is looked at through its
+  // deepest existing directory alone: what appears there is still seen.
+  nanosleep(&(struct timespec){2, 100000000}, NULL);
+  same(g, "settled");
+  same(g, "settled, looked at through the directory");
+  snprintf(tmp, sizeof(tmp), "%s/.claude", proj);
+  symlink("gone", tmp);
+  same(g, "then .claude a dangling symlink");
+  unlink(tmp);
+  same(g, "and gone again");
 
   // What a broken file refuses and suspends.
   json_t *r = request("make test");
