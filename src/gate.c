@@ -183,8 +183,11 @@ static bool agent_yolo(const struct settings *s, const char *agent) {
 // rules costs far more than deciding, so both are kept per project root
 // and done again only when something they come from changed. Before each
 // use every file settings_load reads is looked at again with stat(),
-// absent ones included: a file that appeared, went, or whose device,
+// absent ones included: a file that appeared, went, became broken (a
+// directory, a dangling symlink: settings_file_probe) or whose device,
 // inode, size, mode, mtime or ctime (nanoseconds) changed means a reload.
+// An absent file is looked at through the deepest directory on its way
+// that exists: nothing appears on the way without changing that.
 // Times advance by clock ticks, so a file written again within one tick
 // can keep them all; a file whose mtime or ctime is that recent ("racy",
 // as git calls it) has its content compared too, until it is older. The
