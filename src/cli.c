@@ -20,9 +20,10 @@ static const char cli_usage[] =
     "        settings a session in DIR would have and prints one JSON object:\n"
     "        {\"decision\",\"optionId\",\"reason\",\"rule\",\"source\"}\n"
     "rules   shows the effective rules, mode, yolo, veto and trust, with the\n"
-    "        file each comes from, and any malformed file\n"
+    "        file each comes from, and any settings file that cannot be\n"
+    "        used (failClosed: what it suspends until it is fixed)\n"
     "trust   trusts DIR's current permissive settings and shows what that\n"
-    "        enabled\n"
+    "        enabled (refused while a settings file cannot be used)\n"
     "\n"
     "DIR defaults to the current directory.\n";
 
@@ -171,6 +172,7 @@ static int cmd_decide(const struct opts *o) {
   struct policy_request *r = policy_request_new(params, cwd, s.home);
   struct policy_result res;
   policy_decide(p, NULL, r, &res);
+  settings_fail_closed(&s, &res);
   enum policy_decision d = res.decision;
   const char *option = NULL;
   if (d != POLICY_ASK)

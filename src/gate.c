@@ -1,12 +1,14 @@
 #include "gate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -53,14 +55,18 @@ enum {
   NFILES
 };
 
-// What one of them was when it was read: stat()'s answer, absent included,
-// and the content, for when its times cannot tell a change (see
+// What one of them was when it was read: what is there (absent, a file or
+// broken, and why, as settings_file_probe tells them apart: a dangling
+// symlink or a directory in its place is not an absent file), stat()'s
+// answer, and the content, for when its times cannot tell a change (see
 // file_fresh).
 struct file_id {
   char *path; // NULL when there is no such file to look for (no HOME)
-  int err;    // 0, or stat()'s errno
-  struct stat st;
-  char *data; // the content (NULL: absent, unreadable or too large)
+  enum settings_file what;
+  char why[300];  // what is broken
+  struct stat st; // the file's; when absent, its deepest existing directory's
+  size_t exists;  // absent: the length of that directory's path (or 0)
+  char *data;     // the content (NULL: absent, unreadable or too large)
   size_t len;
   int64_t read_ns; // CLOCK_REALTIME before it was read
 };
@@ -177,8 +183,11 @@ static bool agent_yolo(const struct settings *s, const char *agent) {
 // rules costs far more than deciding, so both are kept per project root
 // and done again only when something they come from changed. Before each
 // use every file settings_load reads is looked at again with stat(),
-// absent ones included: a file that appeared, went, or whose device,
+// absent ones included: a file that appeared, went, became broken (a
+// directory, a dangling symlink: settings_file_probe) or whose device,
 // inode, size, mode, mtime or ctime (nanoseconds) changed means a reload.
+// An absent file is looked at through the deepest directory on its way
+// that exists: nothing appears on the way without changing that.
 // Times advance by clock ticks, so a file written again within one tick
 // can keep them all; a file whose mtime or ctime is that recent ("racy",
 // as git calls it) has its content compared too, until it is older. The
@@ -221,18 +230,32 @@ static bool env_same(const struct snapshot *sn) {
 }
 
 // The content of path (a new string in *data), or false when it cannot be
-// read whole.
+// read whole or is no regular file (a FIFO put there must not block).
 static bool read_all(const char *path, char **data, size_t *len) {
   *data = NULL;
   *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0)
     return false;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return false;
+  }
   char *buf = xmalloc(GATE_CONTENT_MAX + 1);
-  size_t n = fread(buf, 1, GATE_CONTENT_MAX + 1, f);
-  bool ok = !ferror(f) && n <= GATE_CONTENT_MAX;
-  fclose(f);
-  if (!ok) {
+  size_t n = 0;
+  bool ok = true;
+  while (n <= GATE_CONTENT_MAX) {
+    ssize_t got = read(fd, buf + n, GATE_CONTENT_MAX + 1 - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    ok = got >= 0;
+    if (got <= 0)
+      break;
+    n += (size_t)got;
+  }
+  close(fd);
+  if (!ok || n > GATE_CONTENT_MAX) {
     free(buf);
     return false;
   }
@@ -243,8 +266,9 @@ static bool read_all(const char *path, char **data, size_t *len) {
 
 static void file_read(struct file_id *f) {
   f->read_ns = realtime_ns();
-  f->err = stat(f->path, &f->st) == 0 ? 0 : errno;
-  if (f->err == 0)
+  f->what =
+      settings_file_probe(f->path, &f->st, &f->exists, f->why, sizeof(f->why));
+  if (f->what == SETTINGS_FILE)
     read_all(f->path, &f->data, &f->len);
 }
 
@@ -255,18 +279,67 @@ static bool same_stat(const struct stat *a, const struct stat *b) {
          ts_ns(a->st_ctim) == ts_ns(b->st_ctim);
 }
 
+// stat() of directories during one look at a snapshot's files: most share
+// the project root or HOME, so each is asked once.
+struct dir_memo {
+  struct {
+    const char *path; // its first n bytes are the directory
+    size_t n;
+    int rc;
+    struct stat st;
+  } m[NFILES];
+  size_t n;
+};
+
+static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
+                    struct stat *st) {
+  for (size_t i = 0; i < dm->n; i++)
+    if (dm->m[i].n == n && memcmp(dm->m[i].path, path, n) == 0) {
+      *st = dm->m[i].st;
+      return dm->m[i].rc;
+    }
+  char *dir = xstrndup(path, n);
+  int rc = stat(dir, st);
+  free(dir);
+  if (dm->n < NFILES) {
+    dm->m[dm->n].path = path;
+    dm->m[dm->n].n = n;
+    dm->m[dm->n].rc = rc;
+    dm->m[dm->n++].st = *st;
+  }
+  return rc;
+}
+
 // True when f is still what was read. A racy file is read again and
 // compared; when it is unchanged it counts as read now.
-static bool file_fresh(struct file_id *f) {
+static bool file_fresh(struct file_id *f, struct dir_memo *dm) {
   if (!f->path)
     return true;
   int64_t now = realtime_ns();
   struct stat st;
-  int err = stat(f->path, &st) == 0 ? 0 : errno;
-  if (err != f->err)
+  if (f->what == SETTINGS_ABSENT && f->exists) {
+    // Cheap: nothing was created or removed in the deepest directory on
+    // its way since it was looked at — neither the file, nor a directory
+    // or a dangling symlink on its way — unless that directory changed
+    // within a clock tick of it (then its times cannot tell).
+    int64_t since = f->read_ns - GATE_RACY_NS;
+    if (dir_stat(dm, f->path, f->exists, &st) == 0 && same_stat(&st, &f->st) &&
+        ts_ns(st.st_mtim) < since && ts_ns(st.st_ctim) < since)
+      return true;
+  }
+  char why[sizeof(f->why)];
+  size_t exists;
+  enum settings_file what =
+      settings_file_probe(f->path, &st, &exists, why, sizeof(why));
+  if (what != f->what || strcmp(why, f->why) != 0)
     return false;
-  if (err != 0)
-    return true; // still absent (or still unreadable for the same reason)
+  if (what == SETTINGS_ABSENT) { // the answer is the same: look from here
+    f->st = st;
+    f->exists = exists;
+    f->read_ns = now;
+  }
+  if (what != SETTINGS_FILE)
+    return true; // still absent, or still broken the same way
   if (!same_stat(&st, &f->st))
     return false;
   int64_t since = f->read_ns - GATE_RACY_NS;
@@ -350,8 +423,10 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
     return true; // already looked at in this epoch
   if (!env_same(sn))
     return false;
+  struct dir_memo dm;
+  dm.n = 0;
   for (int i = 0; i < NFILES; i++)
-    if (!file_fresh(&sn->files[i]))
+    if (!file_fresh(&sn->files[i], &dm))
       return false;
   sn->checked = g->epoch;
   return true;
@@ -427,11 +502,15 @@ static void effective_load(struct gate *g, const char *root, const char *agent,
     yolo = pr->yolo == 1;
     e->yolo_source = yolo ? ":AcpYolo on" : NULL;
   }
-  // The veto wins over every way of turning yolo on.
-  if (e->s->veto) {
+  // The veto wins over every way of turning yolo on; so does a settings
+  // file that cannot be used (it might hold a veto), which also suspends
+  // acceptEdits set with :AcpMode. Plan stays: it restricts.
+  if (e->s->veto || e->s->nbroken) {
     yolo = false;
     e->yolo_source = NULL;
   }
+  if (e->s->nbroken && e->in.mode == POLICY_MODE_ACCEPT_EDITS)
+    e->in.mode = POLICY_MODE_DEFAULT;
   e->in.yolo = yolo;
   if (e->in.mode == POLICY_MODE_YOLO && !yolo)
     e->in.mode = POLICY_MODE_DEFAULT;
@@ -560,6 +639,7 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   struct memory *m = memory_find(g, agent, session, false);
   struct policy_result res;
   policy_decide(p, m ? m->compiled : NULL, r, &res);
+  settings_fail_closed(e.s, &res); // what nothing denies is asked
   enum policy_decision d = res.decision;
   v->option_id = NULL;
   if (d != POLICY_ASK)
@@ -699,7 +779,9 @@ int gate_yolo(struct gate *g, const char *cwd, const char *action,
   if (strcmp(action, "toggle") == 0)
     action = on ? "off" : "on";
   if (strcmp(action, "on") == 0) {
-    if (e.s->veto) {
+    if (settings_refuse(e.s, "yolo", err, errlen)) {
+      r = -1;
+    } else if (e.s->veto) {
       snprintf(err, errlen,
                "yolo is vetoed by security.disableYoloMode: true in %s",
                e.s->veto_source ? e.s->veto_source : "a Gemini settings file");
@@ -732,9 +814,15 @@ int gate_mode(struct gate *g, const char *cwd, const char *mode, char *err,
     return -1;
   }
   char *root = settings_find_root(cwd);
-  project(g, root)->mode = (int)m;
+  int r = 0;
+  if ((m == POLICY_MODE_ACCEPT_EDITS || m == POLICY_MODE_YOLO) &&
+      settings_refuse(&snapshot_get(g, root)->s, policy_mode_name(m), err,
+                      errlen))
+    r = -1;
+  else
+    project(g, root)->mode = (int)m;
   free(root);
-  return 0;
+  return r;
 }
 
 int gate_trust(struct gate *g, const char *cwd, json_t **enabled, char *err,
@@ -766,13 +854,14 @@ json_t *gate_settings(struct gate *g, const char *cwd, const char *agent) {
   struct effective e;
   effective_load(g, root, agent, &e);
   json_t *d =
-      json_pack("{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o}", "root",
+      json_pack("{s:s,s:s,s:b,s:s?,s:b,s:s?,s:b,s:b,s:O?,s:o,s:o,s:o}", "root",
                 root, "mode", policy_mode_name(e.in.mode), "yolo", e.in.yolo,
                 "yoloSource", e.yolo_source, "veto", e.s->veto, "vetoSource",
                 e.s->veto_source, "trusted", e.s->trusted, "hasPermissive",
                 e.s->has_permissive, "permissive", e.s->permissive, "errors",
                 strings(e.s->errors, e.s->nerrors), "warnings",
-                strings(e.s->warnings, e.s->nwarnings));
+                strings(e.s->warnings, e.s->nwarnings), "failClosed",
+                settings_closed_json(e.s));
   free(root);
   return d;
 }

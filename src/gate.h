@@ -59,14 +59,19 @@ int gate_add_rule(struct gate *g, const char *scope, const char *list,
                   size_t errlen);
 // :AcpYolo: action "on", "off", "toggle" or "status" for the project of
 // cwd; "off" also clears agent's persisted yolo. Returns -1 with the
-// reason (the vetoing file) when "on" is refused.
+// reason when "on" is refused: the vetoing file, or a settings file that
+// cannot be used (the project fails closed; its error names it).
 int gate_yolo(struct gate *g, const char *cwd, const char *action,
               const char *agent, char *err, size_t errlen);
 // :AcpMode: sets the runtime policy mode of the project (NULL: no change).
+// acceptEdits and yolo are refused (-1, the broken file in err) while a
+// settings file of the project cannot be used; a mode set before stays
+// suspended until it is fixed.
 int gate_mode(struct gate *g, const char *cwd, const char *mode, char *err,
               size_t errlen);
 // Trusts the project's permissive content; *enabled (new) is what it
-// enables. Returns -1 with the reason on failure.
+// enables. Returns -1 with the reason on failure (also while a settings
+// file cannot be used).
 int gate_trust(struct gate *g, const char *cwd, json_t **enabled, char *err,
                size_t errlen);
 // The `settings` event data for the project of cwd, as agent sees it.

@@ -100,6 +100,7 @@ void settings_load(const char *root, const json_t *setup, struct settings *s) {
     else if (!root_is_home || order[i].kind == SRC_ACP)
       src->label = join(s->root, order[i].rel);
     src->rel = order[i].where == AT_ROOT ? order[i].rel : NULL;
+    // Loaded or broken: a broken source stays, for what it restricts.
     bool loaded = src->label && (order[i].where == AT_SETUP
                                      ? settings_src_setup(s, src, setup)
                                      : settings_src_file(s, src));
@@ -126,6 +127,11 @@ void settings_free(struct settings *s) {
   for (size_t i = 0; i < s->nwarnings; i++)
     free(s->warnings[i]);
   free(s->warnings);
+  for (size_t i = 0; i < s->nbroken; i++) {
+    free(s->broken[i].file);
+    free(s->broken[i].error);
+  }
+  free(s->broken);
   for (size_t i = 0; i < s->nprotect; i++)
     free(s->protect[i]);
   free(s->protect);
@@ -159,17 +165,105 @@ struct policy_input settings_policy_input(const struct settings *s,
   };
 }
 
+bool settings_fail_closed(const struct settings *s, struct policy_result *res) {
+  bool allow = res->decision == POLICY_ALLOW;
+  bool unruled = res->decision == POLICY_ASK && res->by == POLICY_BY_DEFAULT;
+  if (!s->nbroken || !(allow || unruled))
+    return false;
+  const struct settings_broken *b = &s->broken[0];
+  char why[sizeof(res->reason)];
+  snprintf(why, sizeof(why),
+           "%s cannot be used, so allow rules, yolo and acceptEdits are "
+           "suspended %s until it is fixed",
+           b->file, b->user ? "everywhere" : "in this project");
+  if (allow) {
+    res->decision = POLICY_ASK;
+    res->by = POLICY_BY_DEFAULT;
+    res->rule[0] = '\0';
+    snprintf(res->reason, sizeof(res->reason), "asked: %.240s", why);
+  } else {
+    // Say why yolo or a rule did not allow it.
+    size_t n = strlen(res->reason);
+    snprintf(res->reason + n, sizeof(res->reason) - n, "; %s", why);
+  }
+  snprintf(res->source, sizeof(res->source), "%s", b->file);
+  return true;
+}
+
+// "for this project", "everywhere": where the broken files suspend things.
+static bool closed_everywhere(const struct settings *s) {
+  for (size_t i = 0; i < s->nbroken; i++)
+    if (s->broken[i].user)
+      return true;
+  return false;
+}
+
+// The broken files' errors joined with "; ", then suffix.
+static char *broken_list(const struct settings *s, const char *prefix,
+                         const char *suffix) {
+  size_t n = strlen(prefix) + strlen(suffix) + 1;
+  for (size_t i = 0; i < s->nbroken; i++)
+    n += strlen(s->broken[i].error) + 2;
+  char *out = xmalloc(n);
+  strcpy(out, prefix);
+  for (size_t i = 0; i < s->nbroken; i++) {
+    if (i)
+      strcat(out, "; ");
+    strcat(out, s->broken[i].error);
+  }
+  strcat(out, suffix);
+  return out;
+}
+
+char *settings_closed_message(const struct settings *s) {
+  if (!s->nbroken)
+    return NULL;
+  char suffix[400];
+  snprintf(suffix, sizeof(suffix),
+           ". Until %s fixed, yolo, acceptEdits, allow rules and trust are "
+           "suspended %s: deny and ask rules of the other files still apply "
+           "and everything else is asked",
+           s->nbroken == 1 ? "it is" : "they are",
+           closed_everywhere(s) ? "everywhere" : "for this project");
+  return broken_list(s,
+                     s->nbroken == 1 ? "settings file cannot be used: "
+                                     : "settings files cannot be used: ",
+                     suffix);
+}
+
+bool settings_refuse(const struct settings *s, const char *what, char *err,
+                     size_t errlen) {
+  if (!s->nbroken)
+    return false;
+  char prefix[128];
+  snprintf(prefix, sizeof(prefix), "%s is suspended until %s fixed: ", what,
+           s->nbroken == 1 ? "this settings file is"
+                           : "these settings files are");
+  char *msg = broken_list(s, prefix, "");
+  snprintf(err, errlen, "%s", msg);
+  free(msg);
+  return true;
+}
+
+// Writes the hash of the project's permissive content as s sees it.
+static int trust_write(const struct settings *s, char *err, size_t errlen) {
+  char *hash = permissive_hash(s->permissive);
+  int rc = trust_put(s->root, hash, err, errlen);
+  free(hash);
+  return rc;
+}
+
 int settings_trust(const char *root, char *err, size_t errlen) {
   struct settings s;
   settings_load(root, NULL, &s);
-  char *hash = permissive_hash(s.permissive);
-  int rc = trust_put(s.root, hash, err, errlen);
-  free(hash);
+  int rc = settings_refuse(&s, "trust", err, errlen)
+               ? -1
+               : trust_write(&s, err, errlen);
   settings_free(&s);
   return rc;
 }
 
-// The error for which settings_load skipped path, or NULL.
+// The error for which settings_load found path broken, or NULL.
 static const char *file_error(const struct settings *s, const char *path) {
   size_t n = strlen(path);
   for (size_t i = 0; i < s->nerrors; i++)
@@ -196,11 +290,12 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
   // refuse, and say what to fix.
   struct settings s;
   settings_load(root, NULL, &s);
-  bool retrust = project && s.trusted && list == POLICY_LIST_ALLOW;
+  // (A project trusted but for another broken file: the hash still
+  // follows the person's own rule.)
+  bool retrust = project && s.trust_matches && list == POLICY_LIST_ALLOW;
   const char *broken = file_error(&s, path);
   if (broken)
-    snprintf(err, errlen, "%s is skipped as malformed; fix it first (%s)", path,
-             broken);
+    snprintf(err, errlen, "%s cannot be used; fix it first (%s)", path, broken);
   settings_free(&s);
   if (broken) {
     free(path);
@@ -223,8 +318,12 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     if (rc == 0 && !present)
       rc = edit_save(path, doc, err, errlen);
   }
-  if (rc == 0 && retrust)
-    rc = settings_trust(root, err, errlen);
+  if (rc == 0 && retrust) {
+    struct settings now;
+    settings_load(root, NULL, &now);
+    rc = trust_write(&now, err, errlen);
+    settings_free(&now);
+  }
   json_decref(doc);
   free(path);
   return rc;
@@ -272,13 +371,31 @@ json_t *settings_to_json(const struct settings *s) {
     json_array_append_new(protect, json_string(s->protect[i]));
   return json_pack(
       "{s:s, s:s, s:s?, s:b, s:s?, s:b, s:s?, s:b, s:b, s:O, s:O, s:o, s:o, "
-      "s:o, s:o}",
+      "s:o, s:o, s:o}",
       "root", s->root, "mode", policy_mode_name(s->mode), "modeSource",
       s->mode_source, "yolo", s->yolo, "yoloSource", s->yolo_source, "veto",
       s->veto, "vetoSource", s->veto_source, "trusted", s->trusted,
       "hasPermissive", s->has_permissive, "permissive", s->permissive, "agents",
       s->agents_yolo, "rules", rules, "protect", protect, "errors", errors,
-      "warnings", warnings);
+      "warnings", warnings, "failClosed", settings_closed_json(s));
+}
+
+json_t *settings_closed_json(const struct settings *s) {
+  if (!s->nbroken)
+    return json_null();
+  json_t *files = json_array();
+  for (size_t i = 0; i < s->nbroken; i++)
+    json_array_append_new(
+        files, json_pack("{s:s, s:s, s:s}", "file", s->broken[i].file, "error",
+                         s->broken[i].error, "scope",
+                         s->broken[i].user ? "user" : "project"));
+  char *msg = settings_closed_message(s);
+  json_t *j = json_pack("{s:s, s:o, s:[s,s,s,s], s:s}", "scope",
+                        closed_everywhere(s) ? "everywhere" : "project",
+                        "files", files, "suspended", "yolo", "acceptEdits",
+                        "allow rules", "trust", "message", msg);
+  free(msg);
+  return j ? j : json_null();
 }
 
 // ---------------------------------------------------------------------------
@@ -324,7 +441,7 @@ static json_t *sorted_set(const json_t *arr) {
 static json_t *permissive_of(const struct src *srcs, size_t n) {
   json_t *all = json_object();
   for (size_t i = 0; i < n; i++) {
-    if (!srcs[i].rel)
+    if (!srcs[i].rel || srcs[i].broken)
       continue;
     json_t *p = json_object();
     if (json_array_size(srcs[i].rules[POLICY_LIST_ALLOW]))
@@ -395,13 +512,27 @@ static void add_rule(struct settings *s, const char *text,
 //    true, bypassPermissions, .gemini disableYoloMode: false) only when
 //    trusted. "yolo": false is no request, not a veto: only
 //    security.disableYoloMode: true in any Gemini file vetoes yolo.
+// A broken source fails closed (design §6): while there is one, no allow
+// rule, yolo, acceptEdits or per-agent yolo applies and nothing is trusted;
+// what could be read of it that restricts (deny and ask rules, plan, the
+// veto) applies like any other file's.
 static void merge(struct settings *s, struct src *srcs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (srcs[i].broken) {
+      s->broken = xrealloc(s->broken, (s->nbroken + 1) * sizeof(*s->broken));
+      s->broken[s->nbroken++] =
+          (struct settings_broken){.file = xstrdup(srcs[i].label),
+                                   .error = xstrdup(srcs[i].error),
+                                   .user = srcs[i].rel == NULL};
+    }
+  bool closed = s->nbroken > 0;
   s->permissive = permissive_of(srcs, n);
   s->has_permissive = json_object_size(s->permissive) > 0;
-  s->trusted = is_trusted(s);
+  s->trust_matches = is_trusted(s);
+  s->trusted = s->trust_matches && !closed;
   for (size_t i = 0; i < n; i++)
     for (int l = POLICY_LIST_ALLOW; l <= POLICY_LIST_DENY; l++)
-      if (!(srcs[i].rel && l == POLICY_LIST_ALLOW && !s->trusted))
+      if (!(l == POLICY_LIST_ALLOW && (closed || (srcs[i].rel && !s->trusted))))
         for (size_t j = 0; j < json_array_size(srcs[i].rules[l]); j++)
           add_rule(s, json_string_value(json_array_get(srcs[i].rules[l], j)),
                    (enum policy_list)l, srcs[i].label);
@@ -409,7 +540,7 @@ static void merge(struct settings *s, struct src *srcs, size_t n) {
   s->agents_yolo = json_object();
   for (size_t i = 0; i < n; i++) {
     const struct src *c = &srcs[i];
-    bool applies = !c->rel || s->trusted;
+    bool applies = !closed && (!c->rel || s->trusted);
     if (c->mode == POLICY_MODE_PLAN)
       plan = c;
     if (c->mode != MODE_UNSET &&
@@ -419,7 +550,8 @@ static void merge(struct settings *s, struct src *srcs, size_t n) {
       yolo = c;
     if (c->veto && !veto)
       veto = c;
-    json_object_update(s->agents_yolo, c->agents);
+    if (!closed)
+      json_object_update(s->agents_yolo, c->agents);
   }
   mode = plan ? plan : mode;
   s->mode = mode ? (enum policy_mode)mode->mode : POLICY_MODE_DEFAULT;

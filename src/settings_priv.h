@@ -25,19 +25,28 @@ struct src {
   int yolo;         // -1: no opinion, 0: "yolo": false, 1: a yolo request
   bool veto;        // security.disableYoloMode: true
   json_t *agents;   // {"name": bool}: setup and the user file only
+  // It exists but cannot be used whole (unreadable, not JSON, a key of the
+  // wrong type): only its restrictive content that could be read counts,
+  // and the settings fail closed. error is its one error (owned).
+  bool broken;
+  char *error;
 };
 
 // Appends a formatted line to the string vector *v of *n entries.
 void settings_push(char ***v, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 // Reads path: 0 with *text (a new string, NULL when there is no such file)
-// and *len, or -1 with a reason in err.
+// and *len, or -1 with a reason in err (what settings_file_probe calls
+// broken, a read error, larger than the limit).
 int settings_slurp(const char *path, char **text, size_t *len, char *err,
                    size_t errlen);
 // Reads the file src->label (of src->kind) into src. False when it does
-// not exist, or is malformed (one error in s->errors); warnings go to s.
+// not exist. A file that cannot be read or parsed, or has a key of the
+// wrong type, is broken (one error in s->errors and src->error); what
+// could be read of it is in src. Warnings go to s.
 bool settings_src_file(struct settings *s, struct src *src);
-// Reads setup() options into src; false (one error) when malformed.
+// Reads setup() options into src; malformed options are broken as a file
+// is (true either way).
 bool settings_src_setup(struct settings *s, struct src *src,
                         const json_t *setup);
 // Frees what src owns.

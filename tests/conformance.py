@@ -6,12 +6,14 @@ usage: tests/conformance.py BROKER [FIXTURE]
 
 Each case gets the environment tests/fixtures/policy-format.md describes: a
 fresh canonical temp dir T with T/p (project root, session cwd, with .git) and
-T/h (HOME), the case's dirs, files and symlinks ({P} and {H} replaced
-everywhere), `BROKER trust --cwd T/p` when the case says so, then its
-after_trust_files, then `BROKER decide`. Each command gets 10 s.
+T/h (HOME), the case's dirs, files, symlinks, big_files and fifos ({P} and {H}
+replaced everywhere), `BROKER trust --cwd T/p` when the case says so, then its
+after_trust_files (and after_trust_dirs, _symlinks, _big_files, _fifos, which
+replace what is there), then `BROKER decide`. Each command gets 10 s.
 
 The decision must equal `expect` (tier M) or be `expect` or "ask" (tier H);
-`expect_option` is checked unless a tier-H case was answered "ask".
+`expect_option` is checked unless a tier-H case was answered "ask", and
+`expect_reason` (when given) must be part of the printed reason.
 Exit status: 0 when every case passed, 1 otherwise, 2 for a usage error.
 
 Environment: CONFORMANCE_ONLY=id,id,... runs only those cases;
@@ -61,21 +63,50 @@ def write_files(t, files):
                 f.write("\n")
 
 
+def replace(path):
+    """Removes whatever is at path (a file, a link, a FIFO, a tree)."""
+    if os.path.islink(path) or (os.path.lexists(path)
+                                and not os.path.isdir(path)):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def make_tree(t, case, prefix, p, h):
+    """Creates the case's <prefix>dirs, files, symlinks, big_files (path =>
+    size: a JSON object padded with spaces to that many bytes) and fifos.
+    After trust (prefix "after_trust_") each replaces what is there."""
+    def sub(v):
+        return substitute(v, p, h)
+
+    def parent(rel):
+        path = os.path.join(t, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if prefix:
+            replace(path)
+        return path
+
+    for d in sub(case.get(prefix + "dirs", [])):
+        os.makedirs(parent(d), exist_ok=True)
+    if prefix:
+        for rel in sub(case.get(prefix + "files", {})):
+            parent(rel)
+    write_files(t, sub(case.get(prefix + "files", {})))
+    for link, target in sub(case.get(prefix + "symlinks", {})).items():
+        os.symlink(target, parent(link))
+    for rel, size in sub(case.get(prefix + "big_files", {})).items():
+        with open(parent(rel), "w", encoding="utf-8") as f:
+            f.write("{}" + " " * max(0, size - 2))
+    for rel in sub(case.get(prefix + "fifos", [])):
+        os.mkfifo(parent(rel))
+
+
 def build(t, case):
     """Creates the case's tree under t (already canonical)."""
     p, h = os.path.join(t, "p"), os.path.join(t, "h")
     for d in ("p/.git", "h/.config", "h/.local/state"):
         os.makedirs(os.path.join(t, d))
-    def sub(v):
-        return substitute(v, p, h)
-
-    for d in sub(case.get("dirs", [])):
-        os.makedirs(os.path.join(t, d), exist_ok=True)
-    write_files(t, sub(case.get("files", {})))
-    for link, target in sub(case.get("symlinks", {})).items():
-        path = os.path.join(t, link)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        os.symlink(target, path)
+    make_tree(t, case, "", p, h)
     return p, h
 
 
@@ -116,7 +147,7 @@ def decide(broker, t, case):
         if r.returncode != 0:
             raise CaseError("trust exited %d: %s"
                             % (r.returncode, first_line(r.stderr)))
-    write_files(t, substitute(case.get("after_trust_files", {}), p, h))
+    make_tree(t, case, "after_trust_", p, h)
     request = os.path.join(t, "request.json")
     with open(request, "w", encoding="utf-8") as f:
         json.dump(substitute(case["request"], p, h), f)
@@ -140,6 +171,9 @@ def judge(case, out):
     hedged = case.get("tier") == "H" and got == "ask"
     if got != expect and not hedged:
         return "expected %s got %s" % (expect, got)
+    want_reason = case.get("expect_reason")
+    if want_reason and want_reason not in (out.get("reason") or ""):
+        return "expected the reason to name %r" % want_reason
     if "expect_option" not in case or hedged:
         return None
     want, opt = case["expect_option"], out.get("optionId")
@@ -196,6 +230,10 @@ def main(argv):
         out = {}
         try:
             out = decide(broker, t, case)
+            if "expect_reason" in case:
+                p, h = os.path.join(t, "p"), os.path.join(t, "h")
+                case = dict(case, expect_reason=substitute(
+                    case["expect_reason"], p, h))
             problem = judge(case, out)
         except CaseError as e:
             problem = str(e)

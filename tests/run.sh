@@ -170,10 +170,11 @@ bins_in() {
 # suite_conformance PREFIX BROKER: every case of tests/fixtures/policy.jsonl
 # through `acp-broker decide` (tests/conformance.py).
 # Then tests/fixtures/policy-extra.jsonl: more cases of the same semantics,
-# written from the specification by someone who had not read the code.
+# written from the specification by someone who had not read the code; and
+# policy-failclosed.jsonl: settings files that cannot be used.
 suite_conformance() {
 	prefix=$1 broker=$(abspath "$2")
-	for fixture in policy policy-extra; do
+	for fixture in policy policy-extra policy-failclosed; do
 		timeout -k 5 900 python3 "$ROOT/tests/conformance.py" "$broker" \
 			"$ROOT/tests/fixtures/$fixture.jsonl" </dev/null >"$WORK/out" 2>&1
 		tally "$prefix $fixture" "$WORK/out" "$?" "$fixture.jsonl"

@@ -153,6 +153,8 @@ function M.yolo(arg)
       end
       if st.veto then
         msg = msg .. ': vetoed by ' .. H.short(st.vetoSource or 'a Gemini settings file') .. ' (security.disableYoloMode)'
+      elseif st.failClosed then
+        msg = msg .. ': suspended until the settings files are fixed (:AcpRules)'
       end
       vim.notify(msg, vim.log.levels.INFO)
     end)
@@ -537,18 +539,39 @@ function H.rules_lines(d)
   end
   add('Permission settings of ' .. H.short(root))
   add('')
+  -- Settings files that cannot be used: what they suspend comes first.
+  local closed = type(d.failClosed) == 'table' and d.failClosed or nil
+  local closed_errors = {}
+  if closed then
+    local where = closed.scope == 'everywhere' and 'everywhere' or 'for this project'
+    add('FAILING CLOSED: these settings files cannot be used until they are fixed:')
+    for _, f in ipairs(type(closed.files) == 'table' and closed.files or {}) do
+      local e = type(f) == 'table' and compat.str(f.error)
+      if e then
+        closed_errors[e] = true
+        add('  ' .. rel(e))
+      end
+    end
+    add(('Suspended %s: yolo, acceptEdits, allow rules and trust. Deny and ask rules'):format(where))
+    add('of the other files still apply; everything else is asked.')
+    add('')
+  end
   add('Mode:   ' .. (compat.str(d.mode) or 'default') .. (compat.str(d.modeSource) and src(d.modeSource) or ' (default)'))
   local yolo
   if d.veto == true then
     yolo = 'off: vetoed by ' .. rel(compat.str(d.vetoSource) or 'a Gemini settings file') .. ' (security.disableYoloMode: true)'
   elseif d.yolo == true then
     yolo = 'on' .. src(d.yoloSource) .. ': allowed unless a deny or ask rule, an opaque command or a protected path says otherwise'
+  elseif closed then
+    yolo = 'off: suspended (a settings file cannot be used; :AcpYolo on is refused)'
   else
     yolo = 'off'
   end
   add('Yolo:   ' .. yolo)
   local trust
-  if d.trusted == true and st.hasPermissive == false then
+  if closed then
+    trust = 'suspended: a settings file cannot be used (:AcpTrust is refused until it is fixed)'
+  elseif d.trusted == true and st.hasPermissive == false then
     trust = 'nothing to trust: the project files only restrict'
   elseif d.trusted == true then
     trust = "trusted: the project's allow rules, yolo and acceptEdits apply"
@@ -622,7 +645,13 @@ function H.rules_lines(d)
       end
     end
   end
-  list_of('Errors (these files are skipped until fixed):', d.errors)
+  local errors = {}
+  for _, e in ipairs(type(d.errors) == 'table' and d.errors or {}) do
+    if not closed_errors[e] then
+      errors[#errors + 1] = e
+    end
+  end
+  list_of('Errors:', errors)
   list_of('Warnings:', d.warnings)
   if d.trusted ~= true and st.permissive ~= nil then
     list_of('Trusting the project would enable:', state.describe_permissive(st.permissive))

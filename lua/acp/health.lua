@@ -85,8 +85,8 @@ function M.check()
   end
 end
 
---- Runs `<broker> rules --cwd <project root>` and reports malformed settings
---- files (errors) and ignored rules (warnings).
+--- Runs `<broker> rules --cwd <project root>` and reports settings files
+--- that cannot be used (errors: they fail closed) and ignored rules (warnings).
 function H.check_settings(h, config, bin)
   local root = require('acp.commands').root()
   if vim.fn.executable(bin) ~= 1 then
@@ -108,8 +108,22 @@ function H.check_settings(h, config, bin)
   end
   local errors = type(data.errors) == 'table' and data.errors or {}
   local warnings = type(data.warnings) == 'table' and data.warnings or {}
+  -- Files that cannot be used fail closed: one error says which and what
+  -- is suspended; other errors (an unreadable trust store) follow.
+  local closed = type(data.failClosed) == 'table' and data.failClosed or nil
+  local own = {}
+  if closed then
+    for _, f in ipairs(type(closed.files) == 'table' and closed.files or {}) do
+      if type(f) == 'table' and f.error then
+        own[f.error] = true
+      end
+    end
+    h.error(tostring(closed.message), { 'fix the file; until then everything not denied is asked; :AcpRules shows what applies' })
+  end
   for _, e in ipairs(errors) do
-    h.error('malformed settings file (skipped; it loosens nothing): ' .. tostring(e), { 'fix the file; :AcpRules shows what applies' })
+    if not own[e] then
+      h.error('settings: ' .. tostring(e), { ':AcpRules shows what applies' })
+    end
   end
   for _, w in ipairs(warnings) do
     h.warn(tostring(w), { 'the rule is ignored; see :help acp-rules for the syntax' })
@@ -119,8 +133,8 @@ function H.check_settings(h, config, bin)
   end
   local rules = type(data.rules) == 'table' and #data.rules or 0
   local mode = type(data.mode) == 'string' and data.mode or 'default'
-  local yolo = data.veto == true and 'vetoed' or (data.yolo == true and 'on' or 'off')
-  local trusted = data.trusted == true and 'trusted' or 'not trusted'
+  local yolo = data.veto == true and 'vetoed' or closed and 'suspended' or (data.yolo == true and 'on' or 'off')
+  local trusted = closed and 'trust suspended' or data.trusted == true and 'trusted' or 'not trusted'
   h.info(('%d rule%s, mode %s, yolo %s, project %s (:AcpRules for details)'):format(rules, rules == 1 and '' or 's', mode, yolo, trusted))
 end
 

@@ -81,6 +81,12 @@ M.max_tools = 500
 ---@field permissive any what trusting would enable (the broker's shape)
 ---@field errors string[]
 ---@field warnings string[]
+---@field failClosed acp.FailClosed|nil settings files that cannot be used
+
+---@class acp.FailClosed
+---@field message string what is broken and what is suspended, for a person
+---@field scope string 'project' or 'everywhere'
+---@field files {file: string, error: string, scope: string}[]
 
 --- Project root -> the effective settings the broker last reported.
 ---@type table<string, acp.Settings>
@@ -445,7 +451,7 @@ H.waiter_ms = 5000
 
 --- What the person has been told already, so each notice comes once per
 --- Neovim session: untrusted roots, settings errors and warnings by text.
-H.told = { untrusted = {}, errors = {}, warnings = {} }
+H.told = { untrusted = {}, errors = {}, warnings = {}, closed = {} }
 
 --- Streamed text would push everything else out of the bounded event log.
 function H.is_chunk(name, data)
@@ -858,11 +864,32 @@ function H.handlers.settings(d)
     permissive = compat.present(d.permissive) and d.permissive or nil,
     errors = H.strings(d.errors),
     warnings = H.strings(d.warnings),
+    failClosed = H.fail_closed(d.failClosed),
   }
   M.settings[root] = st
-  local errors, warnings = H.news(H.told.errors, st.errors), H.news(H.told.warnings, st.warnings)
+  -- A broken file's error is part of the fail-closed message: one notice
+  -- per root and message, again when it changes or breaks anew.
+  local closed, own = nil, {}
+  if st.failClosed then
+    for _, f in ipairs(st.failClosed.files) do
+      own[f.error] = true
+    end
+    if H.told.closed[root] ~= st.failClosed.message then
+      closed = st.failClosed.message
+    end
+  end
+  H.told.closed[root] = st.failClosed and st.failClosed.message or nil
+  local other = {}
+  for _, e in ipairs(st.errors) do
+    if not own[e] then
+      other[#other + 1] = e
+    end
+  end
+  local errors, warnings = H.news(H.told.errors, other), H.news(H.told.warnings, st.warnings)
   local untrusted = false
-  if st.hasPermissive and not st.trusted then
+  -- (While a file fails closed, trust is suspended and :AcpTrust refused:
+  -- the notice waits until it is fixed.)
+  if st.hasPermissive and not st.trusted and not st.failClosed then
     untrusted = not H.told.untrusted[root]
     H.told.untrusted[root] = true
   else
@@ -871,13 +898,12 @@ function H.handlers.settings(d)
   end
   local waiter = H.take_waiter('settings', root)
   return function()
+    if closed then
+      -- The broker's text names file:line:column and what is suspended.
+      vim.notify('(acp) ' .. closed, vim.log.levels.ERROR)
+    end
     if #errors > 0 then
-      -- One message; the broker's text names file:line:column.
-      local what = #errors == 1 and 'this settings file is' or 'these settings files are'
-      vim.notify(
-        ('(acp) %s; %s ignored until fixed (never loosening anything)'):format(table.concat(errors, '; '), what),
-        vim.log.levels.ERROR
-      )
+      vim.notify('(acp) ' .. table.concat(errors, '; '), vim.log.levels.ERROR)
     end
     if #warnings > 0 then
       vim.notify('(acp) settings: ' .. table.concat(warnings, '; '), vim.log.levels.WARN)
@@ -966,6 +992,25 @@ function H.strings(v)
     end
   end
   return list
+end
+
+--- The broker's failClosed value (settings files that cannot be used), or nil.
+---@return acp.FailClosed|nil
+function H.fail_closed(v)
+  if type(v) ~= 'table' or compat.str(v.message) == nil then
+    return nil
+  end
+  local files = {}
+  for _, f in ipairs(type(v.files) == 'table' and v.files or {}) do
+    if type(f) == 'table' and compat.str(f.file) then
+      files[#files + 1] = {
+        file = compat.str(f.file),
+        error = compat.str(f.error) or compat.str(f.file),
+        scope = compat.str(f.scope) or 'project',
+      }
+    end
+  end
+  return { message = compat.str(v.message), scope = compat.str(v.scope) or 'project', files = files }
 end
 
 --- The entries of `list` not in the set `seen` (which learns them).

@@ -13,14 +13,15 @@
 //  * every error names the file with a line and a column ("file:L:C: "),
 //    and there is at most one;
 //  * nothing permissive applies: no allow rule, no yolo, no acceptEdits;
-//    trusted is true only when there is nothing permissive to trust;
+//    trusted is true only when there is nothing permissive to trust and
+//    no file is broken (a file with an error is broken: it fails closed);
 //  * every rule kept passes policy_rule_check;
 //  * fail closed: every request of fuzz_requests.h that is asked with no
 //    settings file is asked or denied, never allowed (requests with an edit
 //    atom are sampled: one, for a quarter of the inputs); requests that are
 //    never allowed stay so.
 // Then (byte 0 & 4) trusting the content makes it trusted, and keeps every
-// rule the untrusted load had; (byte 0 & 8) a deny rule added with
+// rule the untrusted load had (trust is refused while the file is broken); (byte 0 & 8) a deny rule added with
 // settings_add_rule is in effect after a reload, or the call failed and the
 // file (when it is the edited one) is unchanged; the trust state is kept.
 //
@@ -185,8 +186,11 @@ static void check_errors(const struct settings *s, const char *file) {
 
 static void check_untrusted(const struct settings *s, const uint8_t *data,
                             size_t size) {
-  FUZZ_CHECK(s->trusted == !s->has_permissive, "trusted %d, permissive %d",
-             s->trusted, s->has_permissive);
+  FUZZ_CHECK(s->trusted == (!s->has_permissive && !s->nbroken),
+             "trusted %d, permissive %d, broken %zu", s->trusted,
+             s->has_permissive, s->nbroken);
+  FUZZ_CHECK(s->nbroken == s->nerrors, "%zu broken, %zu errors", s->nbroken,
+             s->nerrors);
   FUZZ_CHECK(!s->yolo && s->mode != POLICY_MODE_ACCEPT_EDITS,
              "untrusted yolo %d or mode %s", s->yolo,
              policy_mode_name(s->mode));
@@ -242,7 +246,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool trusted = s.trusted;
 
   char err[4600];
-  if (sel & 4) {
+  if ((sel & 4) && s.nbroken) {
+    FUZZ_CHECK(settings_trust(P, err, sizeof(err)) == -1 &&
+                   strstr(err, "trust is suspended"),
+               "trusted with a broken file");
+  } else if (sel & 4) {
     int rc = settings_trust(P, err, sizeof(err));
     FUZZ_CHECK(rc == 0, "trust: %s", err);
     struct settings t;

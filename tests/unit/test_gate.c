@@ -2,7 +2,11 @@
 // every kind of change to the files they come from: created, rewritten
 // (also with the same size in the same clock tick), replaced by rename,
 // deleted, trusted by the gate or by another writer, a symlinked file
-// retargeted or its target rewritten, an environment change.
+// retargeted or its target rewritten, an environment change; a file that
+// breaks (malformed, a directory, a dangling symlink where there was no
+// file, a symlink loop, a FIFO, a dangling directory) and is fixed. And a
+// broken file fails closed: :AcpYolo on, :AcpMode acceptEdits and trust
+// are refused naming it, runtime and per-agent yolo are suspended.
 
 #include "gate.h"
 
@@ -11,12 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "settings.h"
 
 static const char *root;
+static json_t *setup_opts; // the setup() options of the cached gate
 
 static json_t *request(const char *cmd) {
   return json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:[{s:s,s:s,s:s},"
@@ -39,8 +45,10 @@ static void put(const char *path, const char *text) {
 // The cached gate and a fresh one agree on a handful of commands.
 static void same(struct gate *cached, const char *what) {
   static const char *const cmds[] = {"git status", "rm -rf x", "npm test",
-                                     "curl x", "ls"};
+                                     "curl x",     "ls",       "make test"};
   struct gate *fresh = gate_new();
+  if (setup_opts)
+    gate_configure(fresh, json_incref(setup_opts));
   bool all = true;
   for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
     json_t *r = request(cmds[i]);
@@ -141,6 +149,108 @@ int main(void) {
   same(g, "the symlink retargeted");
   put(t2, "{\"tools\":{\"exclude\":[\"run_shell_command(rm)\"]}}");
   same(g, "the symlink's target rewritten");
+  unlink(link);
+
+  // Breaking and fixing, under yolo from setup() with an allow rule (what
+  // failing closed takes away shows in every decision).
+  setup_opts =
+      json_pack("{s:b, s:{s:[s], s:[s]}}", "yolo", 1, "permissions", "allow",
+                "Bash(make test)", "deny", "Bash(git push *)");
+  gate_configure(g, json_incref(setup_opts));
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", proj);
+  same(g, "yolo from setup()");
+  symlink("nowhere.json", p);
+  same(g, "no file, then a dangling symlink");
+  snprintf(tmp, sizeof(tmp), "%s/.acp/nowhere.json", proj);
+  put(tmp, "{}");
+  same(g, "the dangling symlink's target created");
+  unlink(tmp);
+  same(g, "dangling again");
+  unlink(p);
+  mkdir(p, 0700);
+  same(g, "a directory in its place");
+  rmdir(p);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  same(g, "a file again");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"],}");
+  same(g, "malformed, same size, same tick");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  same(g, "fixed");
+  unlink(p);
+  symlink(p, p);
+  same(g, "a symlink loop");
+  unlink(p);
+  mkfifo(p, 0600);
+  same(g, "a FIFO (never blocks)");
+  unlink(p);
+  snprintf(tmp, sizeof(tmp), "%s/.acp", proj);
+  rmdir(tmp);
+  symlink("acp-dir", tmp);
+  same(g, ".acp a dangling symlink");
+  snprintf(tmp, sizeof(tmp), "%s/acp-dir", proj);
+  mkdir(tmp, 0700);
+  same(g, ".acp's target created");
+  // More than a clock tick later, an absent file is looked at through its
+  // deepest existing directory alone: what appears there is still seen.
+  nanosleep(&(struct timespec){2, 100000000}, NULL);
+  same(g, "settled");
+  same(g, "settled, looked at through the directory");
+  snprintf(tmp, sizeof(tmp), "%s/.claude", proj);
+  symlink("gone", tmp);
+  same(g, "then .claude a dangling symlink");
+  unlink(tmp);
+  same(g, "and gone again");
+
+  // What a broken file refuses and suspends.
+  json_t *r = request("make test");
+  struct gate_verdict v;
+  ok(gate_yolo(g, proj, "on", "ag", err, sizeof(err)) == 0 &&
+         settings_set_agent_yolo("ag", true, err, sizeof(err)) == 0,
+     ":AcpYolo on and per-agent yolo while nothing is broken");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]},}");
+  char want[1100];
+  snprintf(want, sizeof(want), "%s:1:", p);
+  ok(gate_yolo(g, proj, "on", "ag", err, sizeof(err)) == -1 &&
+         strstr(err, want) && strstr(err, "yolo is suspended"),
+     ":AcpYolo on refused, naming the file: %s", err);
+  ok(gate_mode(g, proj, "acceptEdits", err, sizeof(err)) == -1 &&
+         strstr(err, want),
+     ":AcpMode acceptEdits refused, naming the file");
+  ok(gate_mode(g, proj, "yolo", err, sizeof(err)) == -1,
+     ":AcpMode yolo refused");
+  ok(gate_trust(g, proj, &enabled, err, sizeof(err)) == -1 && !enabled &&
+         strstr(err, want),
+     "trust refused, naming the file");
+  gate_decide(g, "ag", "s", proj, r, &v);
+  ok(v.decision == POLICY_ASK &&
+         strstr(json_string_value(json_object_get(v.info, "reason")), p),
+     "runtime, per-agent and setup() yolo and the allow rule suspended: "
+     "asked, naming the file");
+  json_decref(v.info);
+  json_t *push = request("git push --force origin main");
+  gate_decide(g, "ag", "s", proj, push, &v);
+  ok(v.decision == POLICY_DENY, "a deny rule of another source still denies");
+  json_decref(v.info);
+  json_decref(push);
+  json_t *st = gate_settings(g, proj, "ag");
+  json_t *fc = json_object_get(st, "failClosed");
+  ok(json_is_false(json_object_get(st, "yolo")) && json_is_object(fc) &&
+         strstr(json_string_value(json_object_get(fc, "message")), want),
+     "the settings event: yolo off, failClosed names the file");
+  json_decref(st);
+  st = gate_rules(g, proj, NULL);
+  ok(json_is_object(json_object_get(st, "failClosed")),
+     "the rules event has failClosed");
+  json_decref(st);
+  ok(gate_mode(g, proj, "plan", err, sizeof(err)) == 0, "plan is not refused");
+  ok(gate_mode(g, proj, "default", err, sizeof(err)) == 0, "nor default");
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  gate_decide(g, "ag", "s", proj, r, &v);
+  ok(v.decision == POLICY_ALLOW, "fixed: yolo is back");
+  json_decref(v.info);
+  settings_set_agent_yolo("ag", false, err, sizeof(err));
+  json_decref(r);
+  json_decref(setup_opts);
 
   gate_free(g);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);

@@ -477,7 +477,11 @@ static void test_malformed(void) {
       "{\"permissions\": {\"deny\": [\"Bash(rm *)\"]}}");
   put("p/.acp/settings.json",
       "{\"permissions\": {\"allow\": [\"Bash(npm run build)\"],\n");
-  ok(trust_p(), "trust with a malformed file");
+  char err[512];
+  ok(settings_trust(P, err, sizeof(err)) == -1 &&
+         strstr(err, "trust is suspended") &&
+         strstr(err, "/.acp/settings.json:2:1"),
+     "trust is refused while a file is malformed, naming it");
   struct settings s;
   load(&s);
   char want[800];
@@ -490,9 +494,12 @@ static void test_malformed(void) {
   if (s.nerrors)
     printf("# %s\n", s.errors[0]);
   ok(!has(&s, "Bash(npm run build)", POLICY_LIST_ALLOW, ""),
-     "the malformed file is skipped");
+     "the malformed file's allow rule does not apply");
   ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "settings.json"),
      "other files still load");
+  ok(s.nbroken == 1 && !s.broken[0].user && !strcmp(s.broken[0].error, want) &&
+         ends(s.broken[0].file, "/p/.acp/settings.json"),
+     "the malformed file is broken, for the project");
   settings_free(&s);
 
   put("p/.acp/settings.json",
@@ -506,15 +513,16 @@ static void test_malformed(void) {
      "wrong type: one error pointing at the key");
   if (s.nerrors)
     printf("# %s\n", s.errors[0]);
-  ok(!has(&s, "Bash(curl *)", POLICY_LIST_DENY, ""),
-     "a file of the wrong shape is skipped entirely");
+  ok(has(&s, "Bash(curl *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
+         s.nbroken == 1,
+     "a file of the wrong shape is broken, but its deny rules still apply");
   settings_free(&s);
 
   put("p/.gemini/settings.json",
       "{\"security\": {\"disableYoloMode\": \"false\"}}");
   put("p/.acp/settings.json", "[]");
   load(&s);
-  ok(!s.yolo && !s.veto && s.nerrors == 2,
+  ok(!s.yolo && !s.veto && s.nerrors == 2 && s.nbroken == 2,
      ".gemini with a string disableYoloMode: error, no yolo; array: error");
   settings_free(&s);
 
@@ -523,14 +531,297 @@ static void test_malformed(void) {
       "{\n  // no yolo here\n  \"security\": {/* veto */ "
       "\"disableYoloMode\": true}, \"x\": \"a // b /* c\"\n}\n");
   put("p/.acp/settings.json",
-      "{\"permissions\": {\"deny\": [\"Bash(rm *)\", 7, \"((\"]}}");
+      "{\"permissions\": {\"allow\": [\"Bash(ls)\", 7, \"((\"]}}");
   load(&s);
   ok(s.veto && s.nerrors == 0, "comments in a Gemini file");
-  ok(has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
-         s.nwarnings == 2,
-     "a non-string and an invalid rule: warnings, skipped");
+  ok(s.nwarnings == 2 && s.nbroken == 0,
+     "a non-string and an invalid allow rule: warnings, skipped");
   for (size_t i = 0; i < s.nwarnings; i++)
     printf("# %s\n", s.warnings[i]);
+  settings_free(&s);
+
+  // A deny or ask rule that cannot be read is a rule nobody can see: the
+  // file is broken (the first one is its error, with line and column).
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\n  \"deny\": [\"Bash(rm *)\", 7, \"((\"]}}");
+  load(&s);
+  snprintf(want, sizeof(want),
+           "%s/.acp/settings.json:2:3: permissions.deny: entry 1 is not a "
+           "string (a rule that restricts cannot be ignored)",
+           P);
+  ok(s.nbroken == 1 && s.nerrors == 1 && !strcmp(s.errors[0], want) &&
+         s.nwarnings == 1 &&
+         has(&s, "Bash(rm *)", POLICY_LIST_DENY, "/p/.acp/settings.json"),
+     "a non-string deny entry breaks the file; its valid deny rule applies");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  settings_free(&s);
+  put("h/.gemini/settings.json",
+      "{\"tools\": {\"exclude\": [\"run_shell_command(git push\"]}}");
+  put("p/.acp/settings.json", "{}");
+  load(&s);
+  ok(s.nbroken == 1 && s.broken[0].user && strstr(s.errors[0], "tools.exclude"),
+     "an invalid Gemini exclude entry breaks the user file (everywhere)");
+  if (s.nerrors)
+    printf("# %s\n", s.errors[0]);
+  settings_free(&s);
+  put("h/.gemini/settings.json", "{}");
+}
+
+// ---- failing closed (design §6) ----
+
+// Ways a settings file can exist and yet not be usable.
+enum breakage {
+  B_SYNTAX,   // a trailing comma
+  B_TYPE,     // valid JSON, not an object
+  B_DIR,      // a directory in its place
+  B_DANGLING, // a symlink to nothing
+  B_LOOP,     // a symlink to itself
+  B_LARGE,    // valid JSON, larger than the limit
+  B_FIFO,     // must not block
+  B_PARENT,   // its directory is a symlink to nothing
+  B_EACCES,   // no permission (only when not root: root reads anyway)
+  NBREAKAGE
+};
+
+static const char *const breakage_names[] = {
+    "a trailing comma", "not an object", "a directory", "a dangling symlink",
+    "a symlink loop",   "too large",     "a FIFO",      "a dangling parent",
+    "no permission"};
+
+// Breaks T/rel the way b says; false when b cannot be made here.
+static bool breaks(const char *rel, enum breakage b) {
+  char path[800], dir[800], err[256];
+  snprintf(path, sizeof(path), "%s/%s", T, rel);
+  snprintf(dir, sizeof(dir), "%s", path);
+  *strrchr(dir, '/') = '\0';
+  if (b != B_PARENT)
+    trust_mkdirs(dir, err, sizeof(err));
+  switch (b) {
+  case B_SYNTAX:
+    put(rel, "{\"permissions\": {\"deny\": [\"Bash(rm *)\"]},}\n");
+    return true;
+  case B_TYPE:
+    put(rel, "[\"Bash(rm *)\"]\n");
+    return true;
+  case B_DIR:
+    return mkdir(path, 0755) == 0;
+  case B_DANGLING:
+    return symlink("no-such-file.json", path) == 0;
+  case B_LOOP:
+    return symlink(path, path) == 0;
+  case B_LARGE: {
+    size_t n = (1 << 20) + 10;
+    char *big = xmalloc(n + 1);
+    memset(big, ' ', n);
+    memcpy(big, "{}", 2);
+    big[n] = '\0';
+    put(rel, big);
+    free(big);
+    return true;
+  }
+  case B_FIFO:
+    return mkfifo(path, 0644) == 0;
+  case B_PARENT: {
+    char up[800];
+    snprintf(up, sizeof(up), "%s", dir);
+    *strrchr(up, '/') = '\0';
+    trust_mkdirs(up, err, sizeof(err));
+    return symlink("no-such-dir", dir) == 0;
+  }
+  case B_EACCES:
+    if (geteuid() == 0)
+      return false;
+    put(rel, "{}");
+    return chmod(path, 0) == 0;
+  case NBREAKAGE:
+    break;
+  }
+  return false;
+}
+
+// The decision for a shell command or a read of T/p/x under s.
+static enum policy_decision decide(const struct settings *s, const char *cmd,
+                                   char *reason, size_t reasonlen) {
+  struct policy_rule_text *texts;
+  struct policy_input in = settings_policy_input(s, &texts);
+  struct policy *p = policy_new(&in, NULL, NULL);
+  char file[700];
+  snprintf(file, sizeof(file), "%s/x", P);
+  json_t *params =
+      cmd ? json_pack("{s:s, s:{s:s, s:s, s:s, s:{s:s}}}", "sessionId", "s",
+                      "toolCall", "toolCallId", "t", "title", cmd, "kind",
+                      "execute", "rawInput", "command", cmd)
+          : json_pack("{s:s, s:{s:s, s:s, s:s, s:{s:s}, s:[{s:s}]}}",
+                      "sessionId", "s", "toolCall", "toolCallId", "t", "title",
+                      "Read x", "kind", "read", "rawInput", "file_path", file,
+                      "locations", "path", file);
+  struct policy_request *r = policy_request_new(params, P, H);
+  struct policy_result res;
+  policy_decide(p, NULL, r, &res);
+  settings_fail_closed(s, &res);
+  if (reason)
+    snprintf(reason, reasonlen, "%s", res.reason);
+  policy_request_free(r);
+  json_decref(params);
+  policy_free(p);
+  free(texts);
+  return res.decision;
+}
+
+// Every file that could carry deny or ask rules, broken every way, under
+// yolo and under acceptEdits (from setup(), which is always readable, as is
+// its deny rule): yolo, acceptEdits, allow rules and trust are gone, deny
+// rules elsewhere still deny, and what nothing denies is asked.
+static void test_fail_closed(void) {
+  static const struct {
+    const char *rel;
+    bool user;
+  } files[] = {
+      {"p/.acp/settings.json", false},
+      {"p/.claude/settings.json", false},
+      {"p/.claude/settings.local.json", false},
+      {"p/.gemini/settings.json", false},
+      {"h/.config/acp-broker/settings.json", true},
+      {"h/.claude/settings.json", true},
+      {"h/.gemini/settings.json", true},
+  };
+  json_t *yolo =
+      json_pack("{s:b, s:{s:[s], s:[s]}}", "yolo", 1, "permissions", "allow",
+                "Bash(npm test)", "deny", "Bash(git push *)");
+  json_t *edits = json_pack("{s:{s:s, s:[s], s:[s]}}", "permissions",
+                            "defaultMode", "acceptEdits", "allow",
+                            "Bash(npm test)", "deny", "Bash(git push *)");
+  for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++)
+    for (int b = 0; b < NBREAKAGE; b++) {
+      fresh();
+      // A trusted project with permissive content of its own.
+      if (strcmp(files[f].rel, "p/.acp/settings.json") != 0)
+        put("p/.acp/settings.json",
+            "{\"yolo\": true, \"permissions\": {\"allow\": [\"Bash(ls)\"]}}");
+      if (!trust_p() || !breaks(files[f].rel, (enum breakage)b))
+        continue;
+      struct settings s;
+      settings_load(P, yolo, &s);
+      char reason[256], want[900];
+      snprintf(want, sizeof(want), "%s/%s", T, files[f].rel);
+      // (A dangling .claude breaks both files in it.)
+      bool named = false;
+      for (size_t i = 0; i < s.nbroken; i++)
+        named |= !strcmp(s.broken[i].file, want) &&
+                 !strncmp(s.broken[i].error, want, strlen(want)) &&
+                 s.broken[i].user == files[f].user;
+      bool suspended = !s.yolo && !s.trusted && s.mode == POLICY_MODE_DEFAULT &&
+                       json_object_size(s.agents_yolo) == 0;
+      for (size_t i = 0; i < s.nrules; i++)
+        suspended &= s.rules[i].list != POLICY_LIST_ALLOW;
+      enum policy_decision push =
+          decide(&s, "git push --force origin main", NULL, 0);
+      enum policy_decision npm = decide(&s, "npm test", reason, sizeof(reason));
+      enum policy_decision rd = decide(&s, NULL, NULL, 0);
+      ok(named && suspended && push == POLICY_DENY && npm == POLICY_ASK &&
+             rd == POLICY_ASK && strstr(reason, s.broken[0].file),
+         "yolo: %s %s: %s, push denied, npm test and a read asked",
+         files[f].rel, breakage_names[b],
+         named ? "named, yolo, allow rules and trust suspended" : "NOT NAMED");
+      if (s.nbroken)
+        printf("# %s\n", s.broken[0].error);
+      char *msg = settings_closed_message(&s);
+      ok(msg && strstr(msg, want) &&
+             strstr(msg, files[f].user ? "suspended everywhere"
+                                       : "suspended for this project"),
+         "the message names the file and the scope");
+      free(msg);
+      settings_free(&s);
+
+      settings_load(P, edits, &s);
+      ok(s.mode == POLICY_MODE_DEFAULT && !s.yolo && s.nbroken >= 1 &&
+             decide(&s, "npm test", NULL, 0) == POLICY_ASK &&
+             decide(&s, "git push origin x", NULL, 0) == POLICY_DENY,
+         "acceptEdits: %s %s: suspended", files[f].rel, breakage_names[b]);
+      settings_free(&s);
+    }
+  json_decref(yolo);
+  json_decref(edits);
+
+  // Restrictive content of a readable file still applies: plan from the
+  // user's Claude file, the veto; and what a broken file says that could
+  // be read (a valid JSON object with a key of the wrong type).
+  fresh();
+  put("h/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"plan\"}}");
+  put("h/.gemini/settings.json", "{\"security\": {\"disableYoloMode\": true}}");
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"deny\": [\"Bash(curl *)\"], \"ask\": "
+      "[\"Bash(make *)\"], \"allow\": 7}, \"yolo\": true}");
+  struct settings s;
+  load(&s);
+  ok(s.mode == POLICY_MODE_PLAN && s.veto && !s.yolo && s.nbroken == 1 &&
+         has(&s, "Bash(curl *)", POLICY_LIST_DENY, "/p/.acp/settings.json") &&
+         has(&s, "Bash(make *)", POLICY_LIST_ASK, "/p/.acp/settings.json"),
+     "plan and the veto of readable files, and the broken file's readable "
+     "deny and ask rules, still apply");
+  settings_free(&s);
+
+  // A trusted project whose other file breaks: trust is suspended, and
+  // comes back unchanged once the file is fixed.
+  fresh();
+  put("p/.acp/settings.json",
+      "{\"yolo\": true, \"permissions\": {\"allow\": [\"Bash(npm test)\"]}}");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"deny\": [\"Read(.env)\"]}}");
+  ok(trust_p(), "trusted");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"deny\": [\"Read(.env)\"],}}");
+  load(&s);
+  ok(!s.trusted && s.trust_matches && !s.yolo &&
+         !has(&s, "Bash(npm test)", POLICY_LIST_ALLOW, ""),
+     "trusted project, a broken file: trust, yolo and allow rules suspended");
+  settings_free(&s);
+  char err[512];
+  ok(settings_add_rule(P, true, POLICY_LIST_ALLOW, "Bash(make)", err,
+                       sizeof(err)) == 0,
+     "an allow rule can still be added (it waits for the fix)");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"deny\": [\"Read(.env)\"]}}");
+  load(&s);
+  ok(s.trusted && s.yolo && has(&s, "Bash(npm test)", POLICY_LIST_ALLOW, "") &&
+         has(&s, "Bash(make)", POLICY_LIST_ALLOW, "") && s.nbroken == 0,
+     "fixed: trusted again (the person's rule kept it so), yolo and allow "
+     "rules back");
+  settings_free(&s);
+
+  // Malformed setup() options fail closed everywhere, too.
+  fresh();
+  json_t *bad = json_pack("{s:b, s:{s:s, s:[s]}}", "yolo", 1, "permissions",
+                          "allow", "Bash", "deny", "Bash(rm *)");
+  settings_load(P, bad, &s);
+  ok(s.nbroken == 1 && s.broken[0].user && !s.yolo &&
+         has(&s, "Bash(rm *)", POLICY_LIST_DENY, "setup"),
+     "malformed setup(): broken everywhere, its deny rules apply");
+  settings_free(&s);
+  json_decref(bad);
+
+  // to_json reports it.
+  fresh();
+  put("p/.gemini/settings.json", "{\"tools\": ");
+  load(&s);
+  json_t *j = settings_to_json(&s);
+  json_t *fc = json_object_get(j, "failClosed");
+  ok(json_is_object(fc) &&
+         !strcmp(json_string_value(json_object_get(fc, "scope")), "project") &&
+         json_array_size(json_object_get(fc, "files")) == 1 &&
+         strstr(json_string_value(json_object_get(fc, "message")),
+                "/p/.gemini/settings.json:1:"),
+     "to_json: failClosed with scope, files and a message");
+  json_decref(j);
+  settings_free(&s);
+  fresh();
+  load(&s);
+  j = settings_to_json(&s);
+  ok(json_is_null(json_object_get(j, "failClosed")),
+     "to_json: failClosed null");
+  json_decref(j);
   settings_free(&s);
 }
 
@@ -609,9 +900,15 @@ static void test_add_rule(void) {
   ok(settings_set_agent_yolo("gemini", true, err, sizeof(err)) == 0,
      "set agent yolo");
   load(&s);
+  ok(json_object_size(s.agents_yolo) == 0 &&
+         has(&s, "Bash(git push *)", POLICY_LIST_ASK, ""),
+     "per-agent yolo is suspended while a project file is broken");
+  settings_free(&s);
+  put("p/.acp/settings.json", "{}");
+  load(&s);
   ok(json_is_true(json_object_get(s.agents_yolo, "gemini")) &&
          has(&s, "Bash(git push *)", POLICY_LIST_ASK, ""),
-     "agent yolo on, the user file's rules kept");
+     "agent yolo on once the file is fixed, the user file's rules kept");
   settings_free(&s);
   ok(settings_set_agent_yolo("gemini", false, err, sizeof(err)) == 0,
      "agent yolo off");
@@ -656,6 +953,7 @@ int main(void) {
   test_modes();
   test_yolo();
   test_malformed();
+  test_fail_closed();
   test_add_rule();
   test_to_json();
   nftw(T, rm_one, 16, FTW_DEPTH | FTW_PHYS);
