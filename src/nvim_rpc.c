@@ -241,6 +241,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   }
 }
 
+static void maybe_resume(struct nvim_rpc *ch);
+
 static void write_cb(uv_write_t *req, int status) {
   struct write_req *w = (struct write_req *)req;
   struct nvim_rpc *ch = req->handle->data;
@@ -249,6 +251,10 @@ static void write_cb(uv_write_t *req, int status) {
     LOG_W("write to Neovim failed: %s", uv_strerror(status));
   free(w->data);
   free(w);
+  // What was written counts in the backlog until here: a frame that is not
+  // a batch (a permission request with a large diff) may be the last thing
+  // Neovim was behind on, with no answer left to come that would resume.
+  maybe_resume(ch);
 }
 
 static void batch_answered(void *ud, const msgpack_object *error,
@@ -443,19 +449,22 @@ void nvim_rpc_end(struct nvim_rpc *ch, bool droppable) {
   if (ch->frame_failed) {
     ch->sbuf.size = ch->frame_start;
     ch->frame_failed = false;
+    // The batch begin_frame closed before it is a request Neovim must
+    // get: its answer is what lets the next batch go.
+    if (ch->sbuf.size)
+      schedule_flush(ch);
     if (ch->failed.cb)
       ch->failed.cb(ch->failed.ud, NULL, NULL);
     return;
   }
-  if (discard(ch, droppable, ch->queued + ch->sbuf.size)) {
+  if (discard(ch, droppable, ch->queued + ch->sbuf.size))
     ch->sbuf.size = ch->frame_start;
-    return;
-  }
-  schedule_flush(ch);
+  if (ch->sbuf.size)
+    schedule_flush(ch);
 }
 
 static void schedule_flush(struct nvim_rpc *ch) {
-  if (!uv_is_active((uv_handle_t *)&ch->flush))
+  if (!ch->closing && !uv_is_active((uv_handle_t *)&ch->flush))
     uv_idle_start(&ch->flush, flush_cb);
 }
 
@@ -515,11 +524,18 @@ static void batch_answered(void *ud, const msgpack_object *error,
     close_batch(ch, false);
     schedule_flush(ch);
   }
-  if (ch->above && nvim_rpc_pending_bytes(ch) < NVIM_RPC_LOW_WATER) {
-    ch->above = false;
-    if (ch->ops->on_backlog)
-      ch->ops->on_backlog(ch->ud, false);
-  }
+  maybe_resume(ch);
+}
+
+// The producers paused by the backlog may go on once it is under the
+// low-water mark, whichever event brought it there (an answer, a write).
+static void maybe_resume(struct nvim_rpc *ch) {
+  if (ch->closing || !ch->above ||
+      nvim_rpc_pending_bytes(ch) >= NVIM_RPC_LOW_WATER)
+    return;
+  ch->above = false;
+  if (ch->ops->on_backlog)
+    ch->ops->on_backlog(ch->ud, false);
 }
 
 size_t nvim_rpc_pending_bytes(const struct nvim_rpc *ch) {

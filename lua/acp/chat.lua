@@ -922,6 +922,27 @@ end
 
 -- Drawing --------------------------------------------------------------------
 
+--- The lines of `text` (split at '\n'; the last one may be empty). Not
+--- vim.split: on Neovim 0.7.2 (its LuaJIT 2.1.0-beta3), run this often, its
+--- vim.validate() call now and then fails on a table it was never given
+--- ("opt[true]: expected table, got boolean"), and after an error message
+--- Neovim 0.7 sleeps a second in its next screen update without handling
+--- RPC (bench/README.md): the stream stalled for a second.
+---@param text string
+---@return string[]
+function H.split_lines(text)
+  local lines, from = {}, 1
+  while true do
+    local nl = text:find('\n', from, true)
+    if nl == nil then
+      lines[#lines + 1] = text:sub(from)
+      return lines
+    end
+    lines[#lines + 1] = text:sub(from, nl - 1)
+    from = nl + 1
+  end
+end
+
 function H.flush_all()
   H.armed = false
   local dirty = H.dirty
@@ -1059,7 +1080,7 @@ function H.ops.text(chat, op)
     chat.stream = s
   end
   -- The last line of the block is unfinished: redraw it with what follows.
-  local lines = vim.split(s.tail .. table.concat(op.pieces):gsub('\r', ''), '\n', { plain = true })
+  local lines = H.split_lines((s.tail .. table.concat(op.pieces)):gsub('\r', ''))
   s.tail = lines[#lines]
   local b = H.block()
   for _, l in ipairs(lines) do

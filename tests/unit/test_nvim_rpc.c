@@ -381,8 +381,94 @@ static void test_batches(void) {
   close(out[0]);
 }
 
+// Reads until n batches were seen (or the pipe is empty), leaving what
+// follows them in the pipe as far as possible.
+static void drain_batches(int fd, struct nvim_rpc_decoder *d, struct wire *w,
+                          int n) {
+  char buf[4096];
+  ssize_t got;
+  char err[128];
+  while (w->nids < n && (got = read(fd, buf, sizeof(buf))) > 0)
+    nvim_rpc_decoder_feed(d, buf, (size_t)got, on_wire, w, err, sizeof(err));
+}
+
+// The producers were paused; every batch is answered while a large frame
+// that is not a batch (a permission request with a big diff) is still on
+// its way: they resume once that frame is written, not never.
+static void test_resume_after_write(void) {
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  int in[2], out[2];
+  ok(pipe(in) == 0 && pipe(out) == 0, "pipes");
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  char err[128];
+  struct nvim_rpc *ch =
+      nvim_rpc_open(&loop, in[0], out[1], &noop_ops, NULL, err, sizeof(err));
+  ok(ch != NULL, "channel opens");
+  nvim_rpc_set_batch(ch, "nvim_exec_lua", "return batch");
+  struct nvim_rpc_decoder d;
+  nvim_rpc_decoder_init(&d, 4 << 20);
+  struct wire w = {0};
+  backlog_calls = 0;
+  backlog_above = false;
+
+  // 2.5 MiB of items: paused; then a 1.5 MiB request, which sends the
+  // gathered items first (one more batch) and follows them.
+  static char blob[1024];
+  memset(blob, 'x', sizeof(blob));
+  for (int i = 0; i < 2500; i++) {
+    msgpack_pack_str_with_body(nvim_rpc_begin_item(ch), blob, sizeof(blob));
+    nvim_rpc_end_item(ch, false);
+  }
+  ok(backlog_calls == 1 && backlog_above, "paused above 2 MiB (%d calls)",
+     backlog_calls);
+  size_t big_len = (size_t)1536 * 1024;
+  char *big = malloc(big_len);
+  ok(big != NULL, "memory for the request");
+  if (!big)
+    return;
+  memset(big, 'y', big_len);
+  msgpack_pack_str_with_body(
+      nvim_rpc_begin_request(ch, "permission", 1, NULL, NULL), big, big_len);
+  nvim_rpc_end(ch, false);
+  free(big);
+
+  // Neovim reads the batches and answers them; most of the request is
+  // still waiting to be written.
+  for (int k = 0; k < 200 && w.nids < 5; k++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    drain_batches(out[0], &d, &w, 5);
+  }
+  ok(w.nids == 5, "five batches seen (%d)", w.nids);
+  answer(in[1], &w);
+  for (int k = 0; k < 20; k++)
+    uv_run(&loop, UV_RUN_NOWAIT);
+  ok(nvim_rpc_pending_bytes(ch) >= (size_t)1024 * 1024,
+     "the request still waits (%zu bytes)", nvim_rpc_pending_bytes(ch));
+  ok(backlog_above, "still paused while it waits");
+
+  // Neovim reads the rest: the producers resume without another answer.
+  for (int k = 0; k < 500 && w.n < 6; k++)
+    spin(&loop, out[0], &d, &w);
+  spin(&loop, out[0], &d, &w);
+  ok(w.n == 6 && !strcmp(w.what[5], "request:permission"),
+     "the request arrived after the batches (%s)",
+     w.n == 6 ? w.what[5] : "(missing)");
+  ok(w.items == 2500, "every item arrived (%zu)", w.items);
+  ok(backlog_calls == 2 && !backlog_above,
+     "resumed once the request was written (%d calls)", backlog_calls);
+
+  nvim_rpc_close(ch, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ok(uv_loop_close(&loop) == 0, "every handle closed");
+  nvim_rpc_decoder_free(&d);
+  close(in[1]);
+  close(out[0]);
+}
+
 int main(void) {
   test_batches();
+  test_resume_after_write();
   test_splits();
   test_invalid_shapes();
   test_broken_stream();
