@@ -44,8 +44,11 @@ struct request_target {
 
 struct request_atom {
   enum request_class cls;
-  const char *kind;             // its ACP kind for Kind(...) rules (borrowed)
-  bool deny_only;               // only deny and ask rules look at it
+  const char *kind; // its ACP kind for Kind(...) rules (borrowed)
+  bool deny_only;   // only deny and ask rules look at it
+  // What the tool does there is a guess (a path an MCP tool or a tool of
+  // no file kind names, taken as an edit): plan mode asks, not denies.
+  bool guessed;
   const struct shell_atom *cmd; // BASH (borrowed from the analysis)
   bool read_only;               // BASH: a command plan mode lets run
   enum request_where where;     // READ, EDIT
@@ -67,6 +70,11 @@ struct request {
   char reason[192];
   struct shell_result sh; // the analysis of command
   bool analysed;
+  // A second command the request shows (a title that is not
+  // rawInput.command): judged too.
+  char *alt_command;
+  struct shell_result alt_sh;
+  bool alt_analysed;
   struct request_atom *atoms;
   size_t natoms;
 };
