@@ -92,7 +92,8 @@ static int hex_digit(char c);
 static json_t *gemini_args(struct ctx *c);
 static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
 static size_t js_space(const char *p);
-static void scan_urls(struct ctx *c, const char *text, size_t *found);
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found);
 static void read_url(struct ctx *c, const char *s, size_t n, bool from_text,
                      size_t *found);
 static void add_host(struct ctx *c, const char *host, size_t *found);
@@ -777,6 +778,8 @@ static json_t *gemini_args(struct ctx *c) {
   json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
   if (!json_is_object(j)) {
     json_decref(j);
+    if (text[strspn(text, " \t\r\n")] == '{')
+      opaque(c->r, "the MCP tool's arguments cannot be read");
     return NULL;
   }
   return j;
@@ -800,13 +803,15 @@ static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
   size_t found = 0;
   if (url)
     read_url(c, url, strlen(url), false, &found);
-  scan_urls(c, str(c->tc, "title"), &found);
+  // With rawInput.url that is what is fetched: a title cut short hides
+  // nothing then.
+  scan_urls(c, str(c->tc, "title"), !url, &found);
   if (!url) {
     size_t i;
     const json_t *v;
     json_array_foreach(json_object_get(c->tc, "content"), i, v)
-        scan_urls(c, str(json_object_get(v, "content"), "text"), &found);
-    scan_urls(c, str(c->ri, "prompt"), &found);
+        scan_urls(c, str(json_object_get(v, "content"), "text"), true, &found);
+    scan_urls(c, str(c->ri, "prompt"), true, &found);
   }
   if (!found)
     opaque(c->r, "no URL in the fetch request");
@@ -831,10 +836,11 @@ static size_t js_space(const char *p) {
 }
 
 // Every URL in a text: each white-space-separated word that holds "://" or
-// starts with http: or https:, read whole (as Gemini reads its prompt). A
-// text cut short ("..." at its end, as Gemini cuts its title at 100
-// characters) may hide more: opaque.
-static void scan_urls(struct ctx *c, const char *text, size_t *found) {
+// starts with http: or https:, read whole (as Gemini reads its prompt).
+// When the text must show every URL (whole), a text cut short ("..." at its
+// end, as Gemini cuts its title at 100 characters) may hide more: opaque.
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found) {
   static const char gemini[] =
       "Processing URLs and instructions from prompt: \"";
   if (!text)
@@ -845,8 +851,8 @@ static void scan_urls(struct ctx *c, const char *text, size_t *found) {
     text += sizeof(gemini) - 1;
     n -= sizeof(gemini);
   }
-  if ((n >= 3 && strncmp(text + n - 3, "...", 3) == 0) ||
-      (n >= 3 && strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0)) {
+  if (whole && ((n >= 3 && strncmp(text + n - 3, "...", 3) == 0) ||
+                (n >= 3 && strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0))) {
     opaque(c->r, "the text of the fetch request is cut short");
     return;
   }

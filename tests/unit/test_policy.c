@@ -525,6 +525,13 @@ static const struct row {
      "\"rawInput\":{\"url\":\"https://github.com/\",\"command\":\"rm -f x\"}}",
      ASK, DEF, "no rule matched: rm -f x"},
     // URLs as a WHATWG parser reads them.
+    {"allow:WebFetch(domain:github.com)", D, 0, WF, "https://github.com/a...",
+     ALLOW, RULE, "allowed"},
+    {"allow:mcp__github", D, 0, RAW,
+     "{\"toolCallId\":\"mcp_github_put__call_1\",\"title\":\"put\","
+     "\"kind\":\"other\",\"content\":[{\"type\":\"content\",\"content\":"
+     "{\"type\":\"text\",\"text\":\"{\\\"path\\\":\"}}]}",
+     ASK, DEF, "arguments cannot be read"},
     {"allow:WebFetch(domain:github.com)", D, 0, WF,
      "https://github.com\t.evil.com/", ASK, DEF, "fetch github.com.evil.com"},
     {"allow:WebFetch(domain:github.com)", D, 0, WF, "https://a@b@github.com/",
