@@ -4,8 +4,12 @@
 // codex-acp, a generic agent, MCP tools), its shell command split by the
 // shell analyser, its paths normalised and resolved, its URL hosts.
 //
-// Reads the filesystem only to resolve symlinks (path_resolve). What cannot
-// be understood makes the request opaque; it never fails.
+// Every field that could act is read, whatever the kind and title say
+// (doc/threat-model.md): rawInput.command and a title showing another
+// command, new content or a destination (an edit), the paths an MCP tool
+// names (atoms its own rule carries), the URLs (read as src/url.c reads
+// them). Reads the filesystem only to resolve symlinks (path_resolve).
+// What cannot be understood makes the request opaque; it never fails.
 
 #include <jansson.h>
 #include <stdbool.h>
