@@ -240,13 +240,11 @@ static const char *infer_kind(struct ctx *c) {
 
 // What runs: rawInput.command (a string or codex's argv), else a Gemini
 // shell tool's title. A title that shows another command than
-// rawInput.command is a second reading, judged as well. For an MCP tool
-// the command is one of its arguments: its atoms are checked by deny and
-// ask rules, the protected paths and the circuit breaker, and the tool's
-// own allow rule carries them.
+// rawInput.command is a second reading, judged as well. An MCP tool that
+// takes a command (a terminal tool) runs it: its atoms must be allowed as
+// any command's are, besides the tool.
 static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
   struct request *r = c->r;
-  size_t first = r->natoms;
   if (cmd) {
     from_command(c, cmd);
     if (!mcp && json_is_string(cmd))
@@ -260,8 +258,6 @@ static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
     else
       opaque(r, "command text unavailable");
   }
-  for (size_t i = first; mcp && i < r->natoms; i++)
-    r->atoms[i].deny_only = r->atoms[i].guessed = true;
 }
 
 // The title as a command, when it is not rawInput.command as the Claude
@@ -851,11 +847,9 @@ static void scan_urls(struct ctx *c, const char *text, bool whole,
     text += sizeof(gemini) - 1;
     n -= sizeof(gemini);
   }
-  if (whole && ((n >= 3 && strncmp(text + n - 3, "...", 3) == 0) ||
-                (n >= 3 && strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0))) {
-    opaque(c->r, "the text of the fetch request is cut short");
-    return;
-  }
+  bool cut = whole && n >= 3 &&
+             (strncmp(text + n - 3, "...", 3) == 0 ||
+              strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0);
   for (size_t i = 0; i < n;) {
     size_t sp = js_space(text + i);
     if (sp) {
@@ -870,10 +864,12 @@ static void scan_urls(struct ctx *c, const char *text, bool whole,
     bool url = (wn >= 5 && strncasecmp(w, "http:", 5) == 0) ||
                (wn >= 6 && strncasecmp(w, "https:", 6) == 0) ||
                has_scheme_sep(w, wn);
-    if (url)
+    if (url && !(cut && e == n)) // the last word of a cut text is partial
       read_url(c, w, wn, true, found);
     i = e;
   }
+  if (cut) // deny rules still saw the hosts before the cut
+    opaque(c->r, "the text of the fetch request is cut short");
 }
 
 static bool has_scheme_sep(const char *w, size_t n) {
