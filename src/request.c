@@ -522,7 +522,8 @@ static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
   bool edit_kind =
       in_list(k, (const char *const[]){"edit", "delete", "move"}, 3) ||
       tool_cls == (int)RULES_EDIT;
-  bool read_kind = in_list(k, (const char *const[]){"read", "search"}, 2) ||
+  bool read_kind = (in_list(k, (const char *const[]){"read", "search"}, 2) &&
+                    tool_cls != (int)RULES_WEBSEARCH) ||
                    tool_cls == (int)RULES_READ;
   enum request_class cls =
       read_kind && !edit_kind && !edit_signal ? REQUEST_READ : REQUEST_EDIT;
@@ -540,7 +541,7 @@ static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
     from_paths(c, &ps, cls, kind_of(r, kind), own, guessed);
   } else if (own) {
     // No path: a search searches the cwd; any other file tool works on a
-    // path nobody can know.
+    // path nobody can know. (A web search is no file search.)
     if (cls == REQUEST_READ && strcmp(k, "search") == 0 && r->cwd) {
       ps.v[ps.n++] = xstrdup(r->cwd);
       from_paths(c, &ps, cls, kind_of(r, k), true, false);

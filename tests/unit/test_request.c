@@ -131,6 +131,10 @@ static void test_atoms(void) {
       {"{\"kind\":\"fetch\",\"rawInput\":{\"url\":\"wss://a.com/\"}}",
        "!F:a.com"},
       {"{\"kind\":\"fetch\",\"title\":\"get xhttps://a.com/\"}", "!"},
+      {"{\"toolCallId\":\"google_web_search__1\",\"kind\":\"search\","
+       "\"title\":\"acp\"}",
+       "S:"},
+      {"{\"kind\":\"search\",\"title\":\"grep\"}", "R:/p"},
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
     json_error_t err;
