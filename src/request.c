@@ -177,7 +177,7 @@ static void extract(struct ctx *c) {
   enum rules_class cls;
   int tool_cls = r->tool && rules_tool_class(r->tool, &cls) ? (int)cls : -1;
   bool mcp = is_mcp(c);
-  const char *k = r->kind;
+  const char *k = kind_of(r, r->kind); // `Execute` is execute
   if (!mcp && strcmp(k, "other") == 0)
     k = infer_kind(c);
   json_t *gemini = NULL;
@@ -212,6 +212,8 @@ static void extract(struct ctx *c) {
     if (a && (r->tool || title))
       a->name = xstrdup(r->tool ? r->tool : title);
   }
+  if (!r->natoms)
+    opaque(r, "nothing in the request to judge");
   json_decref(gemini);
 }
 
@@ -1038,10 +1040,11 @@ static const char *str(const json_t *o, const char *key) {
   return json_string_value(json_object_get(o, key));
 }
 
-// A static spelling of a known kind, or the request's own string.
+// A static spelling of a known kind (in any case), or the request's own
+// string.
 static const char *kind_of(struct request *r, const char *k) {
   for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
-    if (strcmp(k, known_kinds[i]) == 0)
+    if (strcasecmp(k, known_kinds[i]) == 0)
       return known_kinds[i];
   return r->kind;
 }

@@ -135,6 +135,9 @@ static void test_atoms(void) {
        "\"title\":\"acp\"}",
        "S:"},
       {"{\"kind\":\"search\",\"title\":\"grep\"}", "R:/p"},
+      {"{\"kind\":\"Execute\",\"title\":\"rm -rf ~\"}", "!"},
+      {"{\"kind\":\"SWITCH_MODE\",\"title\":\"x\"}", "K:switch_mode"},
+      {"{\"kind\":\"execute\",\"rawInput\":{\"command\":\"\"}}", "!"},
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
     json_error_t err;
