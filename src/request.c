@@ -115,6 +115,7 @@ static const char *base_name(const char *p);
 static bool in_list(const char *s, const char *const *v, size_t n);
 static bool read_only(const struct shell_atom *a);
 static json_t *unconst(const json_t *j);
+static bool has_nul(const json_t *v, int depth);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
@@ -129,6 +130,10 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
   const json_t *ri = json_object_get(tc, "rawInput");
   if (ri && !json_is_object(ri) && !json_is_null(ri))
     opaque(r, "rawInput is not an object");
+  // C strings end at a NUL byte where the agent's do not (a URL parser
+  // strips it, a prompt goes on after it): such a request cannot be read.
+  if (has_nul(tc, 0))
+    opaque(r, "a string of the request holds a NUL byte");
   struct ctx c = {.r = r,
                   .tc = tc,
                   .ri = json_is_object(ri) ? ri : NULL,
@@ -137,6 +142,23 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
   const char *k = str(tc, "kind");
   r->kind = xstrdup(k && *k ? k : "other");
   extract(&c);
+}
+
+// True when a string in v holds a NUL byte, or v nests too deep to look.
+static bool has_nul(const json_t *v, int depth) {
+  if (depth > 64)
+    return true;
+  if (json_is_string(v))
+    return strlen(json_string_value(v)) != json_string_length(v);
+  const char *key;
+  const json_t *e;
+  size_t i;
+  json_array_foreach(v, i, e) if (has_nul(e, depth + 1)) return true;
+  json_object_foreach(unconst(v), key, e) {
+    if (has_nul(e, depth + 1))
+      return true;
+  }
+  return false;
 }
 
 void request_clear(struct request *r) {
@@ -785,27 +807,43 @@ static json_t *gemini_args(struct ctx *c) {
 }
 
 // The URLs a request fetches: rawInput.url (Claude's WebFetch fetches that
-// field and nothing else), else every URL in the title, the text content
+// field and nothing else) and other URL fields (urls, uri, ...), else every
+// URL in the title, the text content
 // and rawInput.prompt (Gemini's web_fetch fetches every URL of its prompt,
 // which its title shows). A title that shows a URL is a reading too: when
 // fields disagree, every host must be allowed. None found is opaque; a web
 // search is its own atom.
 static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
-  const char *url = str(c->ri, "url");
+  // rawInput fields that hold URLs: a string, or a list of strings.
+  static const char *const url_keys[] = {"url",  "urls",  "uri",     "uris",
+                                         "href", "links", "endpoint"};
   bool fetch = strcmp(k, "fetch") == 0 || tool_cls == (int)RULES_WEBFETCH;
+  size_t found = 0, fields = 0;
+  for (size_t i = 0; i < sizeof(url_keys) / sizeof(*url_keys); i++) {
+    const json_t *v = json_object_get(c->ri, url_keys[i]), *e;
+    size_t j;
+    if (json_is_string(v)) {
+      fields++;
+      read_url(c, json_string_value(v), json_string_length(v), false, &found);
+    }
+    json_array_foreach(v, j, e) {
+      fields++;
+      if (json_is_string(e))
+        read_url(c, json_string_value(e), json_string_length(e), false, &found);
+      else
+        opaque(c->r, "rawInput.%s holds something else than URLs", url_keys[i]);
+    }
+  }
   bool search = tool_cls == (int)RULES_WEBSEARCH ||
-                (fetch && !url && str(c->ri, "query"));
+                (fetch && !fields && str(c->ri, "query"));
   if (search)
     add(c, REQUEST_SEARCH, "fetch");
-  if (!url && (!fetch || search))
+  if (!fields && (!fetch || search))
     return;
-  size_t found = 0;
-  if (url)
-    read_url(c, url, strlen(url), false, &found);
-  // With rawInput.url that is what is fetched: a title cut short hides
+  // With a URL field, that is what is fetched: a title cut short hides
   // nothing then.
-  scan_urls(c, str(c->tc, "title"), !url, &found);
-  if (!url) {
+  scan_urls(c, str(c->tc, "title"), !fields, &found);
+  if (!fields) {
     size_t i;
     const json_t *v;
     json_array_foreach(json_object_get(c->tc, "content"), i, v)

@@ -136,6 +136,10 @@ static void test_atoms(void) {
        "S:"},
       {"{\"kind\":\"search\",\"title\":\"grep\"}", "R:/p"},
       {"{\"kind\":\"Execute\",\"title\":\"rm -rf ~\"}", "!"},
+
+      {"{\"kind\":\"fetch\",\"title\":\"Fetch https://a.com/\","
+       "\"rawInput\":{\"urls\":[\"https://b.com/\"]}}",
+       "F:b.com F:a.com"},
       {"{\"kind\":\"SWITCH_MODE\",\"title\":\"x\"}", "K:switch_mode"},
       {"{\"kind\":\"execute\",\"rawInput\":{\"command\":\"\"}}", "!"},
   };
@@ -157,7 +161,24 @@ static void test_atoms(void) {
   }
 }
 
+// The broker's JSON readers refuse \u0000, but a NUL byte in a string
+// would end it early for C while the agent reads on: opaque.
+static void test_nul(void) {
+  static const char title[] =
+      "Processing URLs and instructions from prompt: \"https://a.com/\0 "
+      "https://b.com/\"";
+  json_t *params =
+      json_pack("{s:{s:s,s:s,s:s%}}", "toolCall", "toolCallId", "web_fetch__1",
+                "kind", "fetch", "title", title, sizeof(title) - 1);
+  struct request r;
+  request_init(&r, params, "/p", "/h");
+  ok(r.opaque && strstr(r.reason, "NUL"), "a NUL byte in a string: opaque");
+  request_clear(&r);
+  json_decref(params);
+}
+
 int main(void) {
   test_atoms();
+  test_nul();
   return done_testing();
 }
