@@ -113,6 +113,7 @@ static char *argv_script(const json_t *argv);
 static char *gemini_cwd(const json_t *tc);
 static const char *base_name(const char *p);
 static bool in_list(const char *s, const char *const *v, size_t n);
+static bool key_in(const char *key, const char *const *v, size_t n);
 static bool read_only(const struct shell_atom *a);
 static json_t *unconst(const json_t *j);
 static bool has_nul(const json_t *v, int depth);
@@ -598,6 +599,22 @@ static void from_paths(struct ctx *c, const struct paths *ps,
     a->deny_only = !own;
     a->guessed = guessed && cls == REQUEST_EDIT;
     a->text = xstrdup(p);
+    // The same absolute path placed already (a Read beside an Edit): no
+    // second resolution.
+    const struct request_atom *same = NULL;
+    bool anchored = p[0] == '/' || (p[0] == '~' && (!p[1] || p[1] == '/'));
+    for (size_t k = 0; anchored && !same && k + 1 < c->r->natoms; k++) {
+      const struct request_atom *o = &c->r->atoms[k];
+      if ((o->cls == REQUEST_READ || o->cls == REQUEST_EDIT) && o->text &&
+          o->where == REQUEST_KNOWN && strcmp(o->text, p) == 0)
+        same = o;
+    }
+    if (same) {
+      a->where = REQUEST_KNOWN;
+      a->lex = xstrdup(same->lex);
+      a->res = xstrdup(same->res);
+      continue;
+    }
     // `~user/...` or a variable: where it points cannot be known.
     bool dynamic = strchr(p, '$') || (p[0] == '~' && p[1] && p[1] != '/');
     set_where(p, dynamic, c->r->cwd, c->home, &a->where, &a->lex, &a->res);
@@ -648,20 +665,20 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   const json_t *val;
   json_object_foreach(unconst(ri), key, val) {
     const char *s = json_string_value(val);
-    bool dest = in_list(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
+    bool dest = key_in(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
     if (s && *s &&
         (dest ||
-         in_list(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
-         (in_list(key, maybe_path_keys,
-                  sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
+         key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
+         (key_in(key, maybe_path_keys,
+                 sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
           (strchr(s, '/') || s[0] == '.' || s[0] == '~')))) {
       push_path(ps, s);
       writes = writes || dest;
     }
     size_t i;
     const json_t *e;
-    if (in_list(key, path_list_keys,
-                sizeof(path_list_keys) / sizeof(*path_list_keys)))
+    if (key_in(key, path_list_keys,
+               sizeof(path_list_keys) / sizeof(*path_list_keys)))
       json_array_foreach(val, i, e) push_path(ps, json_string_value(e));
   }
   // codex patches: {path: {type, content|unified_diff, move_path}}, or a
@@ -717,13 +734,13 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
     return;
   }
   json_object_foreach(unconst(v), key, e) {
-    if (in_list(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
+    if (key_in(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
       continue;
     const char *s = json_string_value(e);
     if (s && *s &&
         (looks_like_path(s) ||
          (depth > 0 &&
-          in_list(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
+          key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
       push_path(ps, s);
     else
       scan_paths(c, e, depth + 1, budget, ps);
@@ -860,8 +877,11 @@ static size_t js_space(const char *p) {
   static const char *const wide[] = {
       "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9",
       "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80", "\xef\xbb\xbf"};
-  if (strchr(" \t\n\v\f\r", *p) && *p)
-    return 1;
+  unsigned char c = (unsigned char)*p;
+  if (c < 0x80)
+    return c && strchr(" \t\n\v\f\r", c) ? 1 : 0;
+  if (c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3 && c != 0xef)
+    return 0;
   for (size_t i = 0; i < sizeof(wide) / sizeof(*wide); i++)
     if (strncmp(p, wide[i], strlen(wide[i])) == 0)
       return strlen(wide[i]);
@@ -1151,6 +1171,14 @@ static char *gemini_cwd(const json_t *tc) {
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
+}
+
+// A JSON key in a list of keys (exact, as the agent reads its keys).
+static bool key_in(const char *key, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (key[0] == v[i][0] && strcmp(key, v[i]) == 0)
+      return true;
+  return false;
 }
 
 static bool in_list(const char *s, const char *const *v, size_t n) {
