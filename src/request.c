@@ -713,12 +713,18 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   return writes;
 }
 
-// Every string in v (at most 8 levels down) that is a path: under a path
-// key, or one that looks like a path (absolute, ~, ./, ../, file://).
+// Every string in v that is a path: under a path key, or one that looks
+// like a path (absolute, ~, ./, ../, file://). Deeper than 8 levels or more
+// than 1024 objects and arrays: opaque.
 static void scan_paths(const struct ctx *c, const json_t *v, int depth,
                        size_t *budget, struct paths *ps) {
-  if (!v || depth > 8 || !*budget)
+  if (!v || json_is_string(v) || json_is_number(v) || json_is_boolean(v) ||
+      json_is_null(v))
     return;
+  if (depth > 8 || !*budget) { // not looked at: it may hold a path
+    opaque(c->r, "the tool's arguments nest too deep or are too many");
+    return;
+  }
   (*budget)--;
   const char *key;
   const json_t *e;

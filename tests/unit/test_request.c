@@ -136,6 +136,9 @@ static void test_atoms(void) {
        "S:"},
       {"{\"kind\":\"search\",\"title\":\"grep\"}", "R:/p"},
       {"{\"kind\":\"Execute\",\"title\":\"rm -rf ~\"}", "!"},
+      {"{\"title\":\"mcp__fs__w\",\"kind\":\"other\",\"rawInput\":"
+       "{\"a\":[[[[[[[[[[\"/h/.bashrc\"]]]]]]]]]]}}",
+       "!M:mcp__fs__w"},
 
       {"{\"kind\":\"fetch\",\"title\":\"Fetch https://a.com/\","
        "\"rawInput\":{\"urls\":[\"https://b.com/\"]}}",
