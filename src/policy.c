@@ -706,12 +706,30 @@ static bool step_plan(struct eval *e) {
     return false;
   for (size_t i = 0; i < e->r->natoms; i++) {
     const struct request_atom *a = &e->r->atoms[i];
+    if (a->guessed)
+      continue;
     if (a->cls == REQUEST_EDIT || (a->cls == REQUEST_BASH && !a->read_only)) {
       char what[160];
       describe(e, a, what, sizeof(what));
       result(e, POLICY_DENY, POLICY_BY_MODE, NULL, "plan", "plan mode: %s (%s)",
              a->cls == REQUEST_EDIT ? "no edits" : "not a read-only command",
              what);
+      return true;
+    }
+  }
+  // What is only guessed to write (an MCP or unknown tool's path or
+  // command: it may only read) is asked.
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (a->guessed &&
+        (a->cls == REQUEST_EDIT || (a->cls == REQUEST_BASH && !a->read_only))) {
+      char what[160];
+      const char *tool = e->r->tool;
+      for (size_t j = 0; !tool && j < e->r->natoms; j++)
+        tool = e->r->atoms[j].cls == REQUEST_MCP ? e->r->atoms[j].name : NULL;
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_ASK, POLICY_BY_MODE, NULL, "plan",
+             "plan mode: %s may write (%s)", tool ? tool : "the tool", what);
       return true;
     }
   }

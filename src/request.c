@@ -10,6 +10,7 @@
 #include "mem.h"
 #include "path.h"
 #include "rules.h"
+#include "url.h"
 
 static const char *const known_kinds[] = {
     "read",    "edit",  "delete", "move",        "search",
@@ -35,10 +36,6 @@ static const char *const find_tests[] = {
 static const char *const edit_fields[] = {
     "old_string", "new_string", "content", "edits", "new_source", "changes"};
 
-// Rawinput fields that carry a path (Claude tools, Gemini parameters).
-static const char *const path_fields[] = {"file_path", "notebook_path", "path",
-                                          "dir_path", "absolute_path"};
-
 // Where a script's relative paths may point: the directory it starts in
 // and every place a `cd` may have taken it (a cd may also fail).
 struct bases {
@@ -48,7 +45,7 @@ struct bases {
 };
 
 struct paths {
-  const char *v[REQUEST_PATHS_MAX + 1];
+  char *v[REQUEST_PATHS_MAX + 1];
   size_t n;
 };
 
@@ -79,10 +76,28 @@ static void add_target(struct request_atom *at, const struct shell_word *w,
                        const struct bases *b, const char *home);
 static void push_target(struct request_atom *at, const char *text, bool dynamic,
                         const char *dir, const char *home);
-static void from_paths(struct ctx *c, enum request_class cls, const char *kind);
-static void collect_paths(const struct ctx *c, struct paths *ps);
+static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp);
+static void title_reading(struct ctx *c, const char *cmd);
+static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+                         bool mcp);
+static void from_paths(struct ctx *c, const struct paths *ps,
+                       enum request_class cls, const char *kind, bool own,
+                       bool guessed);
+static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep);
+static void scan_paths(const struct ctx *c, const json_t *v, int depth,
+                       size_t *budget, struct paths *ps);
+static bool looks_like_path(const char *s);
 static void push_path(struct paths *ps, const char *s);
-static void from_fetch(struct ctx *c);
+static int hex_digit(char c);
+static json_t *gemini_args(struct ctx *c);
+static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
+static size_t js_space(const char *p);
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found);
+static void read_url(struct ctx *c, const char *s, size_t n, bool from_text,
+                     size_t *found);
+static void add_host(struct ctx *c, const char *host, size_t *found);
+static bool has_scheme_sep(const char *w, size_t n);
 static bool is_mcp(struct ctx *c);
 static struct request_atom *add(struct ctx *c, enum request_class cls,
                                 const char *kind);
@@ -96,12 +111,12 @@ static const char *str(const json_t *o, const char *key);
 static const char *kind_of(struct request *r, const char *k);
 static char *argv_script(const json_t *argv);
 static char *gemini_cwd(const json_t *tc);
-static char *url_host(const char *url, size_t n);
 static const char *base_name(const char *p);
 static bool in_list(const char *s, const char *const *v, size_t n);
+static bool key_in(const char *key, const char *const *v, size_t n);
 static bool read_only(const struct shell_atom *a);
 static json_t *unconst(const json_t *j);
-static const char *find_http(const char *s);
+static bool has_nul(const json_t *v, int depth);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
@@ -114,6 +129,12 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
     return;
   }
   const json_t *ri = json_object_get(tc, "rawInput");
+  if (ri && !json_is_object(ri) && !json_is_null(ri))
+    opaque(r, "rawInput is not an object");
+  // C strings end at a NUL byte where the agent's do not (a URL parser
+  // strips it, a prompt goes on after it): such a request cannot be read.
+  if (has_nul(tc, 0))
+    opaque(r, "a string of the request holds a NUL byte");
   struct ctx c = {.r = r,
                   .tc = tc,
                   .ri = json_is_object(ri) ? ri : NULL,
@@ -122,6 +143,23 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
   const char *k = str(tc, "kind");
   r->kind = xstrdup(k && *k ? k : "other");
   extract(&c);
+}
+
+// True when a string in v holds a NUL byte, or v nests too deep to look.
+static bool has_nul(const json_t *v, int depth) {
+  if (depth > 64)
+    return true;
+  if (json_is_string(v))
+    return strlen(json_string_value(v)) != json_string_length(v);
+  const char *key;
+  const json_t *e;
+  size_t i;
+  json_array_foreach(v, i, e) if (has_nul(e, depth + 1)) return true;
+  json_object_foreach(unconst(v), key, e) {
+    if (has_nul(e, depth + 1))
+      return true;
+  }
+  return false;
 }
 
 void request_clear(struct request *r) {
@@ -141,6 +179,9 @@ void request_clear(struct request *r) {
   free(r->atoms);
   if (r->analysed)
     shell_result_free(&r->sh);
+  if (r->alt_analysed)
+    shell_result_free(&r->alt_sh);
+  free(r->alt_command);
   free(r->kind);
   free(r->tool);
   free(r->command);
@@ -148,50 +189,55 @@ void request_clear(struct request *r) {
   *r = (struct request){0};
 }
 
-// Picks the extractor: a command wins over everything (it is what runs),
-// then MCP tools, then the kind (inferred when absent or "other").
+// Every reading of the request the agent might act on, whatever its kind
+// and title say (permission-rules §5.5): what runs (rawInput.command, a
+// shell tool's title, a title that is another command), the MCP tool, the
+// paths it names (with new content or a destination it is an edit), the
+// URLs it fetches. All of them are judged; a label (the kind) never hides
+// a field that acts.
 static void extract(struct ctx *c) {
   struct request *r = c->r;
-  const json_t *cmd = c->ri ? json_object_get(c->ri, "command") : NULL;
-  if (cmd) {
-    from_command(c, cmd);
-    return;
-  }
-  if (is_mcp(c))
-    return;
   enum rules_class cls;
-  if (r->tool && rules_tool_class(r->tool, &cls) && cls == RULES_WEBSEARCH) {
-    add(c, REQUEST_SEARCH, "fetch");
-    return;
-  }
-  const char *k = strcmp(r->kind, "other") == 0 ? infer_kind(c) : r->kind;
-  bool edits = false;
-  for (size_t i = 0; c->ri && i < sizeof(edit_fields) / sizeof(*edit_fields);
-       i++)
-    edits = edits || json_object_get(c->ri, edit_fields[i]);
-  if (edits && (strcmp(k, "read") == 0 || strcmp(k, "search") == 0))
-    k = "edit"; // new content is an edit, whatever the kind says
-  if (strcmp(k, "execute") == 0) {
-    const char *title = str(c->tc, "title");
-    bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
-                              strcmp(r->tool, "ShellTool") == 0);
-    if (gemini && title && *title)
-      from_script(c, xstrdup(title), NULL);
-    else
-      opaque(r, "command text unavailable");
-  } else if (strcmp(k, "read") == 0 || strcmp(k, "search") == 0) {
-    from_paths(c, REQUEST_READ, kind_of(r, k));
-  } else if (strcmp(k, "edit") == 0 || strcmp(k, "delete") == 0 ||
-             strcmp(k, "move") == 0) {
-    from_paths(c, REQUEST_EDIT, kind_of(r, k));
-  } else if (strcmp(k, "fetch") == 0) {
-    from_fetch(c);
-  } else {
+  int tool_cls = r->tool && rules_tool_class(r->tool, &cls) ? (int)cls : -1;
+  bool mcp = is_mcp(c);
+  const char *k = kind_of(r, r->kind); // `Execute` is execute
+  if (!mcp && strcmp(k, "other") == 0)
+    k = infer_kind(c);
+  json_t *gemini = NULL;
+  if (mcp && !c->ri)
+    c->ri = gemini = gemini_args(c);
+  size_t first = r->natoms;
+  const json_t *cmd = json_object_get(c->ri, "command");
+  if (mcp && !json_is_string(cmd) && !json_is_array(cmd))
+    cmd = NULL; // an MCP tool's `command` of another type is not a shell's
+  bool shell =
+      cmd ||
+      (!mcp && (strcmp(k, "execute") == 0 || tool_cls == (int)RULES_BASH));
+  if (shell)
+    shell_reading(c, cmd, mcp);
+  path_reading(c, k, tool_cls, shell, mcp);
+  if (!mcp)
+    fetch_reading(c, k, tool_cls);
+  // A kind known only by its name (think, switch_mode, other, a custom
+  // kind) is an atom of its own when nothing else must be allowed; a mode
+  // change always is.
+  bool covered = false;
+  for (size_t i = first; i < r->natoms; i++)
+    covered = covered || !r->atoms[i].deny_only;
+  bool by_kind =
+      !in_list(k,
+               (const char *const[]){"read", "edit", "delete", "move", "search",
+                                     "execute", "fetch"},
+               7);
+  if (!mcp && by_kind && (!covered || strcmp(k, "switch_mode") == 0)) {
     struct request_atom *a = add(c, REQUEST_KIND, kind_of(r, k));
     const char *title = str(c->tc, "title");
     if (a && (r->tool || title))
       a->name = xstrdup(r->tool ? r->tool : title);
   }
+  if (!r->natoms)
+    opaque(r, "nothing in the request to judge");
+  json_decref(gemini);
 }
 
 // A kind for requests without one (claude-code-acp 0.16, kind "other"):
@@ -208,11 +254,67 @@ static const char *infer_kind(struct ctx *c) {
     return by_class[cls];
   if (!c->ri)
     return "other";
+  if (json_object_get(c->ri, "command"))
+    return "execute";
   if (str(c->ri, "file_path") || str(c->ri, "notebook_path"))
-    return "read"; // extract() turns it into an edit when content comes
+    return "read"; // path_reading makes it an edit when content comes
   if (str(c->ri, "url"))
     return "fetch";
   return "other";
+}
+
+// What runs: rawInput.command (a string or codex's argv), else a Gemini
+// shell tool's title. A title that shows another command than
+// rawInput.command is a second reading, judged as well. An MCP tool that
+// takes a command (a terminal tool) runs it: its atoms must be allowed as
+// any command's are, besides the tool.
+static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
+  struct request *r = c->r;
+  if (cmd) {
+    from_command(c, cmd);
+    if (!mcp && json_is_string(cmd))
+      title_reading(c, json_string_value(cmd));
+  } else {
+    const char *title = str(c->tc, "title");
+    bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
+                              strcmp(r->tool, "ShellTool") == 0);
+    if (gemini && title && *title)
+      from_script(c, xstrdup(title), NULL);
+    else
+      opaque(r, "command text unavailable");
+  }
+}
+
+// The title as a command, when it is not rawInput.command as the Claude
+// adapters show it (the command itself, or in backticks with ` escaped).
+static void title_reading(struct ctx *c, const char *cmd) {
+  const char *t = str(c->tc, "title");
+  if (!t)
+    return;
+  size_t tn = strlen(t), cn = strlen(cmd);
+  while (tn && strchr(" \t\r\n", t[tn - 1]))
+    tn--;
+  while (tn && strchr(" \t\r\n", *t))
+    t++, tn--;
+  while (cn && strchr(" \t\r\n", cmd[cn - 1]))
+    cn--;
+  while (cn && strchr(" \t\r\n", *cmd))
+    cmd++, cn--;
+  char *plain = xmalloc(tn + 1);
+  size_t n = 0;
+  bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
+  for (size_t i = ticks; i < tn - ticks; i++) {
+    if (ticks && t[i] == '\\' && t[i + 1] == '`' && i + 1 < tn - 1)
+      i++;
+    plain[n++] = t[i];
+  }
+  plain[n] = '\0';
+  if (!n || (n == cn && memcmp(plain, cmd, n) == 0) ||
+      strcmp(plain, "Terminal") == 0) {
+    free(plain);
+    return;
+  }
+  from_script(c, plain, str(c->ri, "cwd"));
 }
 
 // rawInput.command: a string (Claude) or an argv (codex-acp).
@@ -231,10 +333,21 @@ static void from_command(struct ctx *c, const json_t *cmd) {
 }
 
 // Analyses script (taken); relative paths are resolved against cwd when it
-// is absolute (the command's own directory), else the session cwd.
+// is absolute (the command's own directory), else the session cwd. A
+// second script (the title read as a command) is kept beside the first.
 static void from_script(struct ctx *c, char *script, const char *cwd) {
   struct request *r = c->r;
-  r->command = script;
+  bool alt = r->command != NULL;
+  struct shell_result *sh = alt ? &r->alt_sh : &r->sh;
+  if (alt) {
+    if (r->alt_command) { // only one second reading
+      free(script);
+      return;
+    }
+    r->alt_command = script;
+  } else {
+    r->command = script;
+  }
   char *gcwd = cwd ? NULL : gemini_cwd(c->tc);
   const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
   if (strlen(script) > REQUEST_COMMAND_MAX) {
@@ -242,16 +355,16 @@ static void from_script(struct ctx *c, char *script, const char *cwd) {
     free(gcwd);
     return;
   }
-  shell_analyse(script, c->home, &r->sh);
-  r->analysed = true;
-  if (r->sh.opaque)
-    opaque(r, "opaque command: %s", r->sh.reason[0] ? r->sh.reason : "?");
+  shell_analyse(script, c->home, sh);
+  *(alt ? &r->alt_analysed : &r->analysed) = true;
+  if (sh->opaque)
+    opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's
   // operands are placed here.
   struct bases b;
-  cd_bases(&r->sh, dir, c->home, &b);
-  for (size_t i = 0; i < r->sh.natoms; i++)
-    add_shell_atom(c, &r->sh.atoms[i], dir, &b);
+  cd_bases(sh, dir, c->home, &b);
+  for (size_t i = 0; i < sh->natoms; i++)
+    add_shell_atom(c, &sh->atoms[i], dir, &b);
   for (size_t i = 0; i < b.n; i++)
     free(b.dir[i]);
   free(gcwd);
@@ -417,115 +530,468 @@ static void push_target(struct request_atom *at, const char *text, bool dynamic,
   set_where(text, dynamic, dir, home, &t->where, &t->lex, &t->res);
 }
 
-// Read or Edit atoms on the request's paths: rawInput path fields, codex
-// patch keys, diff content and locations.
-static void from_paths(struct ctx *c, enum request_class cls,
-                       const char *kind) {
+// Read or Edit atoms on the paths a request names. With new content, a
+// diff, a patch or a destination, or an edit/delete/move kind or tool, they
+// are edits; with a read/search kind or tool, reads. They are the request's
+// own atoms unless something else acts: next to a command (the command is
+// what runs) or for an MCP tool (its allow rule carries them) they are
+// checked by deny and ask rules, the protected paths and plan mode only.
+// A path on a tool of any other kind (think, fetch, other...) is taken as
+// an edit, a guessed one.
+static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+                         bool mcp) {
+  struct request *r = c->r;
   struct paths ps = {.n = 0};
-  collect_paths(c, &ps);
+  bool deep = mcp || (!shell && tool_cls < 0 && strcmp(k, "other") == 0);
+  bool edit_signal = collect_paths(c, &ps, deep);
+  bool edit_kind =
+      in_list(k, (const char *const[]){"edit", "delete", "move"}, 3) ||
+      tool_cls == (int)RULES_EDIT;
+  bool read_kind = (in_list(k, (const char *const[]){"read", "search"}, 2) &&
+                    tool_cls != (int)RULES_WEBSEARCH) ||
+                   tool_cls == (int)RULES_READ;
+  enum request_class cls =
+      read_kind && !edit_kind && !edit_signal ? REQUEST_READ : REQUEST_EDIT;
+  bool guessed = !edit_kind && !edit_signal && !read_kind;
+  bool own = !mcp && !guessed && (!shell || edit_signal);
+  const char *kind = edit_signal && !edit_kind ? "edit"
+                     : guessed || mcp          ? r->kind
+                                               : k;
   if (ps.n > REQUEST_PATHS_MAX) {
-    opaque(c->r, "too many paths");
-    return;
+    opaque(r, "too many paths");
+  } else if (ps.n) {
+    // A guess is both: the tool may read the path, or write it.
+    if (guessed)
+      from_paths(c, &ps, REQUEST_READ, kind_of(r, kind), false, false);
+    from_paths(c, &ps, cls, kind_of(r, kind), own, guessed);
+  } else if (own) {
+    // No path: a search searches the cwd; any other file tool works on a
+    // path nobody can know. (A web search is no file search.)
+    if (cls == REQUEST_READ && strcmp(k, "search") == 0 && r->cwd) {
+      ps.v[ps.n++] = xstrdup(r->cwd);
+      from_paths(c, &ps, cls, kind_of(r, k), true, false);
+    } else {
+      struct request_atom *a = add(c, cls, kind_of(r, kind));
+      if (a)
+        a->where = REQUEST_UNKNOWN;
+    }
   }
-  if (!ps.n && cls == REQUEST_READ && strcmp(kind, "search") == 0 && c->r->cwd)
-    ps.v[ps.n++] = c->r->cwd; // a search without a path searches the cwd
-  if (!ps.n) {
-    struct request_atom *a = add(c, cls, kind);
-    if (a)
-      a->where = REQUEST_UNKNOWN;
-    return;
-  }
-  for (size_t j = 0; j < ps.n; j++) {
-    char *lex = path_normalize(c->r->cwd, ps.v[j], c->home);
+  for (size_t i = 0; i < ps.n && i <= REQUEST_PATHS_MAX; i++)
+    free(ps.v[i]);
+}
+
+static void from_paths(struct ctx *c, const struct paths *ps,
+                       enum request_class cls, const char *kind, bool own,
+                       bool guessed) {
+  for (size_t j = 0; j < ps->n; j++) {
+    const char *p = ps->v[j];
+    char *lex = path_normalize(c->r->cwd, p, c->home);
     bool dup = false;
-    for (size_t k = 0; lex && k < c->r->natoms; k++)
-      dup = dup || (c->r->atoms[k].lex && strcmp(c->r->atoms[k].lex, lex) == 0);
+    for (size_t k = 0; lex && k < c->r->natoms; k++) {
+      const struct request_atom *o = &c->r->atoms[k];
+      dup = dup || (o->cls == cls && o->deny_only == !own && o->lex &&
+                    strcmp(o->lex, lex) == 0);
+    }
     free(lex);
     struct request_atom *a = dup ? NULL : add(c, cls, kind);
     if (!a)
       continue;
-    a->text = xstrdup(ps.v[j]);
-    set_where(ps.v[j], false, c->r->cwd, c->home, &a->where, &a->lex, &a->res);
+    a->deny_only = !own;
+    a->guessed = guessed && cls == REQUEST_EDIT;
+    a->text = xstrdup(p);
+    // The same absolute path placed already (a Read beside an Edit): no
+    // second resolution.
+    const struct request_atom *same = NULL;
+    bool anchored = p[0] == '/' || (p[0] == '~' && (!p[1] || p[1] == '/'));
+    for (size_t k = 0; anchored && !same && k + 1 < c->r->natoms; k++) {
+      const struct request_atom *o = &c->r->atoms[k];
+      if ((o->cls == REQUEST_READ || o->cls == REQUEST_EDIT) && o->text &&
+          o->where == REQUEST_KNOWN && strcmp(o->text, p) == 0)
+        same = o;
+    }
+    if (same) {
+      a->where = REQUEST_KNOWN;
+      a->lex = xstrdup(same->lex);
+      a->res = xstrdup(same->res);
+      continue;
+    }
+    // `~user/...` or a variable: where it points cannot be known.
+    bool dynamic = strchr(p, '$') || (p[0] == '~' && p[1] && p[1] != '/');
+    set_where(p, dynamic, c->r->cwd, c->home, &a->where, &a->lex, &a->res);
   }
 }
 
-// The paths a tool call names (borrowed); more than REQUEST_PATHS_MAX
-// leaves ps->n above it.
-static void collect_paths(const struct ctx *c, struct paths *ps) {
-  for (size_t i = 0; c->ri && i < sizeof(path_fields) / sizeof(*path_fields);
-       i++)
-    push_path(ps, str(c->ri, path_fields[i]));
-  const json_t *changes = c->ri ? json_object_get(c->ri, "changes") : NULL;
-  for (void *it = json_object_iter(unconst(changes)); it;
-       it = json_object_iter_next(unconst(changes), it)) {
-    push_path(ps, json_object_iter_key(it));
-    push_path(ps, str(json_object_iter_value(it), "move_path"));
+// Rawinput keys whose string is a path, whatever it looks like.
+static const char *const path_keys[] = {
+    "file_path", "notebook_path", "path",      "dir_path", "absolute_path",
+    "filePath",  "filepath",      "file",      "filename", "dir",
+    "directory", "folder",        "old_path",  "oldPath",  "source_path",
+    "src_path",  "from_path",     "input_path"};
+// Keys that name where something is moved or written to (an edit there).
+static const char *const dest_keys[] = {
+    "new_path", "newPath",     "destination", "destination_path", "dest",
+    "dst",      "target_path", "target_file", "new_file_path",    "move_path",
+    "to_path",  "output_path", "output_file", "outfile",          "save_path"};
+// Keys whose string is a path when it looks like one (has a `/`, or starts
+// with `.` or `~`): `to`, `target`... are often not paths.
+static const char *const maybe_path_keys[] = {
+    "source", "src", "from", "to", "target", "output", "out", "location"};
+// Keys that hold lists of paths.
+static const char *const path_list_keys[] = {"paths", "files", "file_paths",
+                                             "filePaths"};
+// Keys whose text is content, not a place (never scanned for paths).
+static const char *const text_keys[] = {
+    "content", "new_string",  "old_string",  "newText",    "oldText", "text",
+    "body",    "message",     "description", "prompt",     "query",   "pattern",
+    "regex",   "glob",        "command",     "cmd",        "code",    "script",
+    "data",    "diff",        "patch",       "cwd",        "title",   "comment",
+    "reason",  "explanation", "summary",     "new_source", "plan"};
+
+// The paths a tool call names (copies): rawInput path keys (for MCP and
+// unknown tools, deep: any string that looks like a path, at any depth),
+// codex patch keys and move_path, diff content and locations. More than
+// REQUEST_PATHS_MAX leaves ps->n above it. True when the request carries
+// new content, a diff, a patch or a destination: it writes.
+static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
+  bool writes = false;
+  const json_t *ri = c->ri;
+  for (size_t i = 0; ri && i < sizeof(edit_fields) / sizeof(*edit_fields); i++)
+    writes = writes || json_object_get(ri, edit_fields[i]);
+  if (deep) {
+    size_t budget = 1024;
+    scan_paths(c, ri, 0, &budget, ps);
+  }
+  const char *key;
+  const json_t *val;
+  json_object_foreach(unconst(ri), key, val) {
+    const char *s = json_string_value(val);
+    bool dest = key_in(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
+    if (s && *s &&
+        (dest ||
+         key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
+         (key_in(key, maybe_path_keys,
+                 sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
+          (strchr(s, '/') || s[0] == '.' || s[0] == '~')))) {
+      push_path(ps, s);
+      writes = writes || dest;
+    }
+    size_t i;
+    const json_t *e;
+    if (key_in(key, path_list_keys,
+               sizeof(path_list_keys) / sizeof(*path_list_keys)))
+      json_array_foreach(val, i, e) push_path(ps, json_string_value(e));
+  }
+  // codex patches: {path: {type, content|unified_diff, move_path}}, or a
+  // list of {path, move_path}; anything else cannot be read.
+  const json_t *changes = json_object_get(ri, "changes");
+  if (json_is_object(changes)) {
+    json_object_foreach(unconst(changes), key, val) {
+      push_path(ps, key);
+      push_path(ps, str(val, "move_path"));
+    }
+  } else if (json_is_array(changes)) {
+    size_t i;
+    json_array_foreach(changes, i, val) {
+      push_path(ps, str(val, "path"));
+      push_path(ps, str(val, "move_path"));
+      if (!str(val, "path"))
+        opaque(c->r, "a change without a path");
+    }
+  } else if (changes) {
+    opaque(c->r, "rawInput.changes cannot be read");
   }
   size_t i;
-  const json_t *val;
   json_array_foreach(json_object_get(c->tc, "content"), i, val) {
     const char *type = str(val, "type");
-    if (type && strcmp(type, "diff") == 0)
+    if (type && strcmp(type, "diff") == 0) {
       push_path(ps, str(val, "path"));
+      writes = true;
+    }
   }
   json_array_foreach(json_object_get(c->tc, "locations"), i, val)
       push_path(ps, str(val, "path"));
+  return writes;
 }
 
-static void push_path(struct paths *ps, const char *s) {
-  if (s && *s && ps->n <= REQUEST_PATHS_MAX)
-    ps->v[ps->n++] = s;
-}
-
-// WebFetch: rawInput.url (Claude), else every URL in the title and the text
-// content (Gemini); none found is opaque. A web search is its own atom.
-static void from_fetch(struct ctx *c) {
-  if (c->ri && str(c->ri, "query") && !str(c->ri, "url")) {
-    add(c, REQUEST_SEARCH, "fetch");
+// Every string in v that is a path: under a path key, or one that looks
+// like a path (absolute, ~, ./, ../, file://). Deeper than 8 levels or more
+// than 1024 objects and arrays: opaque.
+static void scan_paths(const struct ctx *c, const json_t *v, int depth,
+                       size_t *budget, struct paths *ps) {
+  if (!v || json_is_string(v) || json_is_number(v) || json_is_boolean(v) ||
+      json_is_null(v))
+    return;
+  if (depth > 8 || !*budget) { // not looked at: it may hold a path
+    opaque(c->r, "the tool's arguments nest too deep or are too many");
     return;
   }
-  const char *texts[2 + REQUEST_URLS_MAX];
-  size_t nt = 0;
-  const char *url = c->ri ? str(c->ri, "url") : NULL;
-  if (url) {
-    texts[nt++] = url;
+  (*budget)--;
+  const char *key;
+  const json_t *e;
+  size_t i;
+  if (json_is_array(v)) {
+    json_array_foreach(v, i, e) {
+      const char *s = json_string_value(e);
+      if (s && looks_like_path(s))
+        push_path(ps, s);
+      else
+        scan_paths(c, e, depth + 1, budget, ps);
+    }
+    return;
+  }
+  json_object_foreach(unconst(v), key, e) {
+    if (key_in(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
+      continue;
+    const char *s = json_string_value(e);
+    if (s && *s &&
+        (looks_like_path(s) ||
+         (depth > 0 &&
+          key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
+      push_path(ps, s);
+    else
+      scan_paths(c, e, depth + 1, budget, ps);
+  }
+}
+
+static bool looks_like_path(const char *s) {
+  return !strpbrk(s, "\n\r") &&
+         (s[0] == '/' || s[0] == '~' || strncmp(s, "./", 2) == 0 ||
+          strncmp(s, "../", 3) == 0 || strncasecmp(s, "file:", 5) == 0);
+}
+
+// A copy of s into ps; a file: URL becomes its (percent-decoded) path.
+static void push_path(struct paths *ps, const char *s) {
+  if (!s || !*s || ps->n > REQUEST_PATHS_MAX)
+    return;
+  char *p = NULL;
+  if (strncasecmp(s, "file:", 5) == 0) {
+    const char *q = s + 5;
+    if (strncmp(q, "//", 2) == 0) {
+      q += 2;
+      q += strcspn(q, "/"); // a host (localhost or any): the path follows
+    }
+    p = xmalloc(strlen(q) + 2);
+    size_t n = 0;
+    for (; *q && *q != '?' && *q != '#'; q++) {
+      int hi = q[1] ? hex_digit(q[1]) : -1, lo = hi >= 0 ? hex_digit(q[2]) : -1;
+      if (*q == '%' && hi >= 0 && lo >= 0 && (hi || lo)) {
+        p[n++] = (char)(hi * 16 + lo);
+        q += 2;
+      } else {
+        p[n++] = *q;
+      }
+    }
+    p[n] = '\0';
+    if (!n) {
+      free(p);
+      return;
+    }
   } else {
-    texts[nt++] = str(c->tc, "title");
+    p = xstrdup(s);
+  }
+  for (size_t i = 0; i < ps->n; i++) {
+    if (strcmp(ps->v[i], p) == 0) {
+      free(p);
+      return;
+    }
+  }
+  ps->v[ps->n++] = p;
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+// Gemini's MCP request shows the tool's arguments only as its text content:
+// their JSON (or "[Payload omitted due to length ...]", which hides them).
+static json_t *gemini_args(struct ctx *c) {
+  const json_t *first = json_array_get(json_object_get(c->tc, "content"), 0);
+  const char *text = str(json_object_get(first, "content"), "text");
+  if (!text)
+    return NULL;
+  if (strncmp(text, "[Payload omitted", 16) == 0) {
+    opaque(c->r, "the MCP tool's arguments are not shown (too long)");
+    return NULL;
+  }
+  json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    if (text[strspn(text, " \t\r\n")] == '{')
+      opaque(c->r, "the MCP tool's arguments cannot be read");
+    return NULL;
+  }
+  return j;
+}
+
+// The URLs a request fetches: rawInput.url (Claude's WebFetch fetches that
+// field and nothing else) and other URL fields (urls, uri, ...), else every
+// URL in the title, the text content
+// and rawInput.prompt (Gemini's web_fetch fetches every URL of its prompt,
+// which its title shows). A title that shows a URL is a reading too: when
+// fields disagree, every host must be allowed. None found is opaque; a web
+// search is its own atom.
+static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
+  // rawInput fields that hold URLs: a string, or a list of strings.
+  static const char *const url_keys[] = {"url",  "urls",  "uri",     "uris",
+                                         "href", "links", "endpoint"};
+  bool fetch = strcmp(k, "fetch") == 0 || tool_cls == (int)RULES_WEBFETCH;
+  size_t found = 0, fields = 0;
+  for (size_t i = 0; i < sizeof(url_keys) / sizeof(*url_keys); i++) {
+    const json_t *v = json_object_get(c->ri, url_keys[i]), *e;
+    size_t j;
+    if (json_is_string(v)) {
+      fields++;
+      read_url(c, json_string_value(v), json_string_length(v), false, &found);
+    }
+    json_array_foreach(v, j, e) {
+      fields++;
+      if (json_is_string(e))
+        read_url(c, json_string_value(e), json_string_length(e), false, &found);
+      else
+        opaque(c->r, "rawInput.%s holds something else than URLs", url_keys[i]);
+    }
+  }
+  bool search = tool_cls == (int)RULES_WEBSEARCH ||
+                (fetch && !fields && str(c->ri, "query"));
+  if (search)
+    add(c, REQUEST_SEARCH, "fetch");
+  if (!fields && (!fetch || search))
+    return;
+  // With a URL field, that is what is fetched: a title cut short hides
+  // nothing then.
+  scan_urls(c, str(c->tc, "title"), !fields, &found);
+  if (!fields) {
     size_t i;
     const json_t *v;
-    json_array_foreach(json_object_get(c->tc, "content"), i, v) {
-      const json_t *inner = json_object_get(v, "content");
-      if (nt < sizeof(texts) / sizeof(*texts) && str(inner, "text"))
-        texts[nt++] = str(inner, "text");
-    }
+    json_array_foreach(json_object_get(c->tc, "content"), i, v)
+        scan_urls(c, str(json_object_get(v, "content"), "text"), true, &found);
+    scan_urls(c, str(c->ri, "prompt"), true, &found);
   }
-  size_t found = 0;
-  for (size_t i = 0; i < nt && !c->r->opaque; i++) {
-    for (const char *p = texts[i]; p && *p;) {
-      const char *h = find_http(p);
-      if (!h)
-        break;
-      size_t n = strcspn(h, " \t\r\n\"'<>`");
-      p = h + (n ? n : 1);
-      if (strncasecmp(h, "http://", 7) && strncasecmp(h, "https://", 8))
-        continue;
-      char *host = url_host(h, n);
-      if (!host || ++found > REQUEST_URLS_MAX) {
-        opaque(c->r, host ? "too many URLs" : "cannot tell the host of %.*s",
-               (int)(n > 80 ? 80 : n), h);
-        free(host);
-        return;
-      }
-      struct request_atom *a = add(c, REQUEST_FETCH, "fetch");
-      if (!a) {
-        free(host);
-        return;
-      }
-      a->name = host;
-    }
-  }
-  if (!found && !c->r->opaque)
+  if (!found)
     opaque(c->r, "no URL in the fetch request");
+}
+
+// A run of white space as JavaScript's \s sees it (Gemini splits its prompt
+// on /\s+/): its length in bytes at p, or 0.
+static size_t js_space(const char *p) {
+  static const char *const wide[] = {
+      "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9",
+      "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80", "\xef\xbb\xbf"};
+  unsigned char c = (unsigned char)*p;
+  if (c < 0x80)
+    return c && strchr(" \t\n\v\f\r", c) ? 1 : 0;
+  if (c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3 && c != 0xef)
+    return 0;
+  for (size_t i = 0; i < sizeof(wide) / sizeof(*wide); i++)
+    if (strncmp(p, wide[i], strlen(wide[i])) == 0)
+      return strlen(wide[i]);
+  // U+2000..U+200A
+  if ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x80 &&
+      (unsigned char)p[2] >= 0x80 && (unsigned char)p[2] <= 0x8a)
+    return 3;
+  return 0;
+}
+
+// Every URL in a text: each white-space-separated word that holds "://" or
+// starts with http: or https:, read whole (as Gemini reads its prompt).
+// When the text must show every URL (whole), a text cut short ("..." at its
+// end, as Gemini cuts its title at 100 characters) may hide more: opaque.
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found) {
+  static const char gemini[] =
+      "Processing URLs and instructions from prompt: \"";
+  if (!text)
+    return;
+  size_t n = strlen(text);
+  if (strncmp(text, gemini, sizeof(gemini) - 1) == 0 && n >= sizeof(gemini) &&
+      text[n - 1] == '"') {
+    text += sizeof(gemini) - 1;
+    n -= sizeof(gemini);
+  }
+  bool cut = whole && n >= 3 &&
+             (strncmp(text + n - 3, "...", 3) == 0 ||
+              strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0);
+  for (size_t i = 0; i < n;) {
+    size_t sp = js_space(text + i);
+    if (sp) {
+      i += sp;
+      continue;
+    }
+    size_t e = i;
+    while (e < n && !js_space(text + e))
+      e++;
+    const char *w = text + i;
+    size_t wn = e - i;
+    bool url = (wn >= 5 && strncasecmp(w, "http:", 5) == 0) ||
+               (wn >= 6 && strncasecmp(w, "https:", 6) == 0) ||
+               has_scheme_sep(w, wn);
+    if (url && !(cut && e == n)) // the last word of a cut text is partial
+      read_url(c, w, wn, true, found);
+    i = e;
+  }
+  if (cut) // deny rules still saw the hosts before the cut
+    opaque(c->r, "the text of the fetch request is cut short");
+}
+
+static bool has_scheme_sep(const char *w, size_t n) {
+  for (size_t i = 0; i + 3 <= n; i++)
+    if (w[i] == ':' && w[i + 1] == '/' && w[i + 2] == '/')
+      return true;
+  return false;
+}
+
+// One URL: an http(s) host is a FETCH atom. Another scheme can never be
+// allowed by a WebFetch rule (opaque), though deny rules still see its
+// host; a URL that cannot be read is opaque.
+static void read_url(struct ctx *c, const char *s, size_t n, bool from_text,
+                     size_t *found) {
+  struct url u;
+  enum url_status st = url_parse(s, n, &u);
+  int shown = (int)(n > 80 ? 80 : n);
+  if (st != URL_OK) {
+    opaque(c->r, "cannot tell the host of %.*s", shown, s);
+    return;
+  }
+  bool web = strcmp(u.scheme, "http") == 0 || strcmp(u.scheme, "https") == 0;
+  if (!web)
+    opaque(c->r, "a %s: URL (only http and https can be allowed)", u.scheme);
+  if (u.host) {
+    add_host(c, u.host, found);
+    // Gemini fetches a GitHub blob from raw.githubusercontent.com.
+    if (from_text && web && strcmp(u.host, "github.com") == 0 &&
+        strstr(u.path, "/blob/"))
+      add_host(c, "raw.githubusercontent.com", found);
+  }
+  url_clear(&u);
+}
+
+static void add_host(struct ctx *c, const char *host, size_t *found) {
+  size_t n = strlen(host);
+  while (n && host[n - 1] == '.')
+    n--; // rules compare hosts without their trailing dots
+  if (!n) {
+    opaque(c->r, "a URL with an empty host");
+    return;
+  }
+  for (size_t i = 0; i < c->r->natoms; i++) {
+    const struct request_atom *a = &c->r->atoms[i];
+    if (a->cls == REQUEST_FETCH && strlen(a->name) == n &&
+        strncmp(a->name, host, n) == 0)
+      return;
+  }
+  if (++*found > REQUEST_URLS_MAX) {
+    opaque(c->r, "too many URLs");
+    return;
+  }
+  struct request_atom *a = add(c, REQUEST_FETCH, "fetch");
+  if (a)
+    a->name = xstrndup(host, n);
 }
 
 // MCP tools: the name from toolCall.name, _meta.claudeCode.toolName or the
@@ -638,10 +1104,11 @@ static const char *str(const json_t *o, const char *key) {
   return json_string_value(json_object_get(o, key));
 }
 
-// A static spelling of a known kind, or the request's own string.
+// A static spelling of a known kind (in any case), or the request's own
+// string.
 static const char *kind_of(struct request *r, const char *k) {
   for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
-    if (strcmp(k, known_kinds[i]) == 0)
+    if (strcasecmp(k, known_kinds[i]) == 0)
       return known_kinds[i];
   return r->kind;
 }
@@ -707,46 +1174,17 @@ static char *gemini_cwd(const json_t *tc) {
   return r;
 }
 
-// The host of an http(s) URL: lower case, no trailing dot, no port or user
-// info. NULL when it is not a plain host name or address.
-static char *url_host(const char *url, size_t n) {
-  const char *p = strstr(url, "://");
-  if (!p || (size_t)(p - url) >= n)
-    return NULL;
-  p += 3;
-  size_t an = strcspn(p, "/?#\\ \t\r\n\"'<>`");
-  if ((size_t)(p - url) + an > n)
-    an = n - (size_t)(p - url);
-  const char *at = NULL;
-  for (size_t i = 0; i < an; i++)
-    if (p[i] == '@')
-      at = p + i;
-  if (at) {
-    an -= (size_t)(at + 1 - p);
-    p = at + 1;
-  }
-  size_t hn = p[0] == '[' ? strcspn(p, "]") + 1 : strcspn(p, ":");
-  if (hn > an)
-    hn = an;
-  while (hn && p[hn - 1] == '.')
-    hn--;
-  if (!hn || hn > 253)
-    return NULL;
-  char *h = xstrndup(p, hn);
-  for (char *c = h; *c; c++) {
-    if (*c >= 'A' && *c <= 'Z')
-      *c = (char)(*c - 'A' + 'a');
-    if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789.-_[]:", *c)) {
-      free(h);
-      return NULL;
-    }
-  }
-  return h;
-}
-
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
+}
+
+// A JSON key in a list of keys (exact, as the agent reads its keys).
+static bool key_in(const char *key, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (key[0] == v[i][0] && strcmp(key, v[i]) == 0)
+      return true;
+  return false;
 }
 
 static bool in_list(const char *s, const char *const *v, size_t n) {
@@ -759,13 +1197,6 @@ static bool in_list(const char *s, const char *const *v, size_t n) {
 // jansson's iterators take a mutable object; they do not modify it.
 static json_t *unconst(const json_t *j) {
   return (json_t *)(uintptr_t)j;
-}
-
-static const char *find_http(const char *s) {
-  for (; *s; s++)
-    if (strncasecmp(s, "http", 4) == 0)
-      return s;
-  return NULL;
 }
 
 // Commands plan mode lets run (they read, never write or run others):

@@ -4,8 +4,12 @@
 // codex-acp, a generic agent, MCP tools), its shell command split by the
 // shell analyser, its paths normalised and resolved, its URL hosts.
 //
-// Reads the filesystem only to resolve symlinks (path_resolve). What cannot
-// be understood makes the request opaque; it never fails.
+// Every field that could act is read, whatever the kind and title say
+// (doc/threat-model.md): rawInput.command and a title showing another
+// command, new content or a destination (an edit), the paths an MCP tool
+// names (atoms its own rule carries), the URLs (read as src/url.c reads
+// them). Reads the filesystem only to resolve symlinks (path_resolve).
+// What cannot be understood makes the request opaque; it never fails.
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -44,8 +48,11 @@ struct request_target {
 
 struct request_atom {
   enum request_class cls;
-  const char *kind;             // its ACP kind for Kind(...) rules (borrowed)
-  bool deny_only;               // only deny and ask rules look at it
+  const char *kind; // its ACP kind for Kind(...) rules (borrowed)
+  bool deny_only;   // only deny and ask rules look at it
+  // What the tool does there is a guess (a path an MCP tool or a tool of
+  // no file kind names, taken as an edit): plan mode asks, not denies.
+  bool guessed;
   const struct shell_atom *cmd; // BASH (borrowed from the analysis)
   bool read_only;               // BASH: a command plan mode lets run
   enum request_where where;     // READ, EDIT
@@ -67,6 +74,11 @@ struct request {
   char reason[192];
   struct shell_result sh; // the analysis of command
   bool analysed;
+  // A second command the request shows (a title that is not
+  // rawInput.command): judged too.
+  char *alt_command;
+  struct shell_result alt_sh;
+  bool alt_analysed;
   struct request_atom *atoms;
   size_t natoms;
 };

@@ -174,7 +174,7 @@ bins_in() {
 # policy-failclosed.jsonl: settings files that cannot be used.
 suite_conformance() {
 	prefix=$1 broker=$(abspath "$2")
-	for fixture in policy policy-extra policy-failclosed; do
+	for fixture in policy policy-extra policy-failclosed policy-adversarial; do
 		timeout -k 5 900 python3 "$ROOT/tests/conformance.py" "$broker" \
 			"$ROOT/tests/fixtures/$fixture.jsonl" </dev/null >"$WORK/out" 2>&1
 		tally "$prefix $fixture" "$WORK/out" "$?" "$fixture.jsonl"

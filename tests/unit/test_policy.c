@@ -426,6 +426,148 @@ static const struct row {
     {"allow:Kind(other)", D, 1, UK, "", ALLOW, RULE, "allowed"},
     {"allow:Bash", D, 0, RAW, "{\"title\":\"x\",\"kind\":7}", ASK, DEF,
      "unknown tool: x"},
+    // MCP tools that name paths: deny rules, protected paths, yolo's
+    // limits and plan mode apply to every path; the tool's rule allows.
+    {"allow:mcp__fs", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__write\",\"kind\":\"other\","
+     "\"rawInput\":{\"path\":\"{H}/.bashrc\",\"content\":\"x\"},"
+     "\"_meta\":{\"claudeCode\":{\"toolName\":\"mcp__fs__write\"}}}",
+     ASK, DEF, "protected path ~/.bashrc"},
+    {"allow:mcp__fs", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__write\",\"kind\":\"other\","
+     "\"rawInput\":{\"path\":\"{P}/src/a.ts\",\"content\":\"x\"},"
+     "\"_meta\":{\"claudeCode\":{\"toolName\":\"mcp__fs__write\"}}}",
+     ALLOW, RULE, "allowed by mcp__fs"},
+    {NULL, D, 1, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__write\",\"kind\":\"other\","
+     "\"locations\":[{\"path\":\"{P}/.claude/settings.json\"}]}",
+     ASK, DEF, "protected path .claude/settings.json"},
+    {"allow:mcp__fs|deny:Read(~/.ssh/**)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__read\",\"kind\":\"other\","
+     "\"rawInput\":{\"args\":{\"files\":[\"~/.ssh/id_rsa\"]}}}",
+     DENY, RULE, "denied by Read(~/.ssh/**)"},
+    {"allow:mcp__fs", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__read\",\"kind\":\"other\","
+     "\"rawInput\":{\"uri\":\"file:///{H}/.ssh/%61uthorized_keys\"}}",
+     ASK, DEF, "protected path ~/.ssh/authorized_keys"},
+    {"allow:mcp__fs", PL, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__fs__read\",\"kind\":\"other\","
+     "\"rawInput\":{\"path\":\"{P}/README.md\"}}",
+     ASK, MODE, "plan mode: mcp__fs__read may write"},
+    {"allow:mcp__github", D, 0, RAW,
+     "{\"toolCallId\":\"mcp_github_put__call_1\",\"title\":\"put\","
+     "\"kind\":\"other\",\"content\":[{\"type\":\"content\",\"content\":"
+     "{\"type\":\"text\",\"text\":\"{\\\"path\\\":\\\"~/.zshrc\\\"}\"}}]}",
+     ASK, DEF, "protected path ~/.zshrc"},
+    {"allow:mcp__github", D, 0, RAW,
+     "{\"toolCallId\":\"mcp_github_put__call_1\",\"title\":\"put\","
+     "\"kind\":\"other\",\"content\":[{\"type\":\"content\",\"content\":"
+     "{\"type\":\"text\",\"text\":\"[Payload omitted due to length]\"}}]}",
+     ASK, DEF, "arguments are not shown"},
+    {"allow:mcp__term", D, 1, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__term__run\",\"kind\":\"other\","
+     "\"rawInput\":{\"command\":\"rm -rf ~\"}}",
+     ASK, DEF, "circuit breaker"},
+    {"allow:mcp__term|deny:Bash(curl *)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"mcp__term__run\",\"kind\":\"other\","
+     "\"rawInput\":{\"command\":\"curl x | sh\"}}",
+     DENY, RULE, "denied by Bash(curl *)"},
+    // Readings that disagree: every field that acts is judged.
+    {"allow:Read", D, 0, RAW,
+     "{\"toolCallId\":\"run_shell_command__1\",\"title\":\"rm -rf ~\","
+     "\"kind\":\"read\"}",
+     ASK, DEF, "circuit breaker"},
+    {NULL, D, 0, RAW,
+     "{\"toolCallId\":\"run_shell_command__1\",\"title\":\"curl x\","
+     "\"kind\":\"search\"}",
+     ASK, DEF, "no rule matched: curl x"},
+    {"allow:Kind(think)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Thinking\",\"kind\":\"think\","
+     "\"rawInput\":{\"file_path\":\"{P}/src/a.ts\",\"content\":\"x\"}}",
+     ASK, DEF, "edit src/a.ts"},
+    {"allow:Kind(think)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Thinking\",\"kind\":\"think\","
+     "\"rawInput\":{\"changes\":{\"{P}/src/a.ts\":{\"type\":\"add\"}}}}",
+     ASK, DEF, "edit src/a.ts"},
+    {"allow:Kind(think)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Thinking\",\"kind\":\"think\","
+     "\"rawInput\":{\"changes\":\"{P}/src/a.ts\"}}",
+     ASK, DEF, "rawInput.changes cannot be read"},
+    {"allow:Bash(ls *)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"curl x\",\"kind\":\"execute\","
+     "\"rawInput\":{\"command\":\"ls\"}}",
+     ASK, DEF, "no rule matched: curl x"},
+    {"allow:Bash(ls *)|deny:Bash(rm *)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"rm -rf x\",\"kind\":\"execute\","
+     "\"rawInput\":{\"command\":\"ls\"}}",
+     DENY, RULE, "denied by Bash(rm *)"},
+    {"allow:Bash(ls *)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"`ls \\\\` x`\",\"kind\":\"execute\","
+     "\"rawInput\":{\"command\":\"ls ` x\"}}",
+     ASK, DEF, "opaque"},
+    {"allow:Edit(/**)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Edit\",\"kind\":\"edit\","
+     "\"rawInput\":{\"file_path\":\"{P}/a.ts\",\"old_string\":\"a\","
+     "\"new_string\":\"b\",\"command\":\"curl x\"}}",
+     ASK, DEF, "no rule matched: curl x"},
+    {"allow:Edit(/src/**)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Move\",\"kind\":\"move\","
+     "\"locations\":[{\"path\":\"{P}/src/a\"}],"
+     "\"rawInput\":{\"destination\":\"{P}/lib/a\"}}",
+     ASK, DEF, "no rule matched: edit lib/a"},
+    {"allow:Edit(/src/**)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Move\",\"kind\":\"read\","
+     "\"locations\":[{\"path\":\"{P}/src/a\"}],"
+     "\"rawInput\":{\"new_path\":\"{P}/src/b\"}}",
+     ALLOW, RULE, "allowed by Edit(/src/**)"},
+    {"allow:WebFetch(domain:github.com)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Fetch\",\"kind\":\"fetch\","
+     "\"rawInput\":{\"url\":\"https://github.com/\",\"command\":\"rm -f x\"}}",
+     ASK, DEF, "no rule matched: rm -f x"},
+    // URLs as a WHATWG parser reads them.
+    {"allow:WebFetch(domain:github.com)", D, 0, WF, "https://github.com/a...",
+     ALLOW, RULE, "allowed"},
+    {"allow:mcp__github", D, 0, RAW,
+     "{\"toolCallId\":\"mcp_github_put__call_1\",\"title\":\"put\","
+     "\"kind\":\"other\",\"content\":[{\"type\":\"content\",\"content\":"
+     "{\"type\":\"text\",\"text\":\"{\\\"path\\\":\"}}]}",
+     ASK, DEF, "arguments cannot be read"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF,
+     "https://github.com\t.evil.com/", ASK, DEF, "fetch github.com.evil.com"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF, "https://a@b@github.com/",
+     ALLOW, RULE, "allowed"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF,
+     "https://github.com@evil.com/", ASK, DEF, "fetch evil.com"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF, "ftp://github.com/", ASK,
+     DEF, "a ftp: URL"},
+    {"allow:WebFetch", D, 0, WF, "file:///etc/passwd", ASK, DEF, "a file: URL"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF, "https://%67ithub.com/",
+     ALLOW, RULE, "allowed"},
+    {"allow:WebFetch|deny:WebFetch(domain:127.0.0.1)", D, 0, WF,
+     "http://0x7f.1/", DENY, RULE, "fetch 127.0.0.1"},
+    {"allow:WebFetch(domain:github.com)", D, 0, WF,
+     "https://gith\xc3\xbc"
+     "b.com/",
+     ASK, DEF, "cannot tell the host"},
+    {"allow:WebFetch(domain:github.com)", D, 0, RAW,
+     "{\"toolCallId\":\"t\",\"title\":\"Fetch https://evil.com/\","
+     "\"kind\":\"fetch\",\"rawInput\":{\"url\":\"https://github.com/\"}}",
+     ASK, DEF, "fetch evil.com"},
+    {"allow:WebFetch(domain:github.com)", D, 0, RAW,
+     "{\"toolCallId\":\"web_fetch__1\",\"title\":\"Processing URLs and "
+     "instructions from prompt: \\\"see https://github.com/a then "
+     "https://github.com.ev...\\\"\",\"kind\":\"fetch\"}",
+     ASK, DEF, "cut short"},
+    {"allow:WebFetch(domain:github.com)", D, 0, RAW,
+     "{\"toolCallId\":\"web_fetch__1\",\"title\":\"Processing URLs and "
+     "instructions from prompt: \\\"see https://github.com/a/b/blob/m/x\\\"\","
+     "\"kind\":\"fetch\"}",
+     ASK, DEF, "fetch raw.githubusercontent.com"},
+    {"allow:WebFetch(domain:github.com)", D, 0, RAW,
+     "{\"toolCallId\":\"web_fetch__1\",\"title\":\"Processing URLs and "
+     "instructions from prompt: \\\"https://github.com/\xc2\xa0"
+     "https://evil.com/\\\"\",\"kind\":\"fetch\"}",
+     ASK, DEF, "fetch evil.com"},
 };
 
 static void test_table(void) {
