@@ -467,6 +467,21 @@ function M.wait_pending(tcid, timeout)
   end, timeout, 'a pending prompt for ' .. tcid)
 end
 
+--- The decoded lines of the audit log ($XDG_STATE_HOME/acp-broker/audit.jsonl),
+--- oldest first; {} when there is none yet.
+function M.audit_lines()
+  local path = (os.getenv('XDG_STATE_HOME') or (os.getenv('HOME') .. '/.local/state')) .. '/acp-broker/audit.jsonl'
+  local lines = {}
+  local f = io.open(path, 'r')
+  if f then
+    for line in f:lines() do
+      lines[#lines + 1] = vim.fn.json_decode(line)
+    end
+    f:close()
+  end
+  return lines
+end
+
 --- Waits for the prompt window (a focused float showing pending prompt tcid,
 --- when given); returns the window.
 function M.wait_prompt(tcid, timeout)

@@ -4,18 +4,7 @@
 -- so in status(), the chat, notifications and the audit log when it cannot.
 local T = require('helpers')
 
-local function audit_lines()
-  local path = (os.getenv('XDG_STATE_HOME') or (os.getenv('HOME') .. '/.local/state')) .. '/acp-broker/audit.jsonl'
-  local lines = {}
-  local f = io.open(path, 'r')
-  if f then
-    for line in f:lines() do
-      lines[#lines + 1] = vim.fn.json_decode(line)
-    end
-    f:close()
-  end
-  return lines
-end
+local audit_lines = T.audit_lines
 
 local function posture_lines(session)
   local r = {}

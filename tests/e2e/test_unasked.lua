@@ -7,18 +7,7 @@
 local T = require('helpers')
 local api = vim.api
 
-local function audit_lines()
-  local path = (os.getenv('XDG_STATE_HOME') or (os.getenv('HOME') .. '/.local/state')) .. '/acp-broker/audit.jsonl'
-  local lines = {}
-  local f = io.open(path, 'r')
-  if f then
-    for line in f:lines() do
-      lines[#lines + 1] = vim.fn.json_decode(line)
-    end
-    f:close()
-  end
-  return lines
-end
+local audit_lines = T.audit_lines
 
 local function by_id(lines)
   local t = {}
