@@ -25,7 +25,7 @@ TARGETS = [
 PROGRAMS = ["touch", "rm -f", "cp README.md", "mkdir -p", "chmod 600",
             "ln -sf README.md", "tee", "truncate -s0", "mv -f docs/guide.md"]
 READERS = ["cat", "wc -l", "head -n1", "ls", "id -u", "date +%s", "uname",
-           "true", "printf %s\\\\n x", "basename /a/b", "seq 2", "tr a b"]
+           "true", "printf %s\\\\n y", "basename /a/b", "seq 2", "tr a b"]
 
 
 def q(s):
@@ -50,18 +50,19 @@ class Generator:
         return self.pick(TARGETS)
 
     def payload(self):
-        """A simple command that runs a program and usually writes a file."""
+        """A simple command that runs a program and usually writes a file.
+        It prints no "x": `x=a[$(payload)]` would then recurse."""
         k = self.r.randrange(10)
         t = self.target()
         if k < 6:
             p = self.pick(PROGRAMS)
             if p == "tee":
-                return "echo x | tee " + t
+                return "echo y | tee " + t
             return p + " " + t
         if k < 8:
             return self.pick(READERS) + " " + self.pick(
-                ["README.md", "src/main.c", "~/.ssh/id_rsa", "<<<x"])
-        return "echo x " + self.pick([">", ">>", ">|", "&>", "1<>"]) + " " + t
+                ["README.md", "src/main.c", "~/.ssh/id_rsa", "<<<y"])
+        return "echo y " + self.pick([">", ">>", ">|", "&>", "1<>"]) + " " + t
 
     def word(self):
         """A word that may hide an expansion."""
@@ -101,7 +102,7 @@ class Generator:
         forms = [
             "x=%s; echo \"${x@P}\"" % qp,
             "x=%s; : \"${x@P}\"" % qp,
-            "a=(1); x=%s; echo $(( x ))" % q("a[$(" + p + ")]"),
+            "x=%s; echo $(( x ))" % q("a[$(" + p + ")]"),
             "declare -a a; x=%s; (( x )) || true" % q("a[$(" + p + ")]"),
             "test -v %s" % q("a[$(" + p + ")]"),
             "[[ -v %s ]]" % q("a[$(" + p + ")]"),

@@ -9,14 +9,14 @@ Needs root (namespaces, chroot), strace, unshare and setpriv (util-linux).
 import argparse
 import json
 import os
-import random
-import resource
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -610,18 +610,15 @@ class Sandbox:
         self.reset()
         r = self.root
 
-        def enter():
-            os.chroot(r)
-            os.chdir(PROJECT)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 20, 8 << 20))
-            resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
-            resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
-            os.setsid()
-
         env = {"PATH": PATH_ENV, "HOME": HOME, "USER": "user",
                "LOGNAME": "user", "LANG": "C.UTF-8", "TERM": "dumb",
                "SHELL": "/bin/bash", "PWD": PROJECT, "TMPDIR": "/tmp"}
-        argv = ["unshare", "--pid", "--fork", "--kill-child",
+        # prlimit and unshare run outside (the chroot is unshare's --root);
+        # no preexec_fn, so that sandboxes can run in threads.
+        argv = ["prlimit", "--fsize=%d" % (8 << 20), "--cpu=20",
+                "--nproc=256",
+                "unshare", "--pid", "--fork", "--kill-child", "--root=" + r,
+                "--wd=" + PROJECT,
                 "strace", "-f", "-qq", "-y", "--seccomp-bpf", "-s", "512",
                 "-e", "signal=none", "-e", "trace=" + STRACE_CALLS,
                 "-o", TRACE,
@@ -631,7 +628,7 @@ class Sandbox:
                 "/usr/bin/bash", "-c", command]
         timed_out = False
         try:
-            p = subprocess.run(argv, preexec_fn=enter, env=env,
+            p = subprocess.run(argv, env=env, start_new_session=True,
                                stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL,
@@ -714,16 +711,28 @@ def tap_name(c):
     return s if len(s) <= 200 else s[:197] + "..."
 
 
-def run_all(sb, atoms, commands, known, verbose, offset=0, quiet=False):
-    """Runs commands; prints TAP numbered from offset + 1; returns
-    (failed, count, stats)."""
+def run_all(sbs, atoms, commands, known, verbose, offset=0, quiet=False):
+    """Runs commands, one per sandbox of sbs at a time; prints TAP in
+    order, numbered from offset + 1; returns (failed, count, stats)."""
     results = atoms.many(commands)
     failed, n, stats = 0, 0, {"opaque": 0, "timeout": 0, "gap": 0,
                               "gap_fixed": 0}
-    for cmd, res in zip(commands, results):
+    free = queue.Queue()
+    for sb in sbs:
+        free.put(sb)
+
+    def one(cmd):
+        sb = free.get()
+        try:
+            return sb.run(cmd)
+        finally:
+            free.put(sb)
+
+    ex = ThreadPoolExecutor(len(sbs))
+    runs = ex.map(one, commands)  # in order, as they finish
+    for cmd, res, (text, status, timed_out) in zip(commands, results, runs):
         n += 1
         num = n + offset
-        text, status, timed_out = sb.run(cmd)
         if timed_out:
             stats["timeout"] += 1
         if res.get("opaque"):
@@ -733,6 +742,8 @@ def run_all(sb, atoms, commands, known, verbose, offset=0, quiet=False):
         if not text:
             bad = ["no trace (strace did not run)"]
         gap = cmd in known
+        if bad:
+            stats.setdefault("bad", []).append(cmd)
         if bad and gap:
             stats["gap"] += 1
             print("ok %d - %s # TODO known gap" % (num, tap_name(cmd)))
@@ -746,7 +757,7 @@ def run_all(sb, atoms, commands, known, verbose, offset=0, quiet=False):
                                      " # known gap passes now: remove it "
                                      "from known-gaps.txt" if gap else ""))
         if timed_out:
-            print("#   timed out after %g s" % sb.timeout)
+            print("#   timed out after %g s" % sbs[0].timeout)
         if bad and (not gap or verbose):
             print("#   command: %s" % json.dumps(cmd))
             for b in bad[:6]:
@@ -761,6 +772,7 @@ def run_all(sb, atoms, commands, known, verbose, offset=0, quiet=False):
             for w in writes:
                 print("#   %s %s by %s" % (w["op"], w["path"], w["by"]))
         sys.stdout.flush()
+    ex.shutdown()
     return failed, n, stats
 
 
@@ -802,6 +814,11 @@ def main():
                     help="report known gaps as failures")
     ap.add_argument("--timeout", type=float, default=5.0,
                     help="seconds per command")
+    ap.add_argument("--write-disagreements", metavar="FILE",
+                    help="write the commands that disagree to FILE, in the "
+                    "format of known-gaps.txt")
+    ap.add_argument("-j", "--jobs", type=int, default=1,
+                    help="commands run at once (one sandbox each)")
     ap.add_argument("--command", action="append", default=[],
                     help="one command line to check")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -831,23 +848,28 @@ def main():
         commands += read_lines(f)
     for f in args.jsonl:
         commands += read_jsonl(f)
-    sb = Sandbox(args.timeout)
+    sbs = [Sandbox(args.timeout) for _ in range(max(1, args.jobs))]
     atoms = Atoms(args.atoms)
     g = gen.Generator(args.seed)
     commands += [g.command() for _ in range(args.generate)]
     start = time.time()
-    failed, n, stats = run_all(sb, atoms, commands, known, args.verbose,
+    failed, n, stats = run_all(sbs, atoms, commands, known, args.verbose,
                                0, args.quiet)
     total = n
     while args.seconds and time.time() - start < args.seconds:
         batch = [g.command() for _ in range(50)]
-        f2, n2, s2 = run_all(sb, atoms, batch, known, args.verbose, total,
+        f2, n2, s2 = run_all(sbs, atoms, batch, known, args.verbose, total,
                              args.quiet)
         failed += f2
         total += n2
-        for k in stats:
-            stats[k] += s2[k]
-    sb.close()
+        for k in s2:
+            stats[k] = stats.get(k, 0 if k != "bad" else []) + s2[k]
+    for sb in sbs:
+        sb.close()
+    if args.write_disagreements:
+        with open(args.write_disagreements, "w", encoding="utf-8") as f:
+            for c in stats.get("bad", []):
+                f.write(c.replace("\n", "<NL>") + "\n")
     print("1..%d" % total)
     print("# oracle: %d commands, %d disagreements, %d opaque, %d known "
           "gaps (%d now pass), %d timed out, %.0f s" % (

@@ -17,8 +17,8 @@
 # 1 when bash did something the analyser's atoms do not represent. Needs root.
 # Environment: ORACLE_ATOMS (the oracle-atoms binary, default
 # $BUILD/oracle-atoms; point it at another checkout's build to check that
-# analyser), BUILD (default build), ORACLE_FLAGS (more oracle.py options,
-# e.g. -v).
+# analyser), BUILD (default build), ORACLE_JOBS (commands run at once,
+# default 2), ORACLE_FLAGS (more oracle.py options, e.g. -v).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -31,7 +31,7 @@ if [ $# -eq 0 ]; then
 	# shellcheck disable=SC2086
 	exec "$PY" "$HERE/oracle.py" --atoms "$ATOMS" \
 		--seeds "$HERE/seeds.txt" \
-		--generate 200 --seed 1 ${ORACLE_FLAGS:-}
+		--generate 200 --seed 1 --jobs "${ORACLE_JOBS:-2}" ${ORACLE_FLAGS:-}
 fi
 if [ "$1" = corpus ]; then
 	shift
@@ -41,7 +41,8 @@ if [ "$1" = corpus ]; then
 		shift
 	done
 	# shellcheck disable=SC2086
-	exec "$PY" "$HERE/oracle.py" --atoms "$ATOMS" "$@" ${ORACLE_FLAGS:-}
+	exec "$PY" "$HERE/oracle.py" --atoms "$ATOMS" "$@" \
+		--jobs "${ORACLE_JOBS:-2}" ${ORACLE_FLAGS:-}
 fi
 case $1 in '' | *[!0-9]*)
 	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -50,4 +51,5 @@ case $1 in '' | *[!0-9]*)
 esac
 # shellcheck disable=SC2086
 exec "$PY" "$HERE/oracle.py" --atoms "$ATOMS" --no-known-gaps --quiet \
-	--seconds "$1" --seed "${2:-$(date +%s)}" ${ORACLE_FLAGS:-}
+	--seconds "$1" --seed "${2:-$(date +%s)}" --jobs "${ORACLE_JOBS:-2}" \
+	${ORACLE_FLAGS:-}
