@@ -127,8 +127,50 @@ class Generator:
 
     # -- composition ------------------------------------------------------------
 
+    def more(self):
+        """Constructs that move or hide where a payload acts."""
+        p = self.payload()
+        rel = self.pick([".bashrc", ".ssh/authorized_keys", ".profile",
+                         "project/.envrc"])
+        forms = [
+            "cd ~ && echo y > " + rel,
+            "cd; touch " + rel,
+            "pushd ~ >/dev/null; rm -f " + rel + "; popd >/dev/null",
+            "cd ~/.ssh 2>/dev/null; echo y >> authorized_keys",
+            "echo y > ~/.b*rc",
+            "echo y >> ~/.ssh/auth*",
+            "exec 3> %s; echo y >&3" % self.target(),
+            "exec {fd}>> %s" % self.target(),
+            "{ %s; } > %s" % (p, self.target()),
+            "while read -r l; do %s; done < files.txt" % p,
+            "[[ $(%s) ]]" % p,
+            "test -n \"$(%s)\"" % p,
+            "case $(%s) in *) ;; esac" % p,
+            "for v in $(%s); do :; done" % p,
+            "read -r v <<< \"$(%s)\"" % p,
+            "function h { local v=$(%s); }; h" % p,
+            "coproc C { %s; }; wait" % p,
+            "bash -c '\"$@\"' _ " + p,
+            "sh -c 'eval \"$1\"' _ %s" % q(p),
+            "echo %s | xargs -n1 touch" % self.target(),
+            "echo %s | xargs -I{} sh -c 'echo y > {}'" % self.target(),
+            "find . -maxdepth 1 -name README.md -execdir %s \\;" % p,
+            "find . -maxdepth 0 -exec sh -c %s \\;" % q(p),
+            "env -u X -- " + p,
+            "nice --adjustment=1 " + p,
+            "timeout -k 1 5 " + p,
+            "command -p " + p,
+            "builtin command " + p,
+            "time -p " + p,
+            "x=%s; echo \"${x@Q}\" \"${x@A}\" \"${x@E}\"" % q("$(" + p + ")"),
+            "echo ${x:-%s}" % q("$(" + p + ")"),
+        ]
+        return self.pick(forms).replace("<NL>", "\n")
+
     def simple(self):
-        k = self.r.randrange(12)
+        k = self.r.randrange(14)
+        if k >= 12:
+            return self.more()
         if k < 3:
             return self.payload()
         if k < 5:
@@ -184,9 +226,22 @@ class Generator:
                  "-a a=(1 2)", "-f", "-x y=2"])
         return self.payload() + " " + self.pick(
             ["> out.txt", "2>/dev/null", ">> " + self.target(),
-             "< README.md", "<<< x", "2>&1", "<<EOF<NL>$(" +
-             self.payload() + ")<NL>EOF<NL>",
-             "<<'EOF'<NL>$(rm -rf x)<NL>EOF<NL>"]).replace("<NL>", "\n")
+             "< README.md", "<<< y", "2>&1"])
+
+    def heredoc(self):
+        """A command with a here-document; it ends the command line (its
+        body follows the line it starts on)."""
+        p = self.payload()
+        return self.pick([
+            "cat <<EOF > %s<NL>$(%s)<NL>EOF" % (self.target(), p),
+            "cat <<'EOF'<NL>$(%s)<NL>EOF" % p,
+            "cat <<\\EOF<NL>`%s`<NL>EOF" % p,
+            "cat <<-EOF<NL>\t$(%s)<NL>\tEOF" % p,
+            "bash <<EOF<NL>%s<NL>EOF" % p,
+            "sh <<'EOF'<NL>%s<NL>EOF" % p,
+            "cat <<A <<B<NL>$(%s)<NL>A<NL>${x:-$(%s)}<NL>B" % (
+                p, self.payload()),
+        ]).replace("<NL>", "\n")
 
     def command(self, depth=0):
         """A list of pipelines."""
@@ -194,8 +249,10 @@ class Generator:
         for _ in range(self.r.randrange(3)):
             parts.append(self.pick([" && ", " || ", "; ", " & ", "\n"]))
             parts.append(self.pipeline(depth))
-        s = "".join(parts)
-        return s
+        if depth == 0 and self.chance(0.15):
+            parts.append(self.pick([" && ", "; ", "\n"]))
+            parts.append(self.heredoc())
+        return "".join(parts)
 
     def pipeline(self, depth):
         c = self.compound(depth)

@@ -288,6 +288,14 @@ def analyse_trace(text):
             continue
         a = split_args(args)
         if sc in ("execve", "execveat"):
+            if "ENOEXEC" in ret and pr.kind == "shell":
+                # No #! line: this (forked) bash runs the file itself, like
+                # `bash FILE`; its commands are the file's business, and
+                # the file needs a command atom.
+                path = cstr(a[0] if sc == "execve" else a[1]) or ""
+                execs.append({"path": path, "argv": [path], "by": pr.image})
+                pr.kind = "unchecked"
+                continue
             if not ok(ret):
                 continue
             if sc == "execve":
@@ -327,13 +335,12 @@ def analyse_trace(text):
             else:
                 procs[pid] = Proc(name, path, argv, "unchecked")
             continue
-        w = write_of(sc, a, ret)
-        for path, op in w:
-            if path is None:
+        for wr in write_of(sc, a, ret):
+            if wr[0] is None:
                 continue
-            writes.append({"path": path, "op": op, "by": pr.image,
-                           "shell": pr.kind == "shell",
-                           "ok": ok(ret)})
+            writes.append({"path": wr[0], "op": wr[1], "by": pr.image,
+                           "shell": pr.kind == "shell", "ok": ok(ret),
+                           "named": wr[2] if len(wr) > 2 else wr[0]})
     return execs, writes
 
 
@@ -357,7 +364,11 @@ def write_of(sc, a, ret):
         if not any(f in flags for f in WRITE_FLAGS):
             return []
         rp = ret_path(ret)  # pipe:[N] for /dev/fd/N: keep the name
-        return [(os.path.normpath(rp) if rp and rp[0] == "/" else p, "open")]
+        if rp and rp[0] == "/" and p and os.path.normpath(rp) != p:
+            # Through a symlink (one the command may have just made): the
+            # file as named and the file written.
+            return [(os.path.normpath(rp), "open", p)]
+        return [(p, "open")]
     if sc in ("rename",):
         return [(cwd(0), "rename"), (cwd(1), "rename")]
     if sc in ("renameat", "renameat2"):
@@ -408,11 +419,14 @@ def check(execs, writes, res):
     names = set()
     edits = []
     any_dyn_edit = False
+    fed = set()  # programs whose operands come from stdin (xargs)
     for at in res["atoms"]:
         if at["kind"] == "cmd" and at["words"]:
             w0 = at["words"][0]
             if not w0["dynamic"]:
                 names.add(base(w0["text"]))
+                if at.get("more_args"):
+                    fed.add(base(w0["text"]))
         elif at["kind"] == "edit":
             if at["path_dynamic"]:
                 any_dyn_edit = True
@@ -443,8 +457,16 @@ def check(execs, writes, res):
               and p != PROJECT + "/.git/config"
               and not under(p, PROJECT + "/.git/hooks")):
             continue  # git keeps its repository
+        named = w["named"]
         if any_dyn_edit or any(under(p, e) for e in edits):
             continue
+        # Written through a symlink: the name it was written by is enough
+        # unless only the target is protected (the policy judges names).
+        if (named != p and (protected(named) or not protected(p))
+                and any(under(named, e) for e in edits)):
+            continue
+        if not w["shell"] and w["by"] in fed:
+            continue  # its paths are unknown: the analyser says so
         if not w["shell"] and any(temp_of(p, e) for e in edits):
             continue
         key = ("write", p)
