@@ -12,7 +12,8 @@
 #                                            the broker sent: tests/schema/)
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
-#   tests/run.sh all BUILD                   BUILD/tests/*, e2e on `nvim` and on
+#   tests/run.sh all BUILD                   BUILD/tests/*, schema, conformance,
+#                                            the oracle, e2e on `nvim` and on
 #                                            BUILD/nvim-0.10/usr/bin/nvim, then asan
 #
 # Each suite's lines are printed prefixed with its name, e.g.
