@@ -779,6 +779,7 @@ def run_all(sbs, atoms, commands, known, verbose, offset=0, quiet=False):
         elif not quiet or gap:
             if gap:
                 stats["gap_fixed"] += 1
+                stats.setdefault("fixed", []).append(cmd)
             print("ok %d - %s%s" % (num, tap_name(cmd),
                                      " # known gap passes now: remove it "
                                      "from known-gaps.txt" if gap else ""))
@@ -850,6 +851,9 @@ def main():
     ap.add_argument("--write-disagreements", metavar="FILE",
                     help="write the commands that disagree to FILE, in the "
                     "format of known-gaps.txt")
+    ap.add_argument("--prune-known-gaps", action="store_true",
+                    help="remove the known gaps that agree now from the "
+                    "known-gaps file (comments stay)")
     ap.add_argument("-j", "--jobs", type=int, default=1,
                     help="commands run at once (one sandbox each)")
     ap.add_argument("--command", action="append", default=[],
@@ -903,9 +907,18 @@ def main():
         failed += f2
         total += n2
         for k in s2:
-            stats[k] = stats.get(k, 0 if k != "bad" else []) + s2[k]
+            stats[k] = stats.get(k, [] if isinstance(s2[k], list) else 0) \
+                + s2[k]
     for sb in sbs:
         sb.close()
+    if args.prune_known_gaps and stats.get("fixed"):
+        fixed = set(c.replace("\n", "<NL>") for c in stats["fixed"])
+        with open(args.known_gaps, encoding="utf-8") as f:
+            lines = f.readlines()
+        with open(args.known_gaps, "w", encoding="utf-8") as f:
+            f.writelines(x for x in lines if x.rstrip("\n") not in fixed)
+        print("# pruned %d known gaps from %s" % (len(fixed),
+                                                 args.known_gaps))
     if args.write_disagreements:
         with open(args.write_disagreements, "w", encoding="utf-8") as f:
             for c in stats.get("bad", []):
