@@ -8,7 +8,9 @@
 #   make asan       the tests under ASan+UBSan only
 #   make valgrind   the unit tests under valgrind
 #   make test-agents  real agents from npm, offline, through Neovim
-#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 10)
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 10), then
+#                   the bash oracle for FUZZ_SECONDS
+#   make oracle     the bash oracle (tests/oracle/) for ORACLE_SECONDS (default 60)
 #   make fmt        clang-format the C sources; make fmt-check checks them
 
 CC         ?= cc
@@ -16,9 +18,11 @@ PKG_CONFIG ?= pkg-config
 BUILD      ?= build
 NVIM       ?= nvim
 
-DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim python3-jsonschema
+DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim python3-jsonschema \
+              strace
 FUZZ_PKGS  := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 10
+ORACLE_SECONDS ?= 60
 
 # msgpack-c 6.x names its pkg-config module msgpack-c; 4.x (Debian 12) names it msgpack.
 MSGPACK    := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
@@ -47,7 +51,7 @@ BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010 test-agents fuzz bench
+        demo fmt fmt-check clean nvim010 test-agents fuzz bench oracle
 
 all: check-deps $(BROKER) $(DEMO)
 
@@ -89,6 +93,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
 
+# The shell analyser's atoms as JSON, for the bash oracle (tests/oracle/).
+$(BUILD)/oracle-atoms: tests/oracle/atoms.c $(BUILD)/libbroker.a
+	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
+
 unit: all $(UNIT_BIN)
 	@tests/run.sh unit $(UNIT_BIN)
 
@@ -106,7 +114,7 @@ e2e: all
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(UNIT_BIN) nvim010
+test-run: all $(UNIT_BIN) $(BUILD)/oracle-atoms nvim010
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 OPT=-O1 \
 	  $(BUILD)/asan/acp-broker $(BUILD)/asan/acp-demo-agent asan-unit-bins
 	@tests/run.sh all $(BUILD)
@@ -133,21 +141,29 @@ test-agents: deps
 # its seed corpus; needs clang, which this installs.
 fuzz:
 	@$(MAKE) --no-print-directory deps EXTRA_PKGS="$(FUZZ_PKGS)"
-	tests/fuzz/run.sh $(FUZZ_SECONDS)
+	@$(MAKE) --no-print-directory $(BUILD)/oracle-atoms
+	tests/fuzz/run.sh $(FUZZ_SECONDS); rc=$$?; \
+	  BUILD=$(BUILD) tests/oracle/run.sh $(FUZZ_SECONDS) || rc=1; exit $$rc
+
+# The bash oracle: random command lines run in real bash in a sandbox
+# (root: namespaces) and compared with the analyser's atoms.
+oracle: deps
+	@$(MAKE) --no-print-directory $(BUILD)/oracle-atoms
+	BUILD=$(BUILD) tests/oracle/run.sh $(ORACLE_SECONDS) $(ORACLE_SEED)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo.sh $(NVIM)
 
 fmt:
-	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h bench/*.c
+	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
 
 fmt-check:
-	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h bench/*.c
+	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \
-	  $(BROKER) $(DEMO)
+	  $(BROKER) $(DEMO) $(BUILD)/oracle-atoms
 
 include bench/bench.mk
 

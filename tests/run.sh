@@ -5,12 +5,15 @@
 #   tests/run.sh e2e NVIM BROKER DEMO        every tests/e2e/test_*.lua on that nvim
 #   tests/run.sh valgrind BIN...             unit binaries under valgrind
 #   tests/run.sh conformance BROKER         tests/fixtures/policy*.jsonl through `decide`
+#   tests/run.sh oracle BUILD                the bash oracle's fixed-seed suite
+#                                            (tests/oracle/; needs root)
 #   tests/run.sh schema                      the ACP schema validator's own tests
 #                                            (every e2e file also validates what
 #                                            the broker sent: tests/schema/)
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
-#   tests/run.sh all BUILD                   BUILD/tests/*, e2e on `nvim` and on
+#   tests/run.sh all BUILD                   BUILD/tests/*, schema, conformance,
+#                                            the oracle, e2e on `nvim` and on
 #                                            BUILD/nvim-0.10/usr/bin/nvim, then asan
 #
 # Each suite's lines are printed prefixed with its name, e.g.
@@ -35,7 +38,7 @@ trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM HUP
 
 usage() {
-	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -181,6 +184,13 @@ suite_conformance() {
 	done
 }
 
+# suite_oracle BUILD: real bash against the analyser's atoms (tests/oracle/).
+suite_oracle() {
+	BUILD=$(abspath "$1") timeout -k 5 600 "$ROOT/tests/oracle/run.sh" \
+		</dev/null >"$WORK/out" 2>&1
+	tally oracle "$WORK/out" "$?" "tests/oracle/run.sh"
+}
+
 suite_asan() {
 	build=$1
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
@@ -212,6 +222,10 @@ conformance)
 schema)
 	suite_unit schema "$ROOT/tests/schema/test_validate.sh"
 	;;
+oracle)
+	[ $# -eq 1 ] || usage
+	suite_oracle "$1"
+	;;
 e2e)
 	[ $# -eq 3 ] || usage
 	suite_e2e e2e "$1" "$2" "$3"
@@ -227,6 +241,7 @@ all)
 	suite_unit unit $(bins_in "$build/tests")
 	suite_unit schema "$ROOT/tests/schema/test_validate.sh"
 	suite_conformance conformance "$build/acp-broker"
+	suite_oracle "$build"
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
 	suite_asan "$build"
