@@ -505,8 +505,8 @@ static void feed_shell(struct parser *p, const struct targets *tg,
   else if (p->npend > pend_from)
     for (size_t i = pend_from; i < p->npend; i++)
       p->pend[i].to_shell = true;
-  else if (!tg->has_input)
-    shell_opaque(p->cx, "a shell reading commands from a pipe");
+  else
+    shell_opaque(p->cx, "a shell reading commands from a pipe or a file");
 }
 
 static void parse_simple(struct parser *p) {

@@ -165,6 +165,13 @@ static size_t skip_opts(const struct cmd *c, size_t k, const struct optspec *sp,
   return k;
 }
 
+static bool stdin_path(const char *t);
+static bool is_shell_or_interpreter(const char *name);
+static bool code_assign(const char *t, size_t n, bool dynamic);
+static bool assigns_code(const struct pword *w, size_t n);
+struct wrapper;
+static const struct wrapper *find_wrapper(const char *name);
+
 // ---- atom builder: command atoms -----------------------------------------
 
 static const char *base_name(const char *s) {
@@ -306,6 +313,37 @@ static void build_inner(const struct cmd *c, size_t k) {
     shell_build_simple(c->cx, c->w + k, c->n - k, true, c->depth + 1);
 }
 
+// xargs: the inner command gets more arguments read from stdin, which no
+// atom shows (the circuit breaker treats them as unknown targets); with -I
+// they replace words anywhere, so a shell under it runs data as code.
+static void xargs_inner(const struct cmd *c, const struct optstate *st,
+                        size_t k) {
+  struct ctx *cx = c->cx;
+  if (k >= c->n)
+    return;
+  const char *name = base_name(wt(&c->w[k]));
+  if ((seen(st, 'I') || seen(st, 'i')) &&
+      (is_shell_or_interpreter(name) || find_wrapper(name)))
+    shell_opaque(cx, "xargs -I putting data into a shell's script");
+  size_t from = cx->out->natoms;
+  build_inner(c, k);
+  for (size_t i = from; i < cx->out->natoms; i++)
+    cx->out->atoms[i].more_args = true;
+}
+
+// env NAME=value: an exported function (BASH_FUNC_x%%=() {...}) or a
+// variable that holds code runs what no atom shows.
+static void env_assigns(const struct cmd *c, size_t k) {
+  for (; k < c->n; k++) {
+    const char *t = wt(&c->w[k]), *eq = strchr(t, '=');
+    if (!eq || c->w[k].dynamic)
+      break;
+    size_t n = (size_t)(eq - t);
+    if (ci_prefix(t, n, "BASH_FUNC_") || code_assign(t, n, false))
+      shell_opaque(c->cx, "an environment variable that holds code");
+  }
+}
+
 // ---- atom builder: wrappers ----------------------------------------------
 
 enum wkind { W_STRIP, W_EXEC };
@@ -398,6 +436,8 @@ static const struct wrapper wrappers[] = {
       "max-procs:/P max-chars:/s process-slot-var: null interactive "
       "no-run-if-empty verbose exit open-tty show-limits",
       "a", NULL, false}},
+    {"busybox", W_EXEC, 0, {"", "", NULL, NULL, false}},
+    {"toybox", W_EXEC, 0, {"", "", NULL, NULL, false}},
     {"su",
      W_EXEC,
      WF_SCRIPT_C,
@@ -518,10 +558,14 @@ static void exec_wrapper(const struct cmd *c, const struct wrapper *wr) {
         (wis(&c->w[k], "-c") || wis(&c->w[k], "--command")))
       script = &c->w[k + 1];
   }
+  if (wr->flags & WF_ENV)
+    env_assigns(c, k);
   if (script)
     analyse_script(c, script, true);
   else if ((wr->flags & WF_WATCH) && !seen(&st, 'x') && k < c->n)
     watch_script(c, k);
+  else if (!strcmp(wr->name, "xargs"))
+    xargs_inner(c, &st, k);
   else if (!(wr->flags & WF_SCRIPT_C))
     build_inner(c, k);
   free(tmp.text.s);
@@ -565,6 +609,19 @@ static bool dash_c_wrapper(const struct cmd *c) {
       shell_opaque(c->cx, "unknown shell option");
       return true;
     }
+  }
+  if (has_c && k >= c->n) {
+    emit_main(c);
+    shell_opaque(c->cx, "a shell -c without a script");
+    return true;
+  }
+  if (!has_c && k < c->n && (c->w[k].procsub || stdin_path(wt(&c->w[k])))) {
+    emit_main(c);
+    if (c->w[k].procsub)
+      shell_opaque(c->cx, "a shell running a process substitution");
+    else
+      c->cx->stdin_shell = true; // sh /dev/stdin: reads stdin
+    return true;
   }
   if (!has_c && (k >= c->n || has_s))
     c->cx->stdin_shell = true; // no script operand: it reads stdin
@@ -992,6 +1049,8 @@ static void bare_assign(struct ctx *cx, const struct pword *w, size_t n,
   bool bad = false;
   for (size_t i = 0; i < n; i++)
     bad = bad || name_dangerous(wt(&w[i]), w[i].name_len);
+  if (assigns_code(w, n))
+    shell_opaque(cx, "a variable that holds code");
   if (!bad)
     return;
   struct shell_atom *a = shell_push_atom(cx, SHELL_CMD, deny_only);
@@ -1001,13 +1060,258 @@ static void bare_assign(struct ctx *cx, const struct pword *w, size_t n,
     add_assign(cx, a, wt(&w[i]), w[i].name_len, true);
 }
 
+// ---- atom builder: code hidden in data -----------------------------------
+
+static bool has_char(const struct pword *w, char ch) {
+  return strchr(wt(w), ch) != NULL;
+}
+
+// A word that is an integer literal (what bash's arithmetic can read
+// without looking up a variable), or $# / $?.
+static bool int_literal(const struct pword *w) {
+  const char *t = wt(w);
+  if (w->dynamic)
+    return strcmp(t, "$#") == 0 || strcmp(t, "$?") == 0;
+  size_t i = t[0] == '-' || t[0] == '+' ? 1 : 0;
+  return t[i] && strspn(t + i, "0123456789") == strlen(t + i);
+}
+
+// [[ ]]: -eq and friends evaluate both sides as arithmetic (a variable
+// there may hold a[$(..)]), -v evaluates a subscript.
+static const char *cond_evaluates(const struct cmd *c) {
+  static const char *const arith[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"};
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    if (w->dynamic)
+      continue;
+    if (one_of(wt(w), arith, 6) &&
+        (!int_literal(&c->w[k - 1]) || k + 1 >= c->n ||
+         !int_literal(&c->w[k + 1])))
+      return "arithmetic comparison in [[ ]]";
+    if ((wis(w, "-v") || wis(w, "-R")) && k + 1 < c->n &&
+        (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+      return "[[ -v ]] on an array element";
+  }
+  return NULL;
+}
+
+// Any argument after the name that is dynamic or holds a subscript: a
+// variable name bash would evaluate (read 'a[$(..)]', unset, printf -v).
+static bool subscript_arg(const struct cmd *c, size_t from) {
+  for (size_t k = from; k < c->n; k++)
+    if (c->w[k].dynamic || has_char(&c->w[k], '['))
+      return true;
+  return false;
+}
+
+// An option word (-xyz or +xyz) holding one of the letters.
+static bool opt_letter(const struct cmd *c, const char *letters) {
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (!c->w[k].dynamic && (t[0] == '-' || t[0] == '+') && t[1] != '-' &&
+        strpbrk(t + 1, letters))
+      return true;
+  }
+  return false;
+}
+
+static const char *printf_evaluates(const struct cmd *c) {
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    const char *t = wt(w);
+    if (w->dynamic && k == 1)
+      return "printf with a dynamic option";
+    if (strcmp(t, "-v") == 0 && k + 1 < c->n &&
+        (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+      return "printf -v into an array element";
+    if (strncmp(t, "-v", 2) == 0 && t[2] && (w->dynamic || strchr(t, '[')))
+      return "printf -v into an array element";
+    if (t[0] != '-' || strcmp(t, "--") == 0)
+      break;
+  }
+  return NULL;
+}
+
+// Builtins that evaluate their arguments as code: the reason, or NULL.
+static const char *builtin_evaluates(const struct cmd *c, const char *word) {
+  static const char *const decl[] = {"declare", "typeset", "local", "export",
+                                     "readonly"};
+  static const char *const always[] = {"let",      "alias", "enable", "compgen",
+                                       "complete", "bind",  "fc",     "coproc"};
+  if (one_of(word, always, 8))
+    return "a builtin that evaluates its arguments";
+  if (!strcmp(word, "shopt")) {
+    for (size_t k = 1; k < c->n; k++)
+      if (c->w[k].dynamic || wis(&c->w[k], "expand_aliases") ||
+          wis(&c->w[k], "extdebug"))
+        return "shopt that changes how commands run";
+    return NULL;
+  }
+  if (!strcmp(word, "[["))
+    return cond_evaluates(c);
+  if (!strcmp(word, "test") || !strcmp(word, "[")) {
+    for (size_t k = 1; k + 1 < c->n; k++)
+      if ((wis(&c->w[k], "-v") || wis(&c->w[k], "-R")) &&
+          (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+        return "test -v on an array element";
+    return NULL;
+  }
+  if (one_of(word, decl, 5)) {
+    if (strcmp(word, "export") && strcmp(word, "readonly") &&
+        opt_letter(c, "in"))
+      return "declare -i/-n: later values are evaluated";
+    for (size_t k = 1; k < c->n; k++) {
+      const struct pword *w = &c->w[k];
+      if (w->assign && code_assign(wt(w), w->name_len, w->dynamic))
+        return "a variable that holds code";
+      if ((w->dynamic && !w->assign) || has_char(w, '[') ||
+          (w->assign && wt(w)[w->name_len + 1] == '('))
+        return "declare of an array element";
+    }
+    return NULL;
+  }
+  if (!strcmp(word, "printf"))
+    return printf_evaluates(c);
+  if (!strcmp(word, "read") || !strcmp(word, "unset"))
+    return subscript_arg(c, 1) ? "a variable name with a subscript" : NULL;
+  if (!strcmp(word, "mapfile") || !strcmp(word, "readarray"))
+    return opt_letter(c, "C") || subscript_arg(c, 1) ? "mapfile -C" : NULL;
+  if (!strcmp(word, "hash") && opt_letter(c, "p"))
+    return "hash -p: a name runs another program";
+  return NULL;
+}
+
+// Variables whose value is run as code (a prompt, a function, a pager,
+// git's configuration): assigning one hides a command. A few harmless
+// values of the pager and editor kind are known.
+static bool code_var(const char *s, size_t n) {
+  static const char *const exact[] = {"PS0",           "PS1",
+                                      "PS2",           "PS3",
+                                      "PS4",           "PROMPT_COMMAND",
+                                      "BASH_ENV",      "ENV",
+                                      "EDITOR",        "VISUAL",
+                                      "LESSOPEN",      "LESSCLOSE",
+                                      "SSH_ASKPASS",   "GIT_SSH",
+                                      "GIT_ASKPASS",   "GIT_EXTERNAL_DIFF",
+                                      "GIT_EXEC_PATH", "LD_PRELOAD",
+                                      "LD_AUDIT",      "PERL5OPT",
+                                      "NODE_OPTIONS",  "RUBYOPT",
+                                      "PYTHONSTARTUP", "BASH_LOADABLES_PATH",
+                                      "BROWSER",       "GIT_TEMPLATE_DIR"};
+  static const char *const pre[] = {"BASH_FUNC_", "GIT_CONFIG"};
+  static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR"};
+  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+    if (ci_prefix(s, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++)
+    if (ci_suffix(s, n, suf[i]))
+      return true;
+  return false;
+}
+
+static bool harmless_code_value(const char *v) {
+  static const char *const ok[] = {"",     "cat", "less",    "more",
+                                   "true", ":",   "less -R", "less -FRX"};
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+    if (strcmp(v, ok[i]) == 0)
+      return true;
+  return false;
+}
+
+// NAME=value (as written in w, NAME n bytes long) puts code in a variable.
+static bool code_assign(const char *t, size_t n, bool dynamic) {
+  return code_var(t, n) && (dynamic || !harmless_code_value(t + n + 1));
+}
+
+static bool assigns_code(const struct pword *w, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (w[i].assign && code_assign(wt(&w[i]), w[i].name_len, w[i].dynamic))
+      return true;
+  return false;
+}
+
+static const char *const shell_names[] = {
+    "sh",    "bash",  "zsh",  "dash", "ksh",  "rbash", "ash", "mksh",
+    "ksh93", "pdksh", "lksh", "oksh", "yash", "posh",  "bosh"};
+enum { NSHELLS = sizeof(shell_names) / sizeof(shell_names[0]) };
+
+// Shells whose syntax is not the POSIX/bash one, and interpreters: with a
+// script they are ordinary commands, without one they read code from
+// stdin.
+static const char *const interpreters[] = {
+    "python",    "python2", "python3", "perl",    "ruby", "node",   "nodejs",
+    "php",       "lua",     "tclsh",   "wish",    "fish", "csh",    "tcsh",
+    "irb",       "deno",    "bun",     "Rscript", "R",    "jshell", "pwsh",
+    "osascript", "guile",   "racket",  "sbcl",    "ghci", "julia",  "expect"};
+enum { NINTERP = sizeof(interpreters) / sizeof(interpreters[0]) };
+
+static bool is_interpreter(const char *name) {
+  if (one_of(name, interpreters, NINTERP))
+    return true;
+  // python3.12, perl5.36, ...
+  static const char *const pre[] = {"python", "perl", "ruby", "lua", "php"};
+  for (size_t i = 0; i < 5; i++) {
+    size_t n = strlen(pre[i]);
+    if (strncmp(name, pre[i], n) == 0 &&
+        strspn(name + n, "0123456789.") == strlen(name + n))
+      return true;
+  }
+  return false;
+}
+
+static bool is_shell_or_interpreter(const char *name) {
+  return one_of(name, shell_names, NSHELLS) || is_interpreter(name) ||
+         !strcmp(name, "busybox") || !strcmp(name, "toybox");
+}
+
+// An operand naming the stdin of the command, or another file descriptor.
+static bool stdin_path(const char *t) {
+  return !strcmp(t, "-") || !strcmp(t, "/dev/stdin") ||
+         !strncmp(t, "/dev/fd/", 8) || !strncmp(t, "/proc/", 6);
+}
+
+// An interpreter with no script operand (or with - or /dev/stdin) reads
+// its program from stdin; -c/-e and friends carry it visibly.
+static void interpreter_cmd(const struct cmd *c) {
+  emit_main(c);
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    const char *t = wt(w);
+    if (w->dynamic || w->procsub) {
+      shell_opaque(c->cx, "an interpreter with a dynamic argument");
+      return;
+    }
+    if (t[0] == '-' && t[1] && strcmp(t, "--") != 0)
+      continue; // -c/-e take the program: an ordinary command
+    if (strcmp(t, "--") == 0)
+      continue;
+    if (stdin_path(t))
+      break;
+    return; // a script file: an ordinary command
+  }
+  bool code = false;
+  for (size_t k = 1; k < c->n && !code; k++) {
+    const char *t = wt(&c->w[k]);
+    code = t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceE");
+  }
+  if (!code)
+    c->cx->stdin_shell = true;
+}
+
 static void dispatch(struct cmd *c, const struct wrapper *fallback) {
-  static const char *const shells[] = {"sh", "bash", "zsh", "dash", "ksh"};
   static const char *const declares[] = {"export", "declare", "typeset",
                                          "local", "readonly"};
   const char *word = wt(&c->w[0]), *name = base_name(word);
   const struct wrapper *wr = fallback ? fallback : find_wrapper(name);
   const struct filecmd *fc = find_filecmd(name);
+  const char *why = c->w[0].dynamic ? NULL : builtin_evaluates(c, word);
+  if (why)
+    shell_opaque(c->cx, why);
+  if (assigns_code(c->as, c->nas))
+    shell_opaque(c->cx, "a variable that holds code");
   if (c->w[0].dynamic) {
     emit_main(c);
     shell_opaque(c->cx, "dynamic command name");
@@ -1017,8 +1321,10 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     shell_opaque(c->cx, strcmp(name, "eval") ? "source" : "eval");
   } else if (wr && (fallback || wr->kind == W_EXEC)) {
     exec_wrapper(c, wr);
-  } else if (one_of(name, shells, 5) && dash_c_wrapper(c)) {
+  } else if (one_of(name, shell_names, NSHELLS) && dash_c_wrapper(c)) {
     return;
+  } else if (is_interpreter(name)) {
+    interpreter_cmd(c);
   } else if (!strcmp(name, "find")) {
     find_cmd(c);
   } else if (!strcmp(name, "git")) {
