@@ -9,6 +9,8 @@
 
 #include "shell_priv.h"
 
+#include <stdio.h>
+
 // ---- atom builder: options -----------------------------------------------
 
 // Options of a command, getopt style. shorts: a letter, then ':' when it
@@ -97,7 +99,10 @@ static size_t take_long(const struct cmd *c, size_t k, const struct optspec *sp,
   bool arg;
   char alias;
   if (!find_long(sp, name, len, &arg, &alias)) {
+    // An option we do not know may write the file its value names.
     st->unknown = true;
+    if (eq && eq[1])
+      shell_emit_path(c->cx, SHELL_EDIT, eq + 1, c->w[k].dynamic, true);
     return 1;
   }
   if (alias)
@@ -699,15 +704,150 @@ static const struct optspec git_opts = {
     "no-optional-locks no-advice html-path man-path info-path",
     NULL, NULL, false};
 
-// git with global options: deny/ask also see it without them.
+// git -c KEY=VALUE with a key whose value is never run as a command.
+static bool git_safe_key(const char *kv) {
+  static const char *const pre[] = {"color.", "advice.", "column."};
+  static const char *const exact[] = {
+      "user.name",          "user.email",    "core.quotepath", "core.autocrlf",
+      "init.defaultbranch", "core.abbrev",   "log.date",       "diff.noprefix",
+      "diff.renames",       "core.safecrlf", "pull.rebase",    "push.default",
+      "commit.gpgsign",     "tag.gpgsign",   "core.filemode"};
+  size_t n = strcspn(kv, "=");
+  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+    if (ci_prefix(kv, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    if (strlen(exact[i]) == n && ci_prefix(kv, n, exact[i]))
+      return true;
+  return false;
+}
+
+// A path a git subcommand writes, relative to git -C DIR when there is one.
+static void git_path(const struct cmd *c, const struct pword *dir,
+                     const char *path, bool dynamic) {
+  if (!dir || path[0] == '/') {
+    shell_emit_path(c->cx, SHELL_EDIT, path, dynamic, true);
+    return;
+  }
+  size_t n = dir->text.len + strlen(path) + 2;
+  char *j = xmalloc(n);
+  snprintf(j, n, "%s/%s", wt(dir), path);
+  shell_emit_path(c->cx, SHELL_EDIT, j, dynamic || dir->dynamic, true);
+  free(j);
+}
+
+// The value of --NAME=V or --NAME V at w[k] (NULL when w[k] is not it).
+static const char *long_value(const struct cmd *c, size_t k, const char *name,
+                              size_t *used) {
+  const char *t = wt(&c->w[k]);
+  size_t n = strlen(name);
+  *used = 1;
+  if (strncmp(t, name, n) != 0)
+    return NULL;
+  if (t[n] == '=')
+    return t + n + 1;
+  if (t[n] || k + 1 >= c->n)
+    return NULL;
+  *used = 2;
+  return wt(&c->w[k + 1]);
+}
+
+// What a git subcommand writes or runs beyond its own atom: --output files,
+// format-patch -o, the paths restore/checkout write; grep -O, rebase -x,
+// submodule foreach, filter-branch, ext:: transports and upload-pack
+// programs run commands (opaque).
+static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
+  static const char *const runs[] = {"--exec",
+                                     "--upload-pack",
+                                     "--receive-pack",
+                                     "--extcmd",
+                                     "--open-files-in-pager",
+                                     "--tree-filter",
+                                     "--index-filter",
+                                     "--msg-filter",
+                                     "--env-filter",
+                                     "--commit-filter",
+                                     "--parent-filter",
+                                     "--tag-name-filter",
+                                     "--pathspec-from-file"};
+  const char *sub = wt(&c->w[k]);
+  bool paths = !strcmp(sub, "restore") || !strcmp(sub, "checkout");
+  bool dd = false;
+  if (!strcmp(sub, "filter-branch") || !strcmp(sub, "difftool") ||
+      !strcmp(sub, "mergetool") ||
+      (!strcmp(sub, "submodule") && k + 1 < c->n &&
+       wis(&c->w[k + 1], "foreach")))
+    shell_opaque(c->cx, "a git subcommand that runs commands");
+  for (size_t i = k + 1; i < c->n; i++) {
+    const struct pword *w = &c->w[i];
+    const char *t = wt(w);
+    size_t used;
+    const char *v;
+    if (w->dynamic && t[0] == '-')
+      shell_opaque(c->cx, "a dynamic git option");
+    if (!strncmp(t, "ext::", 5) || strstr(t, "::"))
+      shell_opaque(c->cx, "a git remote helper transport");
+    for (size_t r = 0; !dd && r < sizeof(runs) / sizeof(runs[0]); r++)
+      if (!strncmp(t, runs[r], strlen(runs[r])))
+        shell_opaque(c->cx, "a git option that runs a command");
+    if (!dd && t[0] == '-' && t[1] != '-' &&
+        ((!strcmp(sub, "grep") && strchr(t, 'O')) ||
+         (!strcmp(sub, "rebase") && strchr(t, 'x'))))
+      shell_opaque(c->cx, "a git option that runs a command");
+    if (!dd && ((v = long_value(c, i, "--output", &used)) ||
+                (!strcmp(sub, "format-patch") &&
+                 ((v = long_value(c, i, "--output-directory", &used)) ||
+                  (wis(w, "-o") && i + 1 < c->n && (v = wt(&c->w[i + 1])) &&
+                   (used = 2)))))) {
+      git_path(c, dir, v, c->w[i + used - 1].dynamic);
+      i += used - 1;
+      continue;
+    }
+    if (!dd && wis(w, "--")) {
+      dd = true;
+      continue;
+    }
+    if (!paths)
+      continue;
+    if (!dd && (wis(w, "-b") || wis(w, "-B") || wis(w, "--orphan") ||
+                wis(w, "-s") || wis(w, "--source"))) {
+      i++; // takes a value
+      continue;
+    }
+    if (dd || t[0] != '-' || w->dynamic)
+      git_path(c, dir, t, w->dynamic);
+  }
+}
+
+// git: global options may run commands (-c core.pager=..., alias.x=!...,
+// --config-env, --exec-path=); deny/ask also see the command without them.
 static void git_cmd(const struct cmd *c) {
   emit_main(c);
   struct optstate st = {0};
+  const struct pword *dir = NULL;
   size_t k = 1, used;
-  while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0)
+  while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0) {
+    const char *t = wt(&c->w[k]);
+    const struct pword *v = used == 2 ? &c->w[k + 1] : NULL;
+    if (!strcmp(t, "-c") && v && (v->dynamic || !git_safe_key(wt(v))))
+      shell_opaque(c->cx, "git -c with a key that can run commands");
+    else if (!strncmp(t, "-c", 2) && t[2] &&
+             (c->w[k].dynamic || !git_safe_key(t + 2)))
+      shell_opaque(c->cx, "git -c with a key that can run commands");
+    if (!strncmp(t, "--config-env", 12) || !strncmp(t, "--exec-path=", 12))
+      shell_opaque(c->cx, "git configuration from the environment");
+    if (!strcmp(t, "-C") && v)
+      dir = v;
     k += used;
+  }
   if (k > 1 && k < c->n)
     emit_cmd(c, &c->w[0], c->w + k, c->n - k, true);
+  if (k < c->n && !c->w[k].dynamic) {
+    if (wis(&c->w[k], "config") && k + 2 < c->n &&
+        !git_safe_key(wt(&c->w[k + 1])) && wt(&c->w[k + 1])[0] != '-')
+      shell_opaque(c->cx, "git config stores a value that can run commands");
+    git_sub(c, k, dir);
+  }
 }
 
 // cd/pushd/popd move where later relative paths point.
@@ -765,6 +905,7 @@ enum fmode {
   F_MOVE, // mv: sources read and removed, the last operand written
   F_LINK, // ln: targets read, the link name written
   F_DD,   // if= read, of= written
+  F_UNIQ, // uniq: the first operand is read, the second written
   F_NONE, // the operands are not files (URLs): only option arguments are
 };
 
@@ -820,6 +961,29 @@ static const struct filecmd filecmds[] = {
      {"f:v:F:e:i:l:E:bcCd?D?ghLMnNo?Op?PrsStV",
       "file:/f assign:/v field-separator:/F source:/e include:/i exec:/E",
       "fiE", NULL, false}},
+    {"gawk",
+     F_AWK,
+     {"f:v:F:e:i:l:E:bcCd?D?ghLMnNo?Op?PrsStV",
+      "file:/f assign:/v field-separator:/F source:/e include:/i exec:/E",
+      "fiE", NULL, false}},
+    {"mawk", F_AWK, {"f:v:F:W:", "", "f", NULL, false}},
+    {"nawk", F_AWK, {"f:v:F:", "", "f", NULL, false}},
+    {"sort",
+     F_READ,
+     {"bcCdfghiMmnrRsuVzk:o:S:t:T:",
+      "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort "
+      "ignore-nonprinting month-sort human-numeric-sort numeric-sort "
+      "random-sort reverse version-sort check merge stable unique "
+      "zero-terminated debug key:/k output:/o buffer-size:/S "
+      "field-separator:/t temporary-directory:/T parallel: random-source: "
+      "sort: files0-from: batch-size: compress-program:",
+      NULL, "o", false}},
+    {"uniq",
+     F_UNIQ,
+     {"cdDf:is:uw:z",
+      "count repeated all-repeated group ignore-case skip-fields:/f "
+      "skip-chars:/s unique check-chars:/w zero-terminated",
+      NULL, NULL, false}},
     {"cp",
      F_COPY,
      {"t:S:abdfHilLnPprsuvxTR",
@@ -898,8 +1062,8 @@ static const struct filecmd filecmds[] = {
       "user-agent:/A referer:/e cookie:/b form:/F max-time:/m proxy:/x "
       "write-out:/w silent/s show-error/S location/L insecure/k fail/f "
       "verbose/v head/I include/i remote-name/O create-dirs "
-      "output-dir: url:",
-      "TK", "ocD", false}},
+      "output-dir:/% url:",
+      "TK", "ocD%", false}},
     {"wget",
      F_NONE,
      {"O:o:a:P:i:e:t:T:U:qvcNnrlkpmbS",
@@ -994,6 +1158,11 @@ static void file_operands(const struct cmd *c, const struct filecmd *fc,
     const struct pword *w = &c->w[ops[i]];
     if (fc->mode == F_AWK && w->assign)
       continue; // awk's NAME=value operands
+    if (fc->mode == F_UNIQ && i > 0) {
+      if (i == 1)
+        operand(c, w, SHELL_EDIT);
+      continue;
+    }
     file_operand(c, fc, w, has_dest && i == n - 1, seen(st, 'i'));
   }
 }
@@ -1301,6 +1470,37 @@ static void interpreter_cmd(const struct cmd *c) {
     c->cx->stdin_shell = true;
 }
 
+// Programs that run other commands (from their operands, a script, a
+// schedule or an editor's command line) in ways not modelled: opaque.
+static const char *const runners[] = {"strace",      "ltrace",
+                                      "valgrind",    "gdb",
+                                      "lldb",        "unshare",
+                                      "nsenter",     "firejail",
+                                      "bwrap",       "systemd-run",
+                                      "chrt",        "taskset",
+                                      "numactl",     "prlimit",
+                                      "fakeroot",    "proot",
+                                      "schroot",     "pkexec",
+                                      "sg",          "newgrp",
+                                      "script",      "at",
+                                      "batch",       "crontab",
+                                      "parallel",    "dbus-run-session",
+                                      "xvfb-run",    "torsocks",
+                                      "proxychains", "proxychains4",
+                                      "catchsegv",   "perf",
+                                      "tmux",        "screen",
+                                      "vi",          "vim",
+                                      "nvim",        "view",
+                                      "ex",          "vimdiff",
+                                      "gvim",        "rvim",
+                                      "emacs",       "emacsclient",
+                                      "ed",          "expect",
+                                      "sshpass",     "entr",
+                                      "watchexec",   "cgexec",
+                                      "capsh",       "setpriv",
+                                      "runcon",      "ssh-agent"};
+enum { NRUNNERS = sizeof(runners) / sizeof(runners[0]) };
+
 static void dispatch(struct cmd *c, const struct wrapper *fallback) {
   static const char *const declares[] = {"export", "declare", "typeset",
                                          "local", "readonly"};
@@ -1312,6 +1512,11 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     shell_opaque(c->cx, why);
   if (assigns_code(c->as, c->nas))
     shell_opaque(c->cx, "a variable that holds code");
+  if (!c->w[0].dynamic && (why = shell_option_runs(c->w, c->n, name)))
+    shell_opaque(c->cx, why);
+  if (!c->w[0].dynamic && one_of(name, runners, NRUNNERS))
+    shell_opaque(c->cx, "a program that runs commands the analyser does not "
+                        "model");
   if (c->w[0].dynamic) {
     emit_main(c);
     shell_opaque(c->cx, "dynamic command name");
@@ -1329,8 +1534,17 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     find_cmd(c);
   } else if (!strcmp(name, "git")) {
     git_cmd(c);
+  } else if (!strcmp(name, "tar")) {
+    emit_main(c);
+    shell_tar(c->cx, c->w, c->n);
   } else if (fc) {
     file_cmd(c, fc);
+    if (fc->mode == F_SED)
+      shell_sed(c->cx, c->w, c->n);
+    else if (fc->mode == F_AWK)
+      shell_awk(c->cx, c->w, c->n);
+    else if (!strcmp(name, "wget"))
+      shell_wget(c->cx, c->w, c->n);
   } else if (one_of(word, declares, 5)) {
     declare_cmd(c);
   } else {

@@ -218,3 +218,13 @@ void shell_analyse_text(struct ctx *cx, const char *s, size_t len, int depth);
 // (shell_cmd.c).
 void shell_build_simple(struct ctx *cx, const struct pword *w, size_t n,
                         bool deny_only, int depth);
+
+// Programs inside arguments (shell_prog.c): each adds the file atoms or the
+// opacity of one simple command w[0..n) whose atom is already emitted.
+void shell_sed(struct ctx *cx, const struct pword *w, size_t n);
+void shell_awk(struct ctx *cx, const struct pword *w, size_t n);
+void shell_tar(struct ctx *cx, const struct pword *w, size_t n);
+void shell_wget(struct ctx *cx, const struct pword *w, size_t n);
+// Why an option of the command named name runs a program, or NULL.
+const char *shell_option_runs(const struct pword *w, size_t n,
+                              const char *name);
