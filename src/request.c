@@ -323,25 +323,63 @@ static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
 static void add_targets(struct request_atom *at, const struct shell_atom *a,
                         const struct bases *b, const char *home) {
   const char *name = a->nwords ? base_name(a->words[0].text) : "";
+  if (strcasecmp(name, "find") == 0 && a->more_args)
+    push_target(at, "(starting points read from stdin by xargs)", true, NULL,
+                home);
   if (strcasecmp(name, "find") == 0)
     find_targets(at, a, b, home);
   else if (in_list(name, removers, 6) || strcasecmp(name, "mv") == 0)
     remove_targets(at, a, name, b, home);
 }
 
-// find with -delete/-exec and no test: its starting points (default ".").
+// A -name/-path pattern that narrows what find matches: it has a character
+// that is not a glob character, a bracket expression or a dot (`*.o` does,
+// `*`, `?*`, `.*`, `[a-z]*` do not).
+static bool narrow_pattern(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' && p[i + 1]) {
+      return true;
+    } else if (!strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// find -delete: its starting points (default "."), unless a -name/-path
+// test with a narrowing pattern comes before it and no -o, ! or group can
+// route around that test. -exec/-ok: unless one of the usual tests comes
+// first (the command they run has its own atom, and {} is unknown there).
 static void find_targets(struct request_atom *at, const struct shell_atom *a,
                          const struct bases *b, const char *home) {
-  bool acts = false, filtered = false;
+  static const char *const names[] = {"-name",  "-iname",     "-path",
+                                      "-ipath", "-wholename", "-iwholename"};
+  static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
+  bool acts = false, filtered = false, deletes = false, narrowed = false,
+       branchy = false;
   size_t end = a->nwords;
   for (size_t i = 1; i < a->nwords; i++) {
     const char *w = a->words[i].text;
     if (end == a->nwords && (w[0] == '-' || w[0] == '(' || w[0] == '!'))
       end = i;
-    acts = acts || in_list(w, find_actions, 5);
-    filtered = filtered || in_list(w, find_tests, 14);
+    if (strcmp(w, "-delete") == 0)
+      deletes = true;
+    else if (in_list(w, find_actions, 5))
+      acts = true;
+    if (!acts && !deletes) {
+      filtered = filtered || in_list(w, find_tests, 14);
+      narrowed = narrowed || (in_list(w, names, 6) && i + 1 < a->nwords &&
+                              !a->words[i + 1].dynamic &&
+                              narrow_pattern(a->words[i + 1].text));
+    }
+    branchy = branchy || in_list(w, branch, 6);
   }
-  if (!acts || filtered)
+  if (!(deletes && (!narrowed || branchy)) && (!acts || filtered))
     return;
   char here[] = ".";
   if (end == 1)
@@ -376,6 +414,9 @@ static void remove_targets(struct request_atom *at, const struct shell_atom *a,
   }
   if (own && !recursive)
     return;
+  // Run by xargs: more operands come from stdin, and none can be known.
+  if (a->more_args)
+    push_target(at, "(operands read from stdin by xargs)", true, NULL, home);
   size_t skip = own && !no_mode_operand ? 1 : 0, seen = 0;
   size_t keep = mv && !to_dir && n ? n - 1 : n;
   opts = true;

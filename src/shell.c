@@ -50,7 +50,8 @@ struct shell_atom *shell_push_atom(struct ctx *cx, enum shell_atom_kind kind,
     r->atoms = xrealloc(r->atoms, cx->cap * sizeof(*r->atoms));
   }
   struct shell_atom *a = &r->atoms[r->natoms++];
-  *a = (struct shell_atom){.kind = kind, .deny_only = deny_only};
+  *a = (struct shell_atom){
+      .kind = kind, .deny_only = deny_only, .more_args = cx->xargs > 0};
   return a;
 }
 

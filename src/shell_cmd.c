@@ -55,6 +55,7 @@ struct cmd {
   size_t n;
   bool deny_only;
   int depth;
+  bool xargs; // a bare xargs was stripped: more arguments come from stdin
 };
 
 static void opt_path(const struct cmd *c, const struct optspec *sp, char letter,
@@ -330,10 +331,9 @@ static void xargs_inner(const struct cmd *c, const struct optstate *st,
   if ((seen(st, 'I') || seen(st, 'i')) &&
       (is_shell_or_interpreter(name) || find_wrapper(name)))
     shell_opaque(cx, "xargs -I putting data into a shell's script");
-  size_t from = cx->out->natoms;
+  cx->xargs++;
   build_inner(c, k);
-  for (size_t i = from; i < cx->out->natoms; i++)
-    cx->out->atoms[i].more_args = true;
+  cx->xargs--;
 }
 
 // env NAME=value: an exported function (BASH_FUNC_x%%=() {...}) or a
@@ -496,6 +496,7 @@ static const struct wrapper *strip_wrappers(struct cmd *c) {
       return wr;
     if (k >= c->n)
       return NULL; // nothing after it: the wrapper is the command
+    c->xargs = c->xargs || bare_xargs;
     c->w += k;
     c->n -= k;
   }
@@ -1580,5 +1581,7 @@ void shell_build_simple(struct ctx *cx, const struct pword *w, size_t n,
                   .deny_only = deny_only,
                   .depth = depth};
   const struct wrapper *fallback = strip_wrappers(&c);
+  cx->xargs += c.xargs;
   dispatch(&c, fallback);
+  cx->xargs -= c.xargs;
 }

@@ -106,6 +106,7 @@ struct ctx {
   size_t nbases;
   bool base_unknown;
   int loop_depth;   // inside a loop or function body
+  int xargs;        // building a command xargs runs (more_args)
   bool stdin_shell; // the builder saw a shell that reads its script from
                     // stdin (sh, bash -s): the parser looks at what feeds it
 };
