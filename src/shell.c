@@ -510,6 +510,20 @@ static void feed_shell(struct parser *p, const struct targets *tg,
     shell_opaque(p->cx, "a shell reading commands from a pipe or a file");
 }
 
+// An interpreter that reads its program from stdin: python3 <<'EOF' is a
+// program in plain sight, like python3 -c; from a pipe, a file, or with
+// expansions spliced into it, it is one no atom shows.
+static void feed_code(struct parser *p, const struct targets *tg,
+                      size_t pend_from) {
+  if (tg->has_herestr && tg->herestr.dynamic)
+    shell_opaque(p->cx, "a dynamic program fed to an interpreter");
+  else if (!tg->has_herestr && p->npend == pend_from)
+    shell_opaque(p->cx, "an interpreter reading its program from a pipe or "
+                        "a file");
+  for (size_t i = pend_from; i < p->npend; i++)
+    p->pend[i].to_code = true;
+}
+
 static void parse_simple(struct parser *p) {
   struct words ws = {0};
   struct targets tg = {0};
@@ -529,11 +543,13 @@ static void parse_simple(struct parser *p) {
       break;
     }
   }
-  p->cx->stdin_shell = false;
+  p->cx->stdin_shell = p->cx->stdin_code = false;
   shell_build_simple(p->cx, ws.v, ws.n, false, p->depth);
   if (p->cx->stdin_shell)
     feed_shell(p, &tg, pend_from);
-  p->cx->stdin_shell = false;
+  else if (p->cx->stdin_code)
+    feed_code(p, &tg, pend_from);
+  p->cx->stdin_shell = p->cx->stdin_code = false;
   for (size_t i = 0; i < tg.w.n; i++)
     redir_target(p->cx, tg.kind[i], &tg.w.v[i]);
 done:

@@ -1240,8 +1240,12 @@ static bool has_char(const struct pword *w, char ch) {
 // without looking up a variable), or $# / $?.
 static bool int_literal(const struct pword *w) {
   const char *t = wt(w);
-  if (w->dynamic)
-    return strcmp(t, "$#") == 0 || strcmp(t, "$?") == 0;
+  if (w->dynamic) // $#, $?, ${#NAME}: numbers bash computes itself
+    return strcmp(t, "$#") == 0 || strcmp(t, "$?") == 0 ||
+           (strncmp(t, "${#", 3) == 0 && t[3] && is_name_start(t[3]) &&
+            strspn(t + 3, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_") == strlen(t + 3) - 1 &&
+            t[strlen(t) - 1] == '}');
   size_t i = t[0] == '-' || t[0] == '+' ? 1 : 0;
   return t[i] && strspn(t + i, "0123456789") == strlen(t + i);
 }
@@ -1465,10 +1469,11 @@ static void interpreter_cmd(const struct cmd *c) {
   bool code = false;
   for (size_t k = 1; k < c->n && !code; k++) {
     const char *t = wt(&c->w[k]);
-    code = t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceE");
+    code = (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEmprVh")) ||
+           !strcmp(t, "--version") || !strcmp(t, "--help");
   }
   if (!code)
-    c->cx->stdin_shell = true;
+    c->cx->stdin_code = true;
 }
 
 // Programs that run other commands (from their operands, a script, a
@@ -1538,6 +1543,9 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
   } else if (!strcmp(name, "tar")) {
     emit_main(c);
     shell_tar(c->cx, c->w, c->n);
+  } else if (!strcmp(name, "zip") || !strcmp(name, "unzip")) {
+    emit_main(c);
+    shell_zip(c->cx, c->w, c->n, name[0] == 'u');
   } else if (fc) {
     file_cmd(c, fc);
     if (fc->mode == F_SED)

@@ -619,7 +619,7 @@ static void lex_word(struct parser *p, struct pword *w) {
 
 struct body {
   size_t from, to;
-  bool quoted, to_shell;
+  bool quoted, to_shell, to_code;
 };
 
 // Finds the end of one heredoc body at p->pos. An unquoted body joins
@@ -629,6 +629,7 @@ static bool heredoc_body(struct parser *p, const struct heredoc *h,
   b->from = p->pos;
   b->quoted = h->quoted;
   b->to_shell = h->to_shell;
+  b->to_code = h->to_code;
   struct buf line = {0};
   while (p->pos < p->end) {
     size_t line_start = p->pos;
@@ -713,9 +714,15 @@ static void read_heredocs(struct parser *p) {
   for (size_t i = 0; ok && i < n; i++)
     if (!bodies[i].quoted)
       heredoc_expand(p, &bodies[i]);
-  for (size_t i = 0; ok && i < n; i++)
+  for (size_t i = 0; ok && i < n; i++) {
+    const char *s = p->s + bodies[i].from;
+    size_t len = bodies[i].to - bodies[i].from;
     if (bodies[i].to_shell)
       heredoc_script(p, &bodies[i]);
+    else if (bodies[i].to_code && !bodies[i].quoted &&
+             (memchr(s, '$', len) || memchr(s, '`', len)))
+      shell_opaque(p->cx, "expansions spliced into an interpreter's program");
+  }
 }
 
 // ---- lexer: tokens -------------------------------------------------------

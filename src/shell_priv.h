@@ -107,6 +107,7 @@ struct ctx {
   bool base_unknown;
   int loop_depth;   // inside a loop or function body
   int xargs;        // building a command xargs runs (more_args)
+  bool stdin_code;  // ... an interpreter that reads its program from stdin
   bool stdin_shell; // the builder saw a shell that reads its script from
                     // stdin (sh, bash -s): the parser looks at what feeds it
 };
@@ -172,6 +173,7 @@ struct heredoc {
   char *delim;
   bool quoted, strip;
   bool to_shell; // the body is the script of a shell (bash <<EOF)
+  bool to_code;  // the body is a program of an interpreter (python3 <<EOF)
 };
 
 enum lex_mode {
@@ -226,6 +228,7 @@ void shell_sed(struct ctx *cx, const struct pword *w, size_t n);
 void shell_awk(struct ctx *cx, const struct pword *w, size_t n);
 void shell_tar(struct ctx *cx, const struct pword *w, size_t n);
 void shell_wget(struct ctx *cx, const struct pword *w, size_t n);
+void shell_zip(struct ctx *cx, const struct pword *w, size_t n, bool unzip);
 // Why an option of the command named name runs a program, or NULL.
 const char *shell_option_runs(const struct pword *w, size_t n,
                               const char *name);

@@ -504,3 +504,28 @@ void shell_wget(struct ctx *cx, const struct pword *w, size_t n) {
     free(name);
   }
 }
+
+// unzip extracts into -d DIR or the current directory (-l, -t, -p, -v,
+// -Z only list, test or print); zip writes its archive, the first operand.
+void shell_zip(struct ctx *cx, const struct pword *w, size_t n, bool unzip) {
+  bool extract = unzip;
+  for (size_t k = 1; k < n; k++) {
+    const char *t = wt(&w[k]);
+    if (t[0] == '-' && t[1] != '-' && t[1]) {
+      if (unzip && strpbrk(t + 1, "ltpvZ"))
+        extract = false;
+      if (unzip && t[1] == 'd' && (t[2] || k + 1 < n)) {
+        bool dyn = t[2] ? w[k].dynamic : w[k + 1].dynamic;
+        shell_emit_path(cx, SHELL_EDIT, t[2] ? t + 2 : wt(&w[++k]), dyn, true);
+        return;
+      }
+      continue;
+    }
+    if (!unzip && t[0] != '-') {
+      edit_path(cx, t, w[k].dynamic);
+      return;
+    }
+  }
+  if (extract)
+    shell_emit_path(cx, SHELL_EDIT, ".", false, true);
+}

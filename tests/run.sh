@@ -173,7 +173,7 @@ bins_in() {
 # written from the specification by someone who had not read the code.
 suite_conformance() {
 	prefix=$1 broker=$(abspath "$2")
-	for fixture in policy policy-extra; do
+	for fixture in policy policy-extra policy-adversarial; do
 		timeout -k 5 900 python3 "$ROOT/tests/conformance.py" "$broker" \
 			"$ROOT/tests/fixtures/$fixture.jsonl" </dev/null >"$WORK/out" 2>&1
 		tally "$prefix $fixture" "$WORK/out" "$?" "$fixture.jsonl"
