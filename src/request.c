@@ -1003,8 +1003,10 @@ static bool ro_options(const struct ro_spec *sp, const struct shell_atom *a) {
       operands++;
       continue;
     }
-    if (a->words[i].dynamic)
-      return false; // an option that cannot be known
+    size_t name_len = strcspn(w, "=");
+    if (a->words[i].dynamic &&
+        (w[1] != '-' || strcspn(w, "$`*?[{~") < name_len))
+      return false; // an option that cannot be known (--x=*.c can be)
     if (w[1] == '-') {
       if (!ro_long(sp->longs, w + 2))
         return false;
