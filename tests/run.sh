@@ -170,7 +170,9 @@ bins_in() {
 # suite_conformance PREFIX BROKER: every case of tests/fixtures/policy.jsonl
 # through `acp-broker decide` (tests/conformance.py).
 # Then tests/fixtures/policy-extra.jsonl: more cases of the same semantics,
-# written from the specification by someone who had not read the code.
+# written from the specification by someone who had not read the code, and
+# tests/fixtures/policy-adversarial.jsonl: what an attacker tries
+# (doc/threat-model.md).
 suite_conformance() {
 	prefix=$1 broker=$(abspath "$2")
 	for fixture in policy policy-extra policy-adversarial; do
