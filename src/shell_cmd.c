@@ -177,6 +177,7 @@ static bool code_assign(const char *t, size_t n, bool dynamic);
 static bool assigns_code(const struct pword *w, size_t n);
 struct wrapper;
 static const struct wrapper *find_wrapper(const char *name);
+static bool one_of(const char *s, const char *const *list, size_t n);
 
 // ---- atom builder: command atoms -----------------------------------------
 
@@ -771,8 +772,12 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
                                      "--parent-filter",
                                      "--tag-name-filter",
                                      "--pathspec-from-file"};
+  static const char *const url_subs[] = {"clone",     "fetch",  "pull",
+                                         "push",      "remote", "ls-remote",
+                                         "submodule", "archive"};
   const char *sub = wt(&c->w[k]);
   bool paths = !strcmp(sub, "restore") || !strcmp(sub, "checkout");
+  bool url_sub = one_of(sub, url_subs, 8);
   bool dd = false;
   if (!strcmp(sub, "filter-branch") || !strcmp(sub, "difftool") ||
       !strcmp(sub, "mergetool") ||
@@ -786,7 +791,7 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
     const char *v;
     if (w->dynamic && t[0] == '-')
       shell_opaque(c->cx, "a dynamic git option");
-    if (!strncmp(t, "ext::", 5) || strstr(t, "::"))
+    if (url_sub && strstr(t, "::"))
       shell_opaque(c->cx, "a git remote helper transport");
     for (size_t r = 0; !dd && r < sizeof(runs) / sizeof(runs[0]); r++)
       if (!strncmp(t, runs[r], strlen(runs[r])))
@@ -820,6 +825,47 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
   }
 }
 
+// git config: setting a key whose value can run a command (alias.x=!cmd,
+// core.pager, ...) is opaque; so is --edit (an editor), a dynamic word and
+// a config file named with -f (that file is written).
+static void git_config(const struct cmd *c, size_t k) {
+  const struct pword *ops[3] = {NULL, NULL, NULL};
+  size_t nops = 0;
+  bool set = false;
+  for (size_t i = k + 1; i < c->n; i++) {
+    const struct pword *w = &c->w[i];
+    const char *t = wt(w);
+    if (w->dynamic) {
+      shell_opaque(c->cx, "git config with a dynamic word");
+      return;
+    }
+    if (t[0] != '-') {
+      if (nops < 3)
+        ops[nops] = w;
+      nops++;
+    } else if (!strcmp(t, "-e") || !strcmp(t, "--edit")) {
+      shell_opaque(c->cx, "git config --edit runs an editor");
+    } else if (!strcmp(t, "-f") || !strcmp(t, "--file") ||
+               !strcmp(t, "--blob") || !strcmp(t, "--type") ||
+               !strcmp(t, "--default") || !strcmp(t, "--comment")) {
+      if (i + 1 < c->n && (!strcmp(t, "-f") || !strcmp(t, "--file")))
+        shell_emit_path(c->cx, SHELL_EDIT, wt(&c->w[i + 1]),
+                        c->w[i + 1].dynamic, true);
+      i++;
+    } else if (!strncmp(t, "--file=", 7)) {
+      shell_emit_path(c->cx, SHELL_EDIT, t + 7, w->dynamic, true);
+    } else if (!strcmp(t, "--add") || !strcmp(t, "--replace-all") ||
+               !strcmp(t, "--append")) {
+      set = true;
+    }
+  }
+  if ((set || nops >= 2) && ops[0] && !git_safe_key(wt(ops[0])))
+    shell_opaque(c->cx, "git config stores a value that can run commands");
+  if (nops >= 2 && ops[0] && !strcmp(wt(ops[0]), "set") && ops[1] &&
+      !git_safe_key(wt(ops[1])))
+    shell_opaque(c->cx, "git config stores a value that can run commands");
+}
+
 // git: global options may run commands (-c core.pager=..., alias.x=!...,
 // --config-env, --exec-path=); deny/ask also see the command without them.
 static void git_cmd(const struct cmd *c) {
@@ -844,9 +890,8 @@ static void git_cmd(const struct cmd *c) {
   if (k > 1 && k < c->n)
     emit_cmd(c, &c->w[0], c->w + k, c->n - k, true);
   if (k < c->n && !c->w[k].dynamic) {
-    if (wis(&c->w[k], "config") && k + 2 < c->n &&
-        !git_safe_key(wt(&c->w[k + 1])) && wt(&c->w[k + 1])[0] != '-')
-      shell_opaque(c->cx, "git config stores a value that can run commands");
+    if (wis(&c->w[k], "config"))
+      git_config(c, k);
     git_sub(c, k, dir);
   }
 }

@@ -559,6 +559,12 @@ static const struct acase adversarial[] = {
     {"git submodule foreach id", 1, NULL},
     {"git grep -Ovi x", 1, NULL},
     {"git config alias.x '!id'", 1, NULL},
+    {"git config --global core.pager id", 1, NULL},
+    {"git config --get alias.x; git config user.name a", 0, NULL},
+    {"git config -f x.cfg user.name a", 0,
+     "C git|config|-f|x.cfg|user.name|a\nEd x.cfg"},
+    {"git grep 'Foo::bar'", 0, "C git|grep|Foo::bar"},
+    {"git clone 'ext::sh -c id' y", 1, NULL},
     {"strace -f rm -rf /", 1, NULL},
     // Family 5: files written through options.
     {"sort -uo o.txt i", 0, "C sort|-uo|o.txt|i\nEd o.txt\nRd i"},
