@@ -567,6 +567,13 @@ static void exec_wrapper(const struct cmd *c, const struct wrapper *wr) {
   }
   if (wr->flags & WF_ENV)
     env_assigns(c, k);
+  // sudo -s/-i, doas -s without a command, su without -c: a shell that
+  // reads its commands from stdin.
+  if (!script && k >= c->n &&
+      (((!strcmp(wr->name, "sudo") || !strcmp(wr->name, "doas")) &&
+        (seen(&st, 's') || seen(&st, 'i'))) ||
+       (wr->flags & WF_SCRIPT_C)))
+    c->cx->stdin_shell = true;
   if (script)
     analyse_script(c, script, true);
   else if ((wr->flags & WF_WATCH) && !seen(&st, 'x') && k < c->n)
@@ -778,6 +785,8 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
   const char *sub = wt(&c->w[k]);
   bool paths = !strcmp(sub, "restore") || !strcmp(sub, "checkout");
   bool url_sub = one_of(sub, url_subs, 8);
+  if (!strcmp(sub, "apply") || !strcmp(sub, "am")) // writes what the patch
+    git_path(c, dir, ".", false);                  // names
   bool dd = false;
   if (!strcmp(sub, "filter-branch") || !strcmp(sub, "difftool") ||
       !strcmp(sub, "mergetool") ||
@@ -1416,7 +1425,9 @@ static bool code_var(const char *s, size_t n) {
                                       "LD_AUDIT",      "PERL5OPT",
                                       "NODE_OPTIONS",  "RUBYOPT",
                                       "PYTHONSTARTUP", "BASH_LOADABLES_PATH",
-                                      "BROWSER",       "GIT_TEMPLATE_DIR"};
+                                      "BROWSER",       "GIT_TEMPLATE_DIR",
+                                      "LESS",          "MORE",
+                                      "MANOPT"};
   static const char *const pre[] = {"BASH_FUNC_", "GIT_CONFIG"};
   static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR"};
   for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
@@ -1432,8 +1443,9 @@ static bool code_var(const char *s, size_t n) {
 }
 
 static bool harmless_code_value(const char *v) {
-  static const char *const ok[] = {"",     "cat", "less",    "more",
-                                   "true", ":",   "less -R", "less -FRX"};
+  static const char *const ok[] = {"",          "cat",  "less", "more",
+                                   "true",      ":",    "-R",   "less -R",
+                                   "less -FRX", "-FRX", "-FRSX"};
   for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
     if (strcmp(v, ok[i]) == 0)
       return true;
@@ -1565,6 +1577,11 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     shell_opaque(c->cx, "a variable that holds code");
   if (!c->w[0].dynamic && (why = shell_option_runs(c->w, c->n, name)))
     shell_opaque(c->cx, why);
+  if (!c->w[0].dynamic && (!strcmp(name, "make") || !strcmp(name, "gmake")))
+    for (size_t k = 1; k + 1 < c->n; k++)
+      if ((wis(&c->w[k], "-f") || wis(&c->w[k], "--file")) &&
+          stdin_path(wt(&c->w[k + 1])))
+        shell_opaque(c->cx, "make reading its recipes from stdin");
   if (!c->w[0].dynamic && one_of(name, runners, NRUNNERS))
     shell_opaque(c->cx, "a program that runs commands the analyser does not "
                         "model");
@@ -1585,6 +1602,10 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     find_cmd(c);
   } else if (!strcmp(name, "git")) {
     git_cmd(c);
+  } else if (!strcmp(name, "patch")) {
+    // A patch names the files it writes: any of them, below -d DIR.
+    emit_main(c);
+    shell_emit_path(c->cx, SHELL_EDIT, ".", false, true);
   } else if (!strcmp(name, "tar")) {
     emit_main(c);
     shell_tar(c->cx, c->w, c->n);

@@ -447,7 +447,8 @@ const char *shell_option_runs(const struct pword *w, size_t n,
       else if (!strncmp(t, "-o", 2))
         v = t + 2;
       for (size_t i = 0; v && v[i]; i++)
-        if (!strncasecmp(v + i, "command", 7))
+        if (!strncasecmp(v + i, "command", 7) ||
+            !strncasecmp(v + i, "include", 7))
           return "an ssh option that runs a local command";
     }
   }
