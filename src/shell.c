@@ -681,6 +681,51 @@ void shell_analyse_text(struct ctx *cx, const char *s, size_t len, int depth) {
     free(p.pend[i].delim);
 }
 
+// ---- files written and run by the same line -------------------------------
+
+static const char *strip_dot(const char *p) {
+  while (p[0] == '.' && p[1] == '/')
+    p += 2;
+  return p;
+}
+
+static bool written(const struct shell_result *r, const char *path) {
+  for (size_t i = 0; i < r->natoms; i++) {
+    const struct shell_atom *a = &r->atoms[i];
+    if (a->kind == SHELL_EDIT && a->path &&
+        (a->path_dynamic || strcmp(strip_dot(a->path), strip_dot(path)) == 0))
+      return true;
+  }
+  return false;
+}
+
+// A program the same line writes and then runs (printf ... > s.sh; ./s.sh,
+// or bash s.sh): what it runs and writes is in no atom.
+static void written_and_run(struct ctx *cx) {
+  const struct shell_result *r = cx->out;
+  for (size_t i = 0; i < r->natoms && !r->opaque; i++) {
+    const struct shell_atom *a = &r->atoms[i];
+    if (a->kind != SHELL_CMD || !a->nwords)
+      continue;
+    static const char *const runs[] = {
+        "sh",     "bash",    "dash", "zsh",  "ksh",  "rbash", "ash",  "mksh",
+        "python", "python3", "perl", "node", "ruby", "php",   "make", "awk"};
+    const char *b = strrchr(a->words[0].text, '/');
+    b = b ? b + 1 : a->words[0].text;
+    bool runner = false;
+    for (size_t j = 0; j < sizeof(runs) / sizeof(runs[0]); j++)
+      runner = runner || strcmp(b, runs[j]) == 0;
+    for (size_t k = 0; k < a->nwords && k < 2; k++) {
+      const struct shell_word *w = &a->words[k];
+      if (!w->dynamic && (k == 1 ? runner : strchr(w->text, '/') != NULL) &&
+          w->text[0] != '-' && written(r, w->text)) {
+        shell_opaque(cx, "runs a file the same command writes");
+        break;
+      }
+    }
+  }
+}
+
 // ---- public ---------------------------------------------------------------
 
 int shell_analyse(const char *script, const char *home,
@@ -696,6 +741,8 @@ int shell_analyse(const char *script, const char *home,
     shell_fail(&cx, "empty command");
   else
     shell_analyse_text(&cx, script, len, 0);
+  if (!cx.stop)
+    written_and_run(&cx);
   for (size_t i = 0; i < cx.nbases; i++)
     free(cx.bases[i]);
   return out->opaque ? -1 : 0;

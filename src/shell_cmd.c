@@ -682,6 +682,62 @@ static void find_exec(const struct cmd *c, size_t from, size_t to) {
   free(w); // the texts still belong to c->w
 }
 
+// A find pattern with a character that is not a glob character, a bracket
+// expression or a dot: it narrows what find matches (as in request.c).
+static bool find_narrow(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' || !strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// find -delete removes what it finds below its starting points (default
+// "."). Without a narrowing -name test before it, each starting point is
+// an edit (of a directory that may hold protected files); with a -path
+// test or a literal -name (which can name a protected file) the files are
+// unknown; a -name glob such as '*.o' adds no edit atom.
+static void find_deletes(const struct cmd *c) {
+  static const char *const names[] = {"-name", "-iname"};
+  static const char *const paths[] = {"-path",       "-ipath", "-wholename",
+                                      "-iwholename", "-regex", "-iregex"};
+  static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
+  bool del = false, glob_name = false, unknown = false, branchy = false;
+  size_t end = c->n;
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (end == c->n && (t[0] == '-' || t[0] == '(' || t[0] == '!'))
+      end = k;
+    branchy = branchy || one_of(t, branch, 6);
+    if (del)
+      continue;
+    del = !strcmp(t, "-delete");
+    if (k + 1 < c->n && one_of(t, names, 2) && find_narrow(wt(&c->w[k + 1]))) {
+      const char *v = wt(&c->w[k + 1]);
+      if (strpbrk(v, "*?[") && !c->w[k + 1].dynamic)
+        glob_name = true;
+      else
+        unknown = true;
+    }
+    if (k + 1 < c->n && one_of(t, paths, 6))
+      unknown = true;
+  }
+  if (!del || (glob_name && !branchy && !unknown))
+    return;
+  bool dyn = unknown && !branchy && !glob_name;
+  if (end == 1)
+    shell_emit_path(c->cx, SHELL_EDIT, ".", dyn, true);
+  for (size_t k = 1; k < end; k++)
+    shell_emit_path(c->cx, SHELL_EDIT, wt(&c->w[k]), dyn || c->w[k].dynamic,
+                    true);
+}
+
 static void find_cmd(const struct cmd *c) {
   bool never = false;
   for (size_t k = 1; k < c->n; k++) {
@@ -692,6 +748,7 @@ static void find_cmd(const struct cmd *c) {
   struct shell_atom *a = emit_main(c);
   if (a)
     a->never_allow = never;
+  find_deletes(c);
   for (size_t k = 1; k < c->n && !c->cx->stop; k++) {
     const char *t = wt(&c->w[k]);
     if (find_write_word(t) && k + 1 < c->n) {
@@ -1126,6 +1183,13 @@ static const struct filecmd filecmds[] = {
       "directory-prefix:/P input-file:/i execute:/e tries:/t timeout:/T "
       "user-agent:/U quiet/q verbose/v continue/c",
       "i", "OoaP", false}},
+    {"unlink", F_EDIT, {"", "", NULL, NULL, false}},
+    {"shred",
+     F_EDIT,
+     {"fn:s:uvxz",
+      "force iterations:/n random-source: size:/s remove remove: verbose exact "
+      "zero",
+      NULL, NULL, false}},
     {"mkdir",
      F_EDIT,
      {"m:pvZ", "mode:/m parents verbose context", NULL, NULL, false}},
@@ -1184,9 +1248,12 @@ static void file_operand(const struct cmd *c, const struct filecmd *fc,
     edit = true;
     break;
   case F_COPY:
-  case F_LINK:
     read = !dest;
     edit = dest;
+    break;
+  case F_LINK: // a write through the link writes its target too
+    read = !dest;
+    edit = true;
     break;
   case F_MOVE: // the source goes away: read and written
     read = !dest;
@@ -1427,7 +1494,7 @@ static bool code_var(const char *s, size_t n) {
                                       "PYTHONSTARTUP", "BASH_LOADABLES_PATH",
                                       "BROWSER",       "GIT_TEMPLATE_DIR",
                                       "LESS",          "MORE",
-                                      "MANOPT"};
+                                      "MANOPT",        "CDPATH"};
   static const char *const pre[] = {"BASH_FUNC_", "GIT_CONFIG"};
   static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR"};
   for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
@@ -1508,6 +1575,15 @@ static bool stdin_path(const char *t) {
 // its program from stdin; -c/-e and friends carry it visibly.
 static void interpreter_cmd(const struct cmd *c) {
   emit_main(c);
+  bool code = false;
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEpr"))
+      // perl -e 'system(...)' is awk's system(): opaque
+      shell_opaque(c->cx, "an interpreter running code from its arguments");
+    code = code || (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEmprVh")) ||
+           !strcmp(t, "--version") || !strcmp(t, "--help");
+  }
   for (size_t k = 1; k < c->n; k++) {
     const struct pword *w = &c->w[k];
     const char *t = wt(w);
@@ -1515,19 +1591,12 @@ static void interpreter_cmd(const struct cmd *c) {
       shell_opaque(c->cx, "an interpreter with a dynamic argument");
       return;
     }
-    if (t[0] == '-' && t[1] && strcmp(t, "--") != 0)
-      continue; // -c/-e take the program: an ordinary command
-    if (strcmp(t, "--") == 0)
-      continue;
+    if (t[0] == '-' && t[1])
+      continue; // options, -c/-e and their programs: handled above
     if (stdin_path(t))
       break;
-    return; // a script file: an ordinary command
-  }
-  bool code = false;
-  for (size_t k = 1; k < c->n && !code; k++) {
-    const char *t = wt(&c->w[k]);
-    code = (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEmprVh")) ||
-           !strcmp(t, "--version") || !strcmp(t, "--help");
+    if (!code)
+      return; // a script file: an ordinary command
   }
   if (!code)
     c->cx->stdin_code = true;
@@ -1606,6 +1675,10 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     // A patch names the files it writes: any of them, below -d DIR.
     emit_main(c);
     shell_emit_path(c->cx, SHELL_EDIT, ".", false, true);
+    shell_writers(c->cx, c->w, c->n, name);
+  } else if (shell_writers(c->cx, NULL, 0, name)) {
+    emit_main(c);
+    shell_writers(c->cx, c->w, c->n, name);
   } else if (!strcmp(name, "tar")) {
     emit_main(c);
     shell_tar(c->cx, c->w, c->n);

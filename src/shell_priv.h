@@ -229,6 +229,10 @@ void shell_awk(struct ctx *cx, const struct pword *w, size_t n);
 void shell_tar(struct ctx *cx, const struct pword *w, size_t n);
 void shell_wget(struct ctx *cx, const struct pword *w, size_t n);
 void shell_zip(struct ctx *cx, const struct pword *w, size_t n, bool unzip);
+// Compressors, split, mktemp, ssh-keygen, patch -o: the files they write
+// (with w NULL: whether name is one of them).
+bool shell_writers(struct ctx *cx, const struct pword *w, size_t n,
+                   const char *name);
 // Why an option of the command named name runs a program, or NULL.
 const char *shell_option_runs(const struct pword *w, size_t n,
                               const char *name);

@@ -530,3 +530,103 @@ void shell_zip(struct ctx *cx, const struct pword *w, size_t n, bool unzip) {
   if (extract)
     shell_emit_path(cx, SHELL_EDIT, ".", false, true);
 }
+
+// ---- more programs that write files --------------------------------------
+
+static const char *const compressors[] = {"gzip", "bzip2", "xz",   "zstd",
+                                          "lz4",  "lzma",  "lzip", "compress"};
+static const char *const suffixes[] = {".gz",  ".bz2",  ".xz", ".zst",
+                                       ".lz4", ".lzma", ".lz", ".Z"};
+static const char *const decompressors[] = {"gunzip", "bunzip2",   "unxz",
+                                            "unzstd", "unlz4",     "unlzma",
+                                            "lunzip", "uncompress"};
+
+static bool named(const char *name, const char *const *list, size_t n,
+                  size_t *at) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(name, list[i])) {
+      *at = i;
+      return true;
+    }
+  return false;
+}
+
+static void edit_suffixed(struct ctx *cx, const struct pword *w,
+                          const char *suffix) {
+  size_t n = w->text.len + strlen(suffix) + 1;
+  char *p = xmalloc(n);
+  snprintf(p, n, "%s%s", wt(w), suffix);
+  shell_emit_path(cx, SHELL_EDIT, p, w->dynamic, true);
+  free(p);
+}
+
+// Compressors (they replace FILE by FILE.gz, or the reverse), split (files
+// named PREFIXaa...), mktemp (a new name from its template), ssh-keygen -f
+// (the key and KEY.pub), patch -o. With w NULL: whether name is one of
+// them.
+bool shell_writers(struct ctx *cx, const struct pword *w, size_t n,
+                   const char *name) {
+  size_t at = 0;
+  bool comp = named(name, compressors, 8, &at),
+       decomp = named(name, decompressors, 8, &at);
+  bool known = comp || decomp || !strcmp(name, "split") ||
+               !strcmp(name, "mktemp") || !strcmp(name, "ssh-keygen") ||
+               !strcmp(name, "patch");
+  if (!w || !known)
+    return known;
+  bool to_stdout = false, opts = true;
+  size_t nops = 0;
+  for (size_t k = 1; k < n; k++) {
+    const char *t = wt(&w[k]);
+    if (opts && !strcmp(t, "--")) {
+      opts = false;
+      continue;
+    }
+    if (opts && t[0] == '-' && t[1]) {
+      if ((comp || decomp) && (short_in(t, 'c') || short_in(t, 't') ||
+                               !strcmp(t, "--stdout") || !strcmp(t, "--test")))
+        to_stdout = true;
+      bool val =
+          (!strcmp(name, "ssh-keygen") && !strcmp(t, "-f")) ||
+          (!strcmp(name, "patch") && (!strcmp(t, "-o") || !strcmp(t, "-r"))) ||
+          (!strcmp(name, "mktemp") &&
+           (!strcmp(t, "-p") || !strcmp(t, "--tmpdir")));
+      bool other =
+          t[2] == '\0' && ((!strcmp(name, "split") && strchr("abClnt", t[1])) ||
+                           ((comp || decomp) && t[1] == 'S'));
+      if (other) {
+        k++; // a value that is not a file
+        continue;
+      }
+      if (val && k + 1 < n) {
+        const struct pword *v = &w[++k];
+        shell_emit_path(cx, SHELL_EDIT, wt(v), v->dynamic, true);
+        if (!strcmp(name, "ssh-keygen"))
+          edit_suffixed(cx, v, ".pub");
+      } else if (!strncmp(t, "--output=", 9) || !strncmp(t, "--tmpdir=", 9)) {
+        shell_emit_path(cx, SHELL_EDIT, t + 9, w[k].dynamic, true);
+      }
+      continue;
+    }
+    nops++;
+    if (comp && !to_stdout) {
+      shell_emit_path(cx, SHELL_EDIT, t, w[k].dynamic, true);
+      edit_suffixed(cx, &w[k], suffixes[at]);
+    } else if (decomp && !to_stdout) {
+      shell_emit_path(cx, SHELL_EDIT, t, w[k].dynamic, true);
+      const char *dot = strrchr(t, '.');
+      if (dot && dot != t) {
+        char *p = xstrndup(t, (size_t)(dot - t));
+        shell_emit_path(cx, SHELL_EDIT, p, w[k].dynamic, true);
+        free(p);
+      }
+    } else if (!strcmp(name, "split") && nops == 2) {
+      shell_emit_path(cx, SHELL_EDIT, t, true, true); // PREFIXaa, ...
+    } else if (!strcmp(name, "mktemp") && strchr(t, '/')) {
+      char *dir = xstrndup(t, (size_t)(strrchr(t, '/') - t));
+      shell_emit_path(cx, SHELL_EDIT, *dir ? dir : "/", w[k].dynamic, true);
+      free(dir);
+    }
+  }
+  return true;
+}

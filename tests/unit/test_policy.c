@@ -239,7 +239,7 @@ static const struct row {
     {"ask:Bash(git push *)", D, 1, CB, "git push", ASK, RULE, "ask rule"},
     {"allow:Bash(rm *)", D, 0, CB, "sudo rm -rf build", ASK, DEF, "no rule"},
     {"deny:Bash(rm *)", D, 0, CB, "sudo rm -rf build", DENY, RULE, "denied"},
-    {"allow:Bash(find *)", D, 0, CB, "find . -name x -delete", ASK, DEF,
+    {"allow:Bash(find *)", D, 0, CB, "find . -name '*.x' -delete", ASK, DEF,
      "no rule"},
     {"allow:Bash(npm test)", D, 0, OB, "npm test", ALLOW, RULE, "allowed"},
     {"allow:Bash(npm test)", D, 0, CX, "[\"/bin/bash\",\"-lc\",\"npm test\"]",
