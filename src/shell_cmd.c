@@ -841,7 +841,9 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
                                          "submodule", "archive"};
   const char *sub = wt(&c->w[k]);
   bool paths = !strcmp(sub, "restore") || !strcmp(sub, "checkout");
-  bool url_sub = one_of(sub, url_subs, 8);
+  bool url_sub = one_of(sub, url_subs, 8), has_dd = false;
+  for (size_t i = k + 1; i < c->n; i++)
+    has_dd = has_dd || wis(&c->w[i], "--");
   if (!strcmp(sub, "apply") || !strcmp(sub, "am")) // writes what the patch
     git_path(c, dir, ".", false);                  // names
   bool dd = false;
@@ -886,8 +888,8 @@ static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
       i++; // takes a value
       continue;
     }
-    if (dd || t[0] != '-' || w->dynamic)
-      git_path(c, dir, t, w->dynamic);
+    if (dd || ((t[0] != '-' || w->dynamic) && !has_dd))
+      git_path(c, dir, t, w->dynamic); // before --: a revision or a path
   }
 }
 
@@ -938,6 +940,7 @@ static void git_cmd(const struct cmd *c) {
   emit_main(c);
   struct optstate st = {0};
   const struct pword *dir = NULL;
+  struct pword tree = {0};
   size_t k = 1, used;
   while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0) {
     const char *t = wt(&c->w[k]);
@@ -949,8 +952,14 @@ static void git_cmd(const struct cmd *c) {
       shell_opaque(c->cx, "git -c with a key that can run commands");
     if (!strncmp(t, "--config-env", 12) || !strncmp(t, "--exec-path=", 12))
       shell_opaque(c->cx, "git configuration from the environment");
-    if (!strcmp(t, "-C") && v)
-      dir = v;
+    if ((!strcmp(t, "-C") || !strcmp(t, "--work-tree")) && v)
+      dir = v; // restore/checkout paths are relative to it
+    if (!strncmp(t, "--work-tree=", 12)) {
+      free(tree.text.s);
+      tree = (struct pword){.dynamic = c->w[k].dynamic};
+      buf_put(&tree.text, t + 12, strlen(t + 12));
+      dir = &tree;
+    }
     k += used;
   }
   if (k > 1 && k < c->n)
@@ -960,6 +969,7 @@ static void git_cmd(const struct cmd *c) {
       git_config(c, k);
     git_sub(c, k, dir);
   }
+  free(tree.text.s);
 }
 
 // cd/pushd/popd move where later relative paths point.

@@ -605,6 +605,12 @@ static const struct acase adversarial[] = {
     {"git -C sub restore a", 0,
      "C git|-C|sub|restore|a\nCd git|restore|a\nEd sub/a"},
     {"git checkout -b x", 0, "C git|checkout|-b|x"},
+    {"git --work-tree=/h checkout HEAD -- .bashrc", 0,
+     "C git|--work-tree=/h|checkout|HEAD|--|.bashrc\n"
+     "Cd git|checkout|HEAD|--|.bashrc\nEd /h/.bashrc"},
+    {"git --work-tree ~ restore .bashrc", 0,
+     "C git|--work-tree|/h|restore|.bashrc\nCd git|restore|.bashrc\n"
+     "Ed /h/.bashrc"},
     {"git checkout -- f", 0, "C git|checkout|--|f\nEd f"},
     {"tar -C d -xf a.tar", 0, "C tar|-C|d|-xf|a.tar\nEd d"},
     {"tar xzf a.tgz -C d", 0, "C tar|xzf|a.tgz|-C|d\nEd d"},
