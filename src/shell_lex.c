@@ -805,6 +805,21 @@ static bool lex_fd(struct parser *p, struct token *t) {
   return true;
 }
 
+// {NAME}>file puts a new descriptor in NAME; {a[i]}> evaluates the
+// subscript (a variable in it may hold a[$(..)]): opaque.
+static void named_fd(struct parser *p, size_t start) {
+  size_t end = p->pos;
+  char c = at(p, end);
+  if (p->cx->stop || (c != '<' && c != '>') || end < start + 3 ||
+      p->s[start] != '{' || p->s[end - 1] != '}')
+    return;
+  bool name = is_name_start(p->s[start + 1]);
+  for (size_t i = start + 2; name && i < end - 1; i++)
+    name = is_name_char(p->s[i]);
+  if (!name)
+    shell_opaque(p->cx, "a named file descriptor with a subscript");
+}
+
 static struct token next_token(struct parser *p) {
   struct token t = {.type = T_EOF};
   skip_blanks(p);
@@ -828,8 +843,10 @@ static struct token next_token(struct parser *p) {
   } else if ((c == '<' || c == '>') && d != '(') {
     lex_redir(p, &t);
   } else if (!lex_fd(p, &t)) {
+    size_t start = p->pos;
     t.type = T_WORD;
     lex_word(p, &t.w);
+    named_fd(p, start);
   }
   return t;
 }

@@ -490,6 +490,8 @@ static const struct acase adversarial[] = {
     {"unset 'a[$(touch p)]'", 1, NULL},
     {"mapfile -C 'touch p #' -c 1 arr", 1, NULL},
     {"mapfile -t lines", 0, "C mapfile|-t|lines"},
+    {"echo {b[x]}>/dev/null", 1, NULL},
+    {"echo {fd}>/dev/null", 0, "C echo|{fd}"},
     {"PS4='$(touch p)'; set -x; true", 1, NULL},
     {"export PROMPT_COMMAND=x", 1, NULL},
     {"BASH_ENV=./x bash -c true", 1, NULL},
