@@ -205,6 +205,7 @@ void shell_sed(struct ctx *cx, const struct pword *w, size_t n) {
 static void awk_program(struct ctx *cx, const char *s) {
   bool str = false, print = false;
   int paren = 0;
+  char last = '\0'; // the last character that is not a blank
   for (size_t i = 0; s[i]; i++) {
     char c = s[i];
     if (str) {
@@ -214,6 +215,20 @@ static void awk_program(struct ctx *cx, const char *s) {
         str = false;
       continue;
     }
+    if (c == '/' && (!last || strchr("(,{};~!&|=?:\n", last))) {
+      // a regex literal (/a|b/), not a division: skip it
+      for (i++; s[i] && s[i] != '/'; i++)
+        if (s[i] == '\\' && s[i + 1])
+          i++;
+      if (!s[i]) {
+        shell_opaque(cx, "an unterminated awk regex");
+        break;
+      }
+      last = '/';
+      continue;
+    }
+    if (c != ' ' && c != '\t')
+      last = c;
     if (c == '"') {
       str = true;
     } else if (c == '|' && s[i + 1] == '|') {
