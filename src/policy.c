@@ -1150,6 +1150,56 @@ static const char *critical(const struct policy *p, const char *path) {
   return NULL;
 }
 
+// A glob segment that matches (nearly) every name: nothing in it but glob
+// characters, bracket expressions, braces and dots (`*`, `?*`, `.[!.]*`,
+// `[a-z]*`, `*.*`, `{.,}*`).
+static bool segment_all(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '[') {
+      const char *e = memchr(s + i + 1, ']', n - i - 1);
+      if (!e)
+        return false;
+      i = (size_t)(e - s);
+    } else if (!strchr("*?.{},", s[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A glob below a critical directory whose every segment after its literal
+// part matches nearly everything (~/?*, ~/*/*, ./[!.]*): it empties that
+// directory. Returns the description (into buf), or NULL.
+static const char *glob_everything(const struct policy *p, const char *glob,
+                                   char *buf, size_t n) {
+  size_t lit = 0, i = 0;
+  bool globbed = false, all = true;
+  while (glob[i]) {
+    while (glob[i] == '/')
+      i++;
+    size_t e = i + strcspn(glob + i, "/");
+    if (e == i)
+      break;
+    bool g = memchr(glob + i, '*', e - i) || memchr(glob + i, '?', e - i) ||
+             memchr(glob + i, '[', e - i);
+    if (!globbed && !g)
+      lit = e;
+    globbed = globbed || g;
+    if (globbed && !segment_all(glob + i, e - i))
+      all = false;
+    i = e;
+  }
+  if (!globbed || !all || lit >= PATH_LEN_MAX)
+    return NULL;
+  char dir[PATH_LEN_MAX + 1];
+  snprintf(dir, sizeof(dir), "%.*s", lit ? (int)lit : 1, lit ? glob : "/");
+  const char *what = critical(p, dir);
+  if (!what)
+    return NULL;
+  snprintf(buf, n, "everything in %s", what);
+  return buf;
+}
+
 // A glob target is critical when it can match a critical directory, or
 // when its last segment is a bare `*` (or `.*`) in one: everything in it.
 // Returns the description (into buf), or NULL.
@@ -1178,7 +1228,7 @@ static const char *glob_critical(const struct policy *p, const char *glob,
       s[s == c ? 1 : 0] = '\0';
     }
   }
-  return NULL;
+  return glob_everything(p, glob, buf, n);
 }
 
 // ---------------------------------------------------------------------------

@@ -436,25 +436,63 @@ static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
 static void add_targets(struct request_atom *at, const struct shell_atom *a,
                         const struct bases *b, const char *home) {
   const char *name = a->nwords ? base_name(a->words[0].text) : "";
+  if (strcasecmp(name, "find") == 0 && a->more_args)
+    push_target(at, "(starting points read from stdin by xargs)", true, NULL,
+                home);
   if (strcasecmp(name, "find") == 0)
     find_targets(at, a, b, home);
   else if (in_list(name, removers, 6) || strcasecmp(name, "mv") == 0)
     remove_targets(at, a, name, b, home);
 }
 
-// find with -delete/-exec and no test: its starting points (default ".").
+// A -name/-path pattern that narrows what find matches: it has a character
+// that is not a glob character, a bracket expression or a dot (`*.o` does,
+// `*`, `?*`, `.*`, `[a-z]*` do not).
+static bool narrow_pattern(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' && p[i + 1]) {
+      return true;
+    } else if (!strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// find -delete: its starting points (default "."), unless a -name/-path
+// test with a narrowing pattern comes before it and no -o, ! or group can
+// route around that test. -exec/-ok: unless one of the usual tests comes
+// first (the command they run has its own atom, and {} is unknown there).
 static void find_targets(struct request_atom *at, const struct shell_atom *a,
                          const struct bases *b, const char *home) {
-  bool acts = false, filtered = false;
+  static const char *const names[] = {"-name",  "-iname",     "-path",
+                                      "-ipath", "-wholename", "-iwholename"};
+  static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
+  bool acts = false, filtered = false, deletes = false, narrowed = false,
+       branchy = false;
   size_t end = a->nwords;
   for (size_t i = 1; i < a->nwords; i++) {
     const char *w = a->words[i].text;
     if (end == a->nwords && (w[0] == '-' || w[0] == '(' || w[0] == '!'))
       end = i;
-    acts = acts || in_list(w, find_actions, 5);
-    filtered = filtered || in_list(w, find_tests, 14);
+    if (strcmp(w, "-delete") == 0)
+      deletes = true;
+    else if (in_list(w, find_actions, 5))
+      acts = true;
+    if (!acts && !deletes) {
+      filtered = filtered || in_list(w, find_tests, 14);
+      narrowed = narrowed || (in_list(w, names, 6) && i + 1 < a->nwords &&
+                              !a->words[i + 1].dynamic &&
+                              narrow_pattern(a->words[i + 1].text));
+    }
+    branchy = branchy || in_list(w, branch, 6);
   }
-  if (!acts || filtered)
+  if (!(deletes && (!narrowed || branchy)) && (!acts || filtered))
     return;
   char here[] = ".";
   if (end == 1)
@@ -489,6 +527,9 @@ static void remove_targets(struct request_atom *at, const struct shell_atom *a,
   }
   if (own && !recursive)
     return;
+  // Run by xargs: more operands come from stdin, and none can be known.
+  if (a->more_args)
+    push_target(at, "(operands read from stdin by xargs)", true, NULL, home);
   size_t skip = own && !no_mode_operand ? 1 : 0, seen = 0;
   size_t keep = mv && !to_dir && n ? n - 1 : n;
   opts = true;
@@ -1199,42 +1240,262 @@ static json_t *unconst(const json_t *j) {
   return (json_t *)(uintptr_t)j;
 }
 
-// Commands plan mode lets run (they read, never write or run others):
-// ls cat head tail less more grep egrep fgrep rg wc pwd echo printf true
-// false test [ which type whoami id uname hostname date stat file du df
-// tree cut tr nl basename dirname realpath readlink cd diff cmp sort, find
-// without actions that write or run, and read-only git subcommands. Some
-// options that write or run are refused (sort -o, rg --pre, tree -o, ...).
-static bool read_only(const struct shell_atom *a) {
-  static const char *const plain[] = {
-      "ls",    "cat",    "head",     "tail",    "less",     "more",
-      "grep",  "egrep",  "fgrep",    "rg",      "wc",       "pwd",
-      "echo",  "printf", "true",     "false",   "test",     "[",
-      "which", "type",   "whoami",   "id",      "uname",    "hostname",
-      "stat",  "file",   "du",       "df",      "tree",     "cut",
-      "tr",    "nl",     "basename", "dirname", "realpath", "readlink",
-      "cd",    "diff",   "cmp",      "sort",    "find",     "git"};
-  static const char *const bad_opts[] = {
-      "-o",     "--output", "--pre",   "-exec", "-execdir",  "-ok",
-      "-okdir", "-delete",  "-fprint", "-fls",  "--ext-diff"};
+// Commands plan mode lets run: they read, never write or run others. A
+// command is read-only only with options from its known-safe set (an
+// option not listed, or a dynamic one, makes it not read-only) and no more
+// operands than it reads. shorts: flag letters; vals: letters that take a
+// value; longs: space-separated names, with or without =VALUE; max: the
+// operands allowed (-1: any). A NULL shorts means options are not checked
+// (echo, printf, test: their options never write).
+struct ro_spec {
+  const char *name, *shorts, *vals, *longs;
+  int max;
+};
+
+static const char grep_ro_longs[] =
+    " regexp file max-count after-context before-context context "
+    "directories devices recursive dereference-recursive include exclude "
+    "exclude-from exclude-dir label binary-files group-separator color colour "
+    "ignore-case invert-match word-regexp line-regexp count "
+    "files-with-matches files-without-match only-matching quiet silent "
+    "no-messages byte-offset with-filename no-filename line-number "
+    "initial-tab null null-data text extended-regexp fixed-strings "
+    "basic-regexp perl-regexp no-ignore-case line-buffered "
+    "no-group-separator help version ";
+
+static const struct ro_spec ro_specs[] = {
+    {"echo", NULL, NULL, NULL, -1},
+    {"printf", NULL, NULL, NULL, -1},
+    {"true", NULL, NULL, NULL, -1},
+    {"false", NULL, NULL, NULL, -1},
+    {"test", NULL, NULL, NULL, -1},
+    {"[", NULL, NULL, NULL, -1},
+    {"pwd", NULL, NULL, NULL, -1},
+    {"cd", NULL, NULL, NULL, -1},
+    {"basename", NULL, NULL, NULL, -1},
+    {"dirname", NULL, NULL, NULL, -1},
+    {"which", NULL, NULL, NULL, -1},
+    {"type", NULL, NULL, NULL, -1},
+    {"whoami", "", "", " help version ", 0},
+    {"id", "gGnruzZa", "",
+     " group groups name real user zero context help "
+     "version ",
+     -1},
+    {"uname", "asnrvmpio", "",
+     " all kernel-name nodename kernel-release "
+     "kernel-version machine processor "
+     "hardware-platform operating-system help "
+     "version ",
+     0},
+    {"hostname", "afdisAIy", "",
+     " alias fqdn long domain ip-address "
+     "all-ip-addresses all-fqdns short yp nis "
+     "help version ",
+     0},
+    {"ls", "aAbBcCdfFgGhHiklLmnNopqQrRsStuUvwxXZ1", "ITw",
+     " all almost-all author escape block-size ignore-backups color directory "
+     "dired classify file-type format full-time group-directories-first "
+     "no-group human-readable si dereference-command-line "
+     "dereference-command-line-symlink-to-dir hide hyperlink indicator-style "
+     "inode ignore kibibytes dereference numeric-uid-gid literal "
+     "hide-control-chars show-control-chars quote-name quoting-style reverse "
+     "recursive size sort time time-style tabsize width context zero help "
+     "version ",
+     -1},
+    {"cat", "AbeEnstTuv", "",
+     " show-all number-nonblank show-ends number "
+     "squeeze-blank show-tabs show-nonprinting help "
+     "version ",
+     -1},
+    {"head", "qvz0123456789", "cn",
+     " bytes lines quiet silent verbose "
+     "zero-terminated help version ",
+     -1},
+    {"tail", "fFqvz0123456789", "cns",
+     " bytes lines follow retry pid quiet "
+     "silent sleep-interval verbose "
+     "max-unchanged-stats zero-terminated "
+     "help version ",
+     -1},
+    {"less", "aAbBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX", "hjpPtTxyz#", "", -1},
+    {"more", "dflcpsu0123456789", "n", "", -1},
+    {"grep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"egrep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"fgrep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"rg", "iSsFwxvcloHnNLuUzaq0", "egtTmACBfjMr",
+     " regexp file type type-not glob iglob hidden no-ignore follow count "
+     "count-matches files files-with-matches files-without-match json "
+     "line-number no-line-number column no-heading heading color colors "
+     "smart-case case-sensitive ignore-case fixed-strings word-regexp "
+     "line-regexp max-count context before-context after-context multiline "
+     "multiline-dotall unrestricted type-list max-depth max-filesize sort "
+     "sortr trim vimgrep only-matching replace no-filename with-filename null "
+     "invert-match quiet stats passthru text threads encoding "
+     "max-columns help version ",
+     -1},
+    {"wc", "clmwL", "",
+     " bytes chars lines words max-line-length "
+     "files0-from total help version ",
+     -1},
+    {"stat", "LfZt", "c",
+     " dereference file-system format printf terse "
+     "cached help version ",
+     -1},
+    {"file", "bcEhiklLNnrsSvz0", "eFfmP",
+     " brief mime mime-type mime-encoding dereference no-dereference "
+     "keep-going list raw special-files uncompress uncompress-noreport "
+     "exclude exclude-quiet extension apple print0 separator files-from "
+     "magic-file parameter help version ",
+     -1},
+    {"du", "0abcDhHklLmPsSx", "dBtX",
+     " null all apparent-size block-size bytes total dereference-args "
+     "human-readable inodes dereference count-links max-depth separate-dirs "
+     "si summarize threshold time time-style exclude exclude-from "
+     "one-file-system files0-from help version ",
+     -1},
+    {"df", "ahHiklPTx", "Bt",
+     " all block-size human-readable si inodes local output portability "
+     "print-type type exclude-type total sync no-sync help version ",
+     -1},
+    {"tree", "adfFilpsugDqNQrtvUxACJSLPIhn", "LPIH",
+     " dirsfirst noreport prune du gitignore charset sort filelimit timefmt "
+     "matchdirs ignore-case help version ",
+     -1},
+    {"cut", "nsz", "bcdf",
+     " bytes characters delimiter fields complement "
+     "only-delimited output-delimiter zero-terminated "
+     "help version ",
+     -1},
+    {"tr", "cCdst", "",
+     " complement delete squeeze-repeats truncate-set1 "
+     "help version ",
+     2},
+    {"nl", "p", "bdfhilnsvw", "", -1},
+    {"realpath", "eLmPqsz", "",
+     " canonicalize-existing canonicalize-missing "
+     "logical physical quiet relative-to "
+     "relative-base strip no-symlinks zero help "
+     "version ",
+     -1},
+    {"readlink", "efmnqsvz", "",
+     " canonicalize canonicalize-existing "
+     "canonicalize-missing no-newline quiet "
+     "silent verbose zero help version ",
+     -1},
+    {"diff", "abBcdeEfilnNpqrsStTuwyZ", "CDFILSUWxX",
+     " brief report-identical-files context unified ed normal rcs "
+     "side-by-side width left-column suppress-common-lines show-c-function "
+     "show-function-line label expand-tabs initial-tab tabsize "
+     "suppress-blank-empty new-file unidirectional-new-file ignore-case "
+     "ignore-tab-expansion ignore-trailing-space ignore-space-change "
+     "ignore-all-space ignore-blank-lines ignore-matching-lines text "
+     "strip-trailing-cr recursive no-dereference exclude exclude-from "
+     "starting-file from-file to-file minimal horizon-lines "
+     "speed-large-files color palette help version ",
+     -1},
+    {"cmp", "blsn", "i",
+     " print-bytes ignore-initial verbose quiet silent "
+     "bytes help version ",
+     4},
+    {"sort", "bcCdfghiMmnrRsuVz", "ktST",
+     " ignore-leading-blanks dictionary-order ignore-case "
+     "general-numeric-sort ignore-nonprinting month-sort human-numeric-sort "
+     "numeric-sort random-sort reverse version-sort check merge stable unique "
+     "zero-terminated key field-separator buffer-size temporary-directory "
+     "parallel debug files0-from random-source help version ",
+     -1},
+};
+
+static bool ro_long(const char *longs, const char *w) {
+  size_t n = strcspn(w, "=");
+  for (const char *s = strstr(longs, " "); s && s[1]; s = strchr(s + 1, ' '))
+    if (strncmp(s + 1, w, n) == 0 && s[1 + n] == ' ')
+      return true;
+  return false;
+}
+
+// Every option of the atom is in sp's safe set, and it has at most sp->max
+// operands.
+static bool ro_options(const struct ro_spec *sp, const struct shell_atom *a) {
+  if (!sp->shorts)
+    return true;
+  int operands = 0;
+  bool opts = true;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (opts && strcmp(w, "--") == 0) {
+      opts = false;
+      continue;
+    }
+    if (!opts || w[0] != '-' || !w[1]) {
+      operands++;
+      continue;
+    }
+    size_t name_len = strcspn(w, "=");
+    if (a->words[i].dynamic &&
+        (w[1] != '-' || strcspn(w, "$`*?[{~") < name_len))
+      return false; // an option that cannot be known (--x=*.c can be)
+    if (w[1] == '-') {
+      if (!ro_long(sp->longs, w + 2))
+        return false;
+      continue;
+    }
+    for (size_t j = 1; w[j]; j++) {
+      if (strchr(sp->vals, w[j])) {
+        i += w[j + 1] ? 0 : 1; // -n5 or -n 5
+        break;
+      }
+      if (!strchr(sp->shorts, w[j]))
+        return false;
+    }
+  }
+  return sp->max < 0 || operands <= sp->max;
+}
+
+// find without actions that write or run; git's read-only subcommands
+// without options that write or run (--output, --ext-diff, grep -O).
+static bool ro_find_git(const struct shell_atom *a, bool git) {
+  static const char *const find_bad[] = {"-exec",  "-execdir", "-ok",
+                                         "-okdir", "-delete",  "-fprint",
+                                         "-fls",   "-fprintf", "-fprint0"};
+  static const char *const git_bad[] = {"--output", "--ext-diff",
+                                        "--open-files-in-pager", "--exec",
+                                        "--textconv"};
   static const char *const git_ro[] = {
       "status", "log",      "diff",     "show", "ls-files", "rev-parse",
       "blame",  "describe", "shortlog", "grep", "ls-tree",  "cat-file"};
+  if (git && !(a->nwords > 1 && in_list(a->words[1].text, git_ro, 12)))
+    return false;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (git && a->words[i].dynamic && w[0] == '-')
+      return false;
+    for (size_t j = 0; !git && j < sizeof(find_bad) / sizeof(*find_bad); j++)
+      if (strcmp(w, find_bad[j]) == 0)
+        return false;
+    for (size_t j = 0; git && j < sizeof(git_bad) / sizeof(*git_bad); j++)
+      if (strncmp(w, git_bad[j], strlen(git_bad[j])) == 0)
+        return false;
+    if (git && strcmp(a->words[1].text, "grep") == 0 && w[0] == '-' &&
+        w[1] != '-' && strchr(w, 'O'))
+      return false;
+  }
+  return true;
+}
+
+static bool read_only(const struct shell_atom *a) {
   if (!a->nwords)
     return !a->unsafe_assign;
   if (a->never_allow || a->unsafe_assign || a->words[0].dynamic)
     return false;
-  bool known = false;
-  for (size_t i = 0; i < sizeof(plain) / sizeof(*plain); i++)
-    known = known || strcmp(a->words[0].text, plain[i]) == 0;
-  for (size_t i = 1; known && i < a->nwords; i++)
-    for (size_t j = 0; j < sizeof(bad_opts) / sizeof(*bad_opts); j++)
-      if (strncmp(a->words[i].text, bad_opts[j], strlen(bad_opts[j])) == 0)
-        return false;
-  if (!known || strcmp(a->words[0].text, "git") != 0)
-    return known;
-  for (size_t i = 0; a->nwords > 1 && i < sizeof(git_ro) / sizeof(*git_ro); i++)
-    if (strcmp(a->words[1].text, git_ro[i]) == 0)
-      return true;
+  const char *name = a->words[0].text;
+  if (strcmp(name, "find") == 0 || strcmp(name, "git") == 0)
+    return ro_find_git(a, name[0] == 'g');
+  for (size_t i = 0; i < sizeof(ro_specs) / sizeof(*ro_specs); i++)
+    if (strcmp(name, ro_specs[i].name) == 0)
+      return ro_options(&ro_specs[i], a);
   return false;
 }

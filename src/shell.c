@@ -50,7 +50,8 @@ struct shell_atom *shell_push_atom(struct ctx *cx, enum shell_atom_kind kind,
     r->atoms = xrealloc(r->atoms, cx->cap * sizeof(*r->atoms));
   }
   struct shell_atom *a = &r->atoms[r->natoms++];
-  *a = (struct shell_atom){.kind = kind, .deny_only = deny_only};
+  *a = (struct shell_atom){
+      .kind = kind, .deny_only = deny_only, .more_args = cx->xargs > 0};
   return a;
 }
 
@@ -505,8 +506,22 @@ static void feed_shell(struct parser *p, const struct targets *tg,
   else if (p->npend > pend_from)
     for (size_t i = pend_from; i < p->npend; i++)
       p->pend[i].to_shell = true;
-  else if (!tg->has_input)
-    shell_opaque(p->cx, "a shell reading commands from a pipe");
+  else
+    shell_opaque(p->cx, "a shell reading commands from a pipe or a file");
+}
+
+// An interpreter that reads its program from stdin: python3 <<'EOF' is a
+// program in plain sight, like python3 -c; from a pipe, a file, or with
+// expansions spliced into it, it is one no atom shows.
+static void feed_code(struct parser *p, const struct targets *tg,
+                      size_t pend_from) {
+  if (tg->has_herestr && tg->herestr.dynamic)
+    shell_opaque(p->cx, "a dynamic program fed to an interpreter");
+  else if (!tg->has_herestr && p->npend == pend_from)
+    shell_opaque(p->cx, "an interpreter reading its program from a pipe or "
+                        "a file");
+  for (size_t i = pend_from; i < p->npend; i++)
+    p->pend[i].to_code = true;
 }
 
 static void parse_simple(struct parser *p) {
@@ -528,11 +543,13 @@ static void parse_simple(struct parser *p) {
       break;
     }
   }
-  p->cx->stdin_shell = false;
+  p->cx->stdin_shell = p->cx->stdin_code = false;
   shell_build_simple(p->cx, ws.v, ws.n, false, p->depth);
   if (p->cx->stdin_shell)
     feed_shell(p, &tg, pend_from);
-  p->cx->stdin_shell = false;
+  else if (p->cx->stdin_code)
+    feed_code(p, &tg, pend_from);
+  p->cx->stdin_shell = p->cx->stdin_code = false;
   for (size_t i = 0; i < tg.w.n; i++)
     redir_target(p->cx, tg.kind[i], &tg.w.v[i]);
 done:
@@ -664,6 +681,51 @@ void shell_analyse_text(struct ctx *cx, const char *s, size_t len, int depth) {
     free(p.pend[i].delim);
 }
 
+// ---- files written and run by the same line -------------------------------
+
+static const char *strip_dot(const char *p) {
+  while (p[0] == '.' && p[1] == '/')
+    p += 2;
+  return p;
+}
+
+static bool written(const struct shell_result *r, const char *path) {
+  for (size_t i = 0; i < r->natoms; i++) {
+    const struct shell_atom *a = &r->atoms[i];
+    if (a->kind == SHELL_EDIT && a->path &&
+        (a->path_dynamic || strcmp(strip_dot(a->path), strip_dot(path)) == 0))
+      return true;
+  }
+  return false;
+}
+
+// A program the same line writes and then runs (printf ... > s.sh; ./s.sh,
+// or bash s.sh): what it runs and writes is in no atom.
+static void written_and_run(struct ctx *cx) {
+  const struct shell_result *r = cx->out;
+  for (size_t i = 0; i < r->natoms && !r->opaque; i++) {
+    const struct shell_atom *a = &r->atoms[i];
+    if (a->kind != SHELL_CMD || !a->nwords)
+      continue;
+    static const char *const runs[] = {
+        "sh",     "bash",    "dash", "zsh",  "ksh",  "rbash", "ash",  "mksh",
+        "python", "python3", "perl", "node", "ruby", "php",   "make", "awk"};
+    const char *b = strrchr(a->words[0].text, '/');
+    b = b ? b + 1 : a->words[0].text;
+    bool runner = false;
+    for (size_t j = 0; j < sizeof(runs) / sizeof(runs[0]); j++)
+      runner = runner || strcmp(b, runs[j]) == 0;
+    for (size_t k = 0; k < a->nwords && k < 2; k++) {
+      const struct shell_word *w = &a->words[k];
+      if (!w->dynamic && (k == 1 ? runner : strchr(w->text, '/') != NULL) &&
+          w->text[0] != '-' && written(r, w->text)) {
+        shell_opaque(cx, "runs a file the same command writes");
+        break;
+      }
+    }
+  }
+}
+
 // ---- public ---------------------------------------------------------------
 
 int shell_analyse(const char *script, const char *home,
@@ -679,6 +741,8 @@ int shell_analyse(const char *script, const char *home,
     shell_fail(&cx, "empty command");
   else
     shell_analyse_text(&cx, script, len, 0);
+  if (!cx.stop)
+    written_and_run(&cx);
   for (size_t i = 0; i < cx.nbases; i++)
     free(cx.bases[i]);
   return out->opaque ? -1 : 0;

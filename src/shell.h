@@ -39,6 +39,7 @@ struct shell_atom {
   bool unsafe_assign; // an assignment can change what runs (PATH, LD_*,
                       // not on the safe list) or its value is dynamic
   bool never_allow;   // no allow rule may cover it (find -exec/-delete/-ok)
+  bool more_args;     // run by xargs: more arguments come from stdin
   // SHELL_READ / SHELL_EDIT: the path as written, quote-removed, ~ expanded
   // (relative paths are left relative: the caller resolves them).
   char *path;

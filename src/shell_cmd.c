@@ -9,6 +9,8 @@
 
 #include "shell_priv.h"
 
+#include <stdio.h>
+
 // ---- atom builder: options -----------------------------------------------
 
 // Options of a command, getopt style. shorts: a letter, then ':' when it
@@ -53,6 +55,7 @@ struct cmd {
   size_t n;
   bool deny_only;
   int depth;
+  bool xargs; // a bare xargs was stripped: more arguments come from stdin
 };
 
 static void opt_path(const struct cmd *c, const struct optspec *sp, char letter,
@@ -97,7 +100,10 @@ static size_t take_long(const struct cmd *c, size_t k, const struct optspec *sp,
   bool arg;
   char alias;
   if (!find_long(sp, name, len, &arg, &alias)) {
+    // An option we do not know may write the file its value names.
     st->unknown = true;
+    if (eq && eq[1])
+      shell_emit_path(c->cx, SHELL_EDIT, eq + 1, c->w[k].dynamic, true);
     return 1;
   }
   if (alias)
@@ -164,6 +170,14 @@ static size_t skip_opts(const struct cmd *c, size_t k, const struct optspec *sp,
     k++;
   return k;
 }
+
+static bool stdin_path(const char *t);
+static bool is_shell_or_interpreter(const char *name);
+static bool code_assign(const char *t, size_t n, bool dynamic);
+static bool assigns_code(const struct pword *w, size_t n);
+struct wrapper;
+static const struct wrapper *find_wrapper(const char *name);
+static bool one_of(const char *s, const char *const *list, size_t n);
 
 // ---- atom builder: command atoms -----------------------------------------
 
@@ -306,6 +320,36 @@ static void build_inner(const struct cmd *c, size_t k) {
     shell_build_simple(c->cx, c->w + k, c->n - k, true, c->depth + 1);
 }
 
+// xargs: the inner command gets more arguments read from stdin, which no
+// atom shows (the circuit breaker treats them as unknown targets); with -I
+// they replace words anywhere, so a shell under it runs data as code.
+static void xargs_inner(const struct cmd *c, const struct optstate *st,
+                        size_t k) {
+  struct ctx *cx = c->cx;
+  if (k >= c->n)
+    return;
+  const char *name = base_name(wt(&c->w[k]));
+  if ((seen(st, 'I') || seen(st, 'i')) &&
+      (is_shell_or_interpreter(name) || find_wrapper(name)))
+    shell_opaque(cx, "xargs -I putting data into a shell's script");
+  cx->xargs++;
+  build_inner(c, k);
+  cx->xargs--;
+}
+
+// env NAME=value: an exported function (BASH_FUNC_x%%=() {...}) or a
+// variable that holds code runs what no atom shows.
+static void env_assigns(const struct cmd *c, size_t k) {
+  for (; k < c->n; k++) {
+    const char *t = wt(&c->w[k]), *eq = strchr(t, '=');
+    if (!eq || c->w[k].dynamic)
+      break;
+    size_t n = (size_t)(eq - t);
+    if (ci_prefix(t, n, "BASH_FUNC_") || code_assign(t, n, false))
+      shell_opaque(c->cx, "an environment variable that holds code");
+  }
+}
+
 // ---- atom builder: wrappers ----------------------------------------------
 
 enum wkind { W_STRIP, W_EXEC };
@@ -398,6 +442,8 @@ static const struct wrapper wrappers[] = {
       "max-procs:/P max-chars:/s process-slot-var: null interactive "
       "no-run-if-empty verbose exit open-tty show-limits",
       "a", NULL, false}},
+    {"busybox", W_EXEC, 0, {"", "", NULL, NULL, false}},
+    {"toybox", W_EXEC, 0, {"", "", NULL, NULL, false}},
     {"su",
      W_EXEC,
      WF_SCRIPT_C,
@@ -451,6 +497,7 @@ static const struct wrapper *strip_wrappers(struct cmd *c) {
       return wr;
     if (k >= c->n)
       return NULL; // nothing after it: the wrapper is the command
+    c->xargs = c->xargs || bare_xargs;
     c->w += k;
     c->n -= k;
   }
@@ -518,10 +565,21 @@ static void exec_wrapper(const struct cmd *c, const struct wrapper *wr) {
         (wis(&c->w[k], "-c") || wis(&c->w[k], "--command")))
       script = &c->w[k + 1];
   }
+  if (wr->flags & WF_ENV)
+    env_assigns(c, k);
+  // sudo -s/-i, doas -s without a command, su without -c: a shell that
+  // reads its commands from stdin.
+  if (!script && k >= c->n &&
+      (((!strcmp(wr->name, "sudo") || !strcmp(wr->name, "doas")) &&
+        (seen(&st, 's') || seen(&st, 'i'))) ||
+       (wr->flags & WF_SCRIPT_C)))
+    c->cx->stdin_shell = true;
   if (script)
     analyse_script(c, script, true);
   else if ((wr->flags & WF_WATCH) && !seen(&st, 'x') && k < c->n)
     watch_script(c, k);
+  else if (!strcmp(wr->name, "xargs"))
+    xargs_inner(c, &st, k);
   else if (!(wr->flags & WF_SCRIPT_C))
     build_inner(c, k);
   free(tmp.text.s);
@@ -565,6 +623,19 @@ static bool dash_c_wrapper(const struct cmd *c) {
       shell_opaque(c->cx, "unknown shell option");
       return true;
     }
+  }
+  if (has_c && k >= c->n) {
+    emit_main(c);
+    shell_opaque(c->cx, "a shell -c without a script");
+    return true;
+  }
+  if (!has_c && k < c->n && (c->w[k].procsub || stdin_path(wt(&c->w[k])))) {
+    emit_main(c);
+    if (c->w[k].procsub)
+      shell_opaque(c->cx, "a shell running a process substitution");
+    else
+      c->cx->stdin_shell = true; // sh /dev/stdin: reads stdin
+    return true;
   }
   if (!has_c && (k >= c->n || has_s))
     c->cx->stdin_shell = true; // no script operand: it reads stdin
@@ -611,6 +682,62 @@ static void find_exec(const struct cmd *c, size_t from, size_t to) {
   free(w); // the texts still belong to c->w
 }
 
+// A find pattern with a character that is not a glob character, a bracket
+// expression or a dot: it narrows what find matches (as in request.c).
+static bool find_narrow(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' || !strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// find -delete removes what it finds below its starting points (default
+// "."). Without a narrowing -name test before it, each starting point is
+// an edit (of a directory that may hold protected files); with a -path
+// test or a literal -name (which can name a protected file) the files are
+// unknown; a -name glob such as '*.o' adds no edit atom.
+static void find_deletes(const struct cmd *c) {
+  static const char *const names[] = {"-name", "-iname"};
+  static const char *const paths[] = {"-path",       "-ipath", "-wholename",
+                                      "-iwholename", "-regex", "-iregex"};
+  static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
+  bool del = false, glob_name = false, unknown = false, branchy = false;
+  size_t end = c->n;
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (end == c->n && (t[0] == '-' || t[0] == '(' || t[0] == '!'))
+      end = k;
+    branchy = branchy || one_of(t, branch, 6);
+    if (del)
+      continue;
+    del = !strcmp(t, "-delete");
+    if (k + 1 < c->n && one_of(t, names, 2) && find_narrow(wt(&c->w[k + 1]))) {
+      const char *v = wt(&c->w[k + 1]);
+      if (strpbrk(v, "*?[") && !c->w[k + 1].dynamic)
+        glob_name = true;
+      else
+        unknown = true;
+    }
+    if (k + 1 < c->n && one_of(t, paths, 6))
+      unknown = true;
+  }
+  if (!del || (glob_name && !branchy && !unknown))
+    return;
+  bool dyn = unknown && !branchy && !glob_name;
+  if (end == 1)
+    shell_emit_path(c->cx, SHELL_EDIT, ".", dyn, true);
+  for (size_t k = 1; k < end; k++)
+    shell_emit_path(c->cx, SHELL_EDIT, wt(&c->w[k]), dyn || c->w[k].dynamic,
+                    true);
+}
+
 static void find_cmd(const struct cmd *c) {
   bool never = false;
   for (size_t k = 1; k < c->n; k++) {
@@ -621,6 +748,7 @@ static void find_cmd(const struct cmd *c) {
   struct shell_atom *a = emit_main(c);
   if (a)
     a->never_allow = never;
+  find_deletes(c);
   for (size_t k = 1; k < c->n && !c->cx->stop; k++) {
     const char *t = wt(&c->w[k]);
     if (find_write_word(t) && k + 1 < c->n) {
@@ -642,15 +770,206 @@ static const struct optspec git_opts = {
     "no-optional-locks no-advice html-path man-path info-path",
     NULL, NULL, false};
 
-// git with global options: deny/ask also see it without them.
+// git -c KEY=VALUE with a key whose value is never run as a command.
+static bool git_safe_key(const char *kv) {
+  static const char *const pre[] = {"color.", "advice.", "column."};
+  static const char *const exact[] = {
+      "user.name",          "user.email",    "core.quotepath", "core.autocrlf",
+      "init.defaultbranch", "core.abbrev",   "log.date",       "diff.noprefix",
+      "diff.renames",       "core.safecrlf", "pull.rebase",    "push.default",
+      "commit.gpgsign",     "tag.gpgsign",   "core.filemode"};
+  size_t n = strcspn(kv, "=");
+  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+    if (ci_prefix(kv, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    if (strlen(exact[i]) == n && ci_prefix(kv, n, exact[i]))
+      return true;
+  return false;
+}
+
+// A path a git subcommand writes, relative to git -C DIR when there is one.
+static void git_path(const struct cmd *c, const struct pword *dir,
+                     const char *path, bool dynamic) {
+  if (!dir || path[0] == '/') {
+    shell_emit_path(c->cx, SHELL_EDIT, path, dynamic, true);
+    return;
+  }
+  size_t n = dir->text.len + strlen(path) + 2;
+  char *j = xmalloc(n);
+  snprintf(j, n, "%s/%s", wt(dir), path);
+  shell_emit_path(c->cx, SHELL_EDIT, j, dynamic || dir->dynamic, true);
+  free(j);
+}
+
+// The value of --NAME=V or --NAME V at w[k] (NULL when w[k] is not it).
+static const char *long_value(const struct cmd *c, size_t k, const char *name,
+                              size_t *used) {
+  const char *t = wt(&c->w[k]);
+  size_t n = strlen(name);
+  *used = 1;
+  if (strncmp(t, name, n) != 0)
+    return NULL;
+  if (t[n] == '=')
+    return t + n + 1;
+  if (t[n] || k + 1 >= c->n)
+    return NULL;
+  *used = 2;
+  return wt(&c->w[k + 1]);
+}
+
+// What a git subcommand writes or runs beyond its own atom: --output files,
+// format-patch -o, the paths restore/checkout write; grep -O, rebase -x,
+// submodule foreach, filter-branch, ext:: transports and upload-pack
+// programs run commands (opaque).
+static void git_sub(const struct cmd *c, size_t k, const struct pword *dir) {
+  static const char *const runs[] = {"--exec",
+                                     "--upload-pack",
+                                     "--receive-pack",
+                                     "--extcmd",
+                                     "--open-files-in-pager",
+                                     "--tree-filter",
+                                     "--index-filter",
+                                     "--msg-filter",
+                                     "--env-filter",
+                                     "--commit-filter",
+                                     "--parent-filter",
+                                     "--tag-name-filter",
+                                     "--pathspec-from-file"};
+  static const char *const url_subs[] = {"clone",     "fetch",  "pull",
+                                         "push",      "remote", "ls-remote",
+                                         "submodule", "archive"};
+  const char *sub = wt(&c->w[k]);
+  bool paths = !strcmp(sub, "restore") || !strcmp(sub, "checkout");
+  bool url_sub = one_of(sub, url_subs, 8), has_dd = false;
+  for (size_t i = k + 1; i < c->n; i++)
+    has_dd = has_dd || wis(&c->w[i], "--");
+  if (!strcmp(sub, "apply") || !strcmp(sub, "am")) // writes what the patch
+    git_path(c, dir, ".", false);                  // names
+  bool dd = false;
+  if (!strcmp(sub, "filter-branch") || !strcmp(sub, "difftool") ||
+      !strcmp(sub, "mergetool") ||
+      (!strcmp(sub, "submodule") && k + 1 < c->n &&
+       wis(&c->w[k + 1], "foreach")))
+    shell_opaque(c->cx, "a git subcommand that runs commands");
+  for (size_t i = k + 1; i < c->n; i++) {
+    const struct pword *w = &c->w[i];
+    const char *t = wt(w);
+    size_t used;
+    const char *v;
+    if (w->dynamic && t[0] == '-')
+      shell_opaque(c->cx, "a dynamic git option");
+    if (url_sub && strstr(t, "::"))
+      shell_opaque(c->cx, "a git remote helper transport");
+    for (size_t r = 0; !dd && r < sizeof(runs) / sizeof(runs[0]); r++)
+      if (!strncmp(t, runs[r], strlen(runs[r])))
+        shell_opaque(c->cx, "a git option that runs a command");
+    if (!dd && t[0] == '-' && t[1] != '-' &&
+        ((!strcmp(sub, "grep") && strchr(t, 'O')) ||
+         (!strcmp(sub, "rebase") && strchr(t, 'x'))))
+      shell_opaque(c->cx, "a git option that runs a command");
+    if (!dd && ((v = long_value(c, i, "--output", &used)) ||
+                (!strcmp(sub, "format-patch") &&
+                 ((v = long_value(c, i, "--output-directory", &used)) ||
+                  (wis(w, "-o") && i + 1 < c->n && (v = wt(&c->w[i + 1])) &&
+                   (used = 2)))))) {
+      git_path(c, dir, v, c->w[i + used - 1].dynamic);
+      i += used - 1;
+      continue;
+    }
+    if (!dd && wis(w, "--")) {
+      dd = true;
+      continue;
+    }
+    if (!paths)
+      continue;
+    if (!dd && (wis(w, "-b") || wis(w, "-B") || wis(w, "--orphan") ||
+                wis(w, "-s") || wis(w, "--source"))) {
+      i++; // takes a value
+      continue;
+    }
+    if (dd || ((t[0] != '-' || w->dynamic) && !has_dd))
+      git_path(c, dir, t, w->dynamic); // before --: a revision or a path
+  }
+}
+
+// git config: setting a key whose value can run a command (alias.x=!cmd,
+// core.pager, ...) is opaque; so is --edit (an editor), a dynamic word and
+// a config file named with -f (that file is written).
+static void git_config(const struct cmd *c, size_t k) {
+  const struct pword *ops[3] = {NULL, NULL, NULL};
+  size_t nops = 0;
+  bool set = false;
+  for (size_t i = k + 1; i < c->n; i++) {
+    const struct pword *w = &c->w[i];
+    const char *t = wt(w);
+    if (w->dynamic) {
+      shell_opaque(c->cx, "git config with a dynamic word");
+      return;
+    }
+    if (t[0] != '-') {
+      if (nops < 3)
+        ops[nops] = w;
+      nops++;
+    } else if (!strcmp(t, "-e") || !strcmp(t, "--edit")) {
+      shell_opaque(c->cx, "git config --edit runs an editor");
+    } else if (!strcmp(t, "-f") || !strcmp(t, "--file") ||
+               !strcmp(t, "--blob") || !strcmp(t, "--type") ||
+               !strcmp(t, "--default") || !strcmp(t, "--comment")) {
+      if (i + 1 < c->n && (!strcmp(t, "-f") || !strcmp(t, "--file")))
+        shell_emit_path(c->cx, SHELL_EDIT, wt(&c->w[i + 1]),
+                        c->w[i + 1].dynamic, true);
+      i++;
+    } else if (!strncmp(t, "--file=", 7)) {
+      shell_emit_path(c->cx, SHELL_EDIT, t + 7, w->dynamic, true);
+    } else if (!strcmp(t, "--add") || !strcmp(t, "--replace-all") ||
+               !strcmp(t, "--append")) {
+      set = true;
+    }
+  }
+  if ((set || nops >= 2) && ops[0] && !git_safe_key(wt(ops[0])))
+    shell_opaque(c->cx, "git config stores a value that can run commands");
+  if (nops >= 2 && ops[0] && !strcmp(wt(ops[0]), "set") && ops[1] &&
+      !git_safe_key(wt(ops[1])))
+    shell_opaque(c->cx, "git config stores a value that can run commands");
+}
+
+// git: global options may run commands (-c core.pager=..., alias.x=!...,
+// --config-env, --exec-path=); deny/ask also see the command without them.
 static void git_cmd(const struct cmd *c) {
   emit_main(c);
   struct optstate st = {0};
+  const struct pword *dir = NULL;
+  struct pword tree = {0};
   size_t k = 1, used;
-  while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0)
+  while (k < c->n && (used = take_opt(c, k, &git_opts, &st)) > 0) {
+    const char *t = wt(&c->w[k]);
+    const struct pword *v = used == 2 ? &c->w[k + 1] : NULL;
+    if (!strcmp(t, "-c") && v && (v->dynamic || !git_safe_key(wt(v))))
+      shell_opaque(c->cx, "git -c with a key that can run commands");
+    else if (!strncmp(t, "-c", 2) && t[2] &&
+             (c->w[k].dynamic || !git_safe_key(t + 2)))
+      shell_opaque(c->cx, "git -c with a key that can run commands");
+    if (!strncmp(t, "--config-env", 12) || !strncmp(t, "--exec-path=", 12))
+      shell_opaque(c->cx, "git configuration from the environment");
+    if ((!strcmp(t, "-C") || !strcmp(t, "--work-tree")) && v)
+      dir = v; // restore/checkout paths are relative to it
+    if (!strncmp(t, "--work-tree=", 12)) {
+      free(tree.text.s);
+      tree = (struct pword){.dynamic = c->w[k].dynamic};
+      buf_put(&tree.text, t + 12, strlen(t + 12));
+      dir = &tree;
+    }
     k += used;
+  }
   if (k > 1 && k < c->n)
     emit_cmd(c, &c->w[0], c->w + k, c->n - k, true);
+  if (k < c->n && !c->w[k].dynamic) {
+    if (wis(&c->w[k], "config"))
+      git_config(c, k);
+    git_sub(c, k, dir);
+  }
+  free(tree.text.s);
 }
 
 // cd/pushd/popd move where later relative paths point.
@@ -708,6 +1027,7 @@ enum fmode {
   F_MOVE, // mv: sources read and removed, the last operand written
   F_LINK, // ln: targets read, the link name written
   F_DD,   // if= read, of= written
+  F_UNIQ, // uniq: the first operand is read, the second written
   F_NONE, // the operands are not files (URLs): only option arguments are
 };
 
@@ -763,6 +1083,29 @@ static const struct filecmd filecmds[] = {
      {"f:v:F:e:i:l:E:bcCd?D?ghLMnNo?Op?PrsStV",
       "file:/f assign:/v field-separator:/F source:/e include:/i exec:/E",
       "fiE", NULL, false}},
+    {"gawk",
+     F_AWK,
+     {"f:v:F:e:i:l:E:bcCd?D?ghLMnNo?Op?PrsStV",
+      "file:/f assign:/v field-separator:/F source:/e include:/i exec:/E",
+      "fiE", NULL, false}},
+    {"mawk", F_AWK, {"f:v:F:W:", "", "f", NULL, false}},
+    {"nawk", F_AWK, {"f:v:F:", "", "f", NULL, false}},
+    {"sort",
+     F_READ,
+     {"bcCdfghiMmnrRsuVzk:o:S:t:T:",
+      "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort "
+      "ignore-nonprinting month-sort human-numeric-sort numeric-sort "
+      "random-sort reverse version-sort check merge stable unique "
+      "zero-terminated debug key:/k output:/o buffer-size:/S "
+      "field-separator:/t temporary-directory:/T parallel: random-source: "
+      "sort: files0-from: batch-size: compress-program:",
+      NULL, "o", false}},
+    {"uniq",
+     F_UNIQ,
+     {"cdDf:is:uw:z",
+      "count repeated all-repeated group ignore-case skip-fields:/f "
+      "skip-chars:/s unique check-chars:/w zero-terminated",
+      NULL, NULL, false}},
     {"cp",
      F_COPY,
      {"t:S:abdfHilLnPprsuvxTR",
@@ -841,8 +1184,8 @@ static const struct filecmd filecmds[] = {
       "user-agent:/A referer:/e cookie:/b form:/F max-time:/m proxy:/x "
       "write-out:/w silent/s show-error/S location/L insecure/k fail/f "
       "verbose/v head/I include/i remote-name/O create-dirs "
-      "output-dir: url:",
-      "TK", "ocD", false}},
+      "output-dir:/% url:",
+      "TK", "ocD%", false}},
     {"wget",
      F_NONE,
      {"O:o:a:P:i:e:t:T:U:qvcNnrlkpmbS",
@@ -850,6 +1193,13 @@ static const struct filecmd filecmds[] = {
       "directory-prefix:/P input-file:/i execute:/e tries:/t timeout:/T "
       "user-agent:/U quiet/q verbose/v continue/c",
       "i", "OoaP", false}},
+    {"unlink", F_EDIT, {"", "", NULL, NULL, false}},
+    {"shred",
+     F_EDIT,
+     {"fn:s:uvxz",
+      "force iterations:/n random-source: size:/s remove remove: verbose exact "
+      "zero",
+      NULL, NULL, false}},
     {"mkdir",
      F_EDIT,
      {"m:pvZ", "mode:/m parents verbose context", NULL, NULL, false}},
@@ -908,9 +1258,12 @@ static void file_operand(const struct cmd *c, const struct filecmd *fc,
     edit = true;
     break;
   case F_COPY:
-  case F_LINK:
     read = !dest;
     edit = dest;
+    break;
+  case F_LINK: // a write through the link writes its target too
+    read = !dest;
+    edit = true;
     break;
   case F_MOVE: // the source goes away: read and written
     read = !dest;
@@ -937,6 +1290,11 @@ static void file_operands(const struct cmd *c, const struct filecmd *fc,
     const struct pword *w = &c->w[ops[i]];
     if (fc->mode == F_AWK && w->assign)
       continue; // awk's NAME=value operands
+    if (fc->mode == F_UNIQ && i > 0) {
+      if (i == 1)
+        operand(c, w, SHELL_EDIT);
+      continue;
+    }
     file_operand(c, fc, w, has_dest && i == n - 1, seen(st, 'i'));
   }
 }
@@ -992,6 +1350,8 @@ static void bare_assign(struct ctx *cx, const struct pword *w, size_t n,
   bool bad = false;
   for (size_t i = 0; i < n; i++)
     bad = bad || name_dangerous(wt(&w[i]), w[i].name_len);
+  if (assigns_code(w, n))
+    shell_opaque(cx, "a variable that holds code");
   if (!bad)
     return;
   struct shell_atom *a = shell_push_atom(cx, SHELL_CMD, deny_only);
@@ -1001,13 +1361,309 @@ static void bare_assign(struct ctx *cx, const struct pword *w, size_t n,
     add_assign(cx, a, wt(&w[i]), w[i].name_len, true);
 }
 
+// ---- atom builder: code hidden in data -----------------------------------
+
+static bool has_char(const struct pword *w, char ch) {
+  return strchr(wt(w), ch) != NULL;
+}
+
+// A word that is an integer literal (what bash's arithmetic can read
+// without looking up a variable), or $# / $?.
+static bool int_literal(const struct pword *w) {
+  const char *t = wt(w);
+  if (w->dynamic) // $#, $?, ${#NAME}: numbers bash computes itself
+    return strcmp(t, "$#") == 0 || strcmp(t, "$?") == 0 ||
+           (strncmp(t, "${#", 3) == 0 && t[3] && is_name_start(t[3]) &&
+            strspn(t + 3, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_") == strlen(t + 3) - 1 &&
+            t[strlen(t) - 1] == '}');
+  size_t i = t[0] == '-' || t[0] == '+' ? 1 : 0;
+  return t[i] && strspn(t + i, "0123456789") == strlen(t + i);
+}
+
+// [[ ]]: -eq and friends evaluate both sides as arithmetic (a variable
+// there may hold a[$(..)]), -v evaluates a subscript.
+static const char *cond_evaluates(const struct cmd *c) {
+  static const char *const arith[] = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"};
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    if (w->dynamic)
+      continue;
+    if (one_of(wt(w), arith, 6) &&
+        (!int_literal(&c->w[k - 1]) || k + 1 >= c->n ||
+         !int_literal(&c->w[k + 1])))
+      return "arithmetic comparison in [[ ]]";
+    if ((wis(w, "-v") || wis(w, "-R")) && k + 1 < c->n &&
+        (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+      return "[[ -v ]] on an array element";
+  }
+  return NULL;
+}
+
+// Any argument after the name that is dynamic or holds a subscript: a
+// variable name bash would evaluate (read 'a[$(..)]', unset, printf -v).
+static bool subscript_arg(const struct cmd *c, size_t from) {
+  for (size_t k = from; k < c->n; k++)
+    if (c->w[k].dynamic || has_char(&c->w[k], '['))
+      return true;
+  return false;
+}
+
+// An option word (-xyz or +xyz) holding one of the letters.
+static bool opt_letter(const struct cmd *c, const char *letters) {
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (!c->w[k].dynamic && (t[0] == '-' || t[0] == '+') && t[1] != '-' &&
+        strpbrk(t + 1, letters))
+      return true;
+  }
+  return false;
+}
+
+static const char *printf_evaluates(const struct cmd *c) {
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    const char *t = wt(w);
+    if (w->dynamic && k == 1)
+      return "printf with a dynamic option";
+    if (strcmp(t, "-v") == 0 && k + 1 < c->n &&
+        (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+      return "printf -v into an array element";
+    if (strncmp(t, "-v", 2) == 0 && t[2] && (w->dynamic || strchr(t, '[')))
+      return "printf -v into an array element";
+    if (t[0] != '-' || strcmp(t, "--") == 0)
+      break;
+  }
+  return NULL;
+}
+
+// Builtins that evaluate their arguments as code: the reason, or NULL.
+static const char *builtin_evaluates(const struct cmd *c, const char *word) {
+  static const char *const decl[] = {"declare", "typeset", "local", "export",
+                                     "readonly"};
+  static const char *const always[] = {"let",      "alias", "enable", "compgen",
+                                       "complete", "bind",  "fc",     "coproc"};
+  if (one_of(word, always, 8))
+    return "a builtin that evaluates its arguments";
+  if (!strcmp(word, "shopt")) {
+    for (size_t k = 1; k < c->n; k++)
+      if (c->w[k].dynamic || wis(&c->w[k], "expand_aliases") ||
+          wis(&c->w[k], "extdebug"))
+        return "shopt that changes how commands run";
+    return NULL;
+  }
+  if (!strcmp(word, "[["))
+    return cond_evaluates(c);
+  if (!strcmp(word, "test") || !strcmp(word, "[")) {
+    for (size_t k = 1; k + 1 < c->n; k++)
+      if ((wis(&c->w[k], "-v") || wis(&c->w[k], "-R")) &&
+          (c->w[k + 1].dynamic || has_char(&c->w[k + 1], '[')))
+        return "test -v on an array element";
+    return NULL;
+  }
+  if (one_of(word, decl, 5)) {
+    if (strcmp(word, "export") && strcmp(word, "readonly") &&
+        opt_letter(c, "in"))
+      return "declare -i/-n: later values are evaluated";
+    for (size_t k = 1; k < c->n; k++) {
+      const struct pword *w = &c->w[k];
+      if (w->assign && code_assign(wt(w), w->name_len, w->dynamic))
+        return "a variable that holds code";
+      if ((w->dynamic && !w->assign) || has_char(w, '[') ||
+          (w->assign && wt(w)[w->name_len + 1] == '('))
+        return "declare of an array element";
+    }
+    return NULL;
+  }
+  if (!strcmp(word, "printf"))
+    return printf_evaluates(c);
+  if (!strcmp(word, "read") || !strcmp(word, "unset"))
+    return subscript_arg(c, 1) ? "a variable name with a subscript" : NULL;
+  if (!strcmp(word, "mapfile") || !strcmp(word, "readarray"))
+    return opt_letter(c, "C") || subscript_arg(c, 1) ? "mapfile -C" : NULL;
+  if (!strcmp(word, "hash") && opt_letter(c, "p"))
+    return "hash -p: a name runs another program";
+  return NULL;
+}
+
+// Variables whose value is run as code (a prompt, a function, a pager,
+// git's configuration): assigning one hides a command. A few harmless
+// values of the pager and editor kind are known.
+static bool code_var(const char *s, size_t n) {
+  static const char *const exact[] = {"PS0",           "PS1",
+                                      "PS2",           "PS3",
+                                      "PS4",           "PROMPT_COMMAND",
+                                      "BASH_ENV",      "ENV",
+                                      "EDITOR",        "VISUAL",
+                                      "LESSOPEN",      "LESSCLOSE",
+                                      "SSH_ASKPASS",   "GIT_SSH",
+                                      "GIT_ASKPASS",   "GIT_EXTERNAL_DIFF",
+                                      "GIT_EXEC_PATH", "LD_PRELOAD",
+                                      "LD_AUDIT",      "PERL5OPT",
+                                      "NODE_OPTIONS",  "RUBYOPT",
+                                      "PYTHONSTARTUP", "BASH_LOADABLES_PATH",
+                                      "BROWSER",       "GIT_TEMPLATE_DIR",
+                                      "LESS",          "MORE",
+                                      "MANOPT",        "CDPATH"};
+  static const char *const pre[] = {"BASH_FUNC_", "GIT_CONFIG"};
+  static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR"};
+  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+    if (ci_prefix(s, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++)
+    if (ci_suffix(s, n, suf[i]))
+      return true;
+  return false;
+}
+
+static bool harmless_code_value(const char *v) {
+  static const char *const ok[] = {"",          "cat",  "less", "more",
+                                   "true",      ":",    "-R",   "less -R",
+                                   "less -FRX", "-FRX", "-FRSX"};
+  for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+    if (strcmp(v, ok[i]) == 0)
+      return true;
+  return false;
+}
+
+// NAME=value (as written in w, NAME n bytes long) puts code in a variable.
+static bool code_assign(const char *t, size_t n, bool dynamic) {
+  return code_var(t, n) && (dynamic || !harmless_code_value(t + n + 1));
+}
+
+static bool assigns_code(const struct pword *w, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (w[i].assign && code_assign(wt(&w[i]), w[i].name_len, w[i].dynamic))
+      return true;
+  return false;
+}
+
+static const char *const shell_names[] = {
+    "sh",    "bash",  "zsh",  "dash", "ksh",  "rbash", "ash", "mksh",
+    "ksh93", "pdksh", "lksh", "oksh", "yash", "posh",  "bosh"};
+enum { NSHELLS = sizeof(shell_names) / sizeof(shell_names[0]) };
+
+// Shells whose syntax is not the POSIX/bash one, and interpreters: with a
+// script they are ordinary commands, without one they read code from
+// stdin.
+static const char *const interpreters[] = {
+    "python",    "python2", "python3", "perl",    "ruby", "node",   "nodejs",
+    "php",       "lua",     "tclsh",   "wish",    "fish", "csh",    "tcsh",
+    "irb",       "deno",    "bun",     "Rscript", "R",    "jshell", "pwsh",
+    "osascript", "guile",   "racket",  "sbcl",    "ghci", "julia",  "expect"};
+enum { NINTERP = sizeof(interpreters) / sizeof(interpreters[0]) };
+
+static bool is_interpreter(const char *name) {
+  if (one_of(name, interpreters, NINTERP))
+    return true;
+  // python3.12, perl5.36, ...
+  static const char *const pre[] = {"python", "perl", "ruby", "lua", "php"};
+  for (size_t i = 0; i < 5; i++) {
+    size_t n = strlen(pre[i]);
+    if (strncmp(name, pre[i], n) == 0 &&
+        strspn(name + n, "0123456789.") == strlen(name + n))
+      return true;
+  }
+  return false;
+}
+
+static bool is_shell_or_interpreter(const char *name) {
+  return one_of(name, shell_names, NSHELLS) || is_interpreter(name) ||
+         !strcmp(name, "busybox") || !strcmp(name, "toybox");
+}
+
+// An operand naming the stdin of the command, or another file descriptor.
+static bool stdin_path(const char *t) {
+  return !strcmp(t, "-") || !strcmp(t, "/dev/stdin") ||
+         !strncmp(t, "/dev/fd/", 8) || !strncmp(t, "/proc/", 6);
+}
+
+// An interpreter with no script operand (or with - or /dev/stdin) reads
+// its program from stdin; -c/-e and friends carry it visibly.
+static void interpreter_cmd(const struct cmd *c) {
+  emit_main(c);
+  bool code = false;
+  for (size_t k = 1; k < c->n; k++) {
+    const char *t = wt(&c->w[k]);
+    if (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEpr"))
+      // perl -e 'system(...)' is awk's system(): opaque
+      shell_opaque(c->cx, "an interpreter running code from its arguments");
+    code = code || (t[0] == '-' && t[1] != '-' && strpbrk(t + 1, "ceEmprVh")) ||
+           !strcmp(t, "--version") || !strcmp(t, "--help");
+  }
+  for (size_t k = 1; k < c->n; k++) {
+    const struct pword *w = &c->w[k];
+    const char *t = wt(w);
+    if (w->dynamic || w->procsub) {
+      shell_opaque(c->cx, "an interpreter with a dynamic argument");
+      return;
+    }
+    if (t[0] == '-' && t[1])
+      continue; // options, -c/-e and their programs: handled above
+    if (stdin_path(t))
+      break;
+    if (!code)
+      return; // a script file: an ordinary command
+  }
+  if (!code)
+    c->cx->stdin_code = true;
+}
+
+// Programs that run other commands (from their operands, a script, a
+// schedule or an editor's command line) in ways not modelled: opaque.
+static const char *const runners[] = {"strace",      "ltrace",
+                                      "valgrind",    "gdb",
+                                      "lldb",        "unshare",
+                                      "nsenter",     "firejail",
+                                      "bwrap",       "systemd-run",
+                                      "chrt",        "taskset",
+                                      "numactl",     "prlimit",
+                                      "fakeroot",    "proot",
+                                      "schroot",     "pkexec",
+                                      "sg",          "newgrp",
+                                      "script",      "at",
+                                      "batch",       "crontab",
+                                      "parallel",    "dbus-run-session",
+                                      "xvfb-run",    "torsocks",
+                                      "proxychains", "proxychains4",
+                                      "catchsegv",   "perf",
+                                      "tmux",        "screen",
+                                      "vi",          "vim",
+                                      "nvim",        "view",
+                                      "ex",          "vimdiff",
+                                      "gvim",        "rvim",
+                                      "emacs",       "emacsclient",
+                                      "ed",          "expect",
+                                      "sshpass",     "entr",
+                                      "watchexec",   "cgexec",
+                                      "capsh",       "setpriv",
+                                      "runcon",      "ssh-agent"};
+enum { NRUNNERS = sizeof(runners) / sizeof(runners[0]) };
+
 static void dispatch(struct cmd *c, const struct wrapper *fallback) {
-  static const char *const shells[] = {"sh", "bash", "zsh", "dash", "ksh"};
   static const char *const declares[] = {"export", "declare", "typeset",
                                          "local", "readonly"};
   const char *word = wt(&c->w[0]), *name = base_name(word);
   const struct wrapper *wr = fallback ? fallback : find_wrapper(name);
   const struct filecmd *fc = find_filecmd(name);
+  const char *why = c->w[0].dynamic ? NULL : builtin_evaluates(c, word);
+  if (why)
+    shell_opaque(c->cx, why);
+  if (assigns_code(c->as, c->nas))
+    shell_opaque(c->cx, "a variable that holds code");
+  if (!c->w[0].dynamic && (why = shell_option_runs(c->w, c->n, name)))
+    shell_opaque(c->cx, why);
+  if (!c->w[0].dynamic && (!strcmp(name, "make") || !strcmp(name, "gmake")))
+    for (size_t k = 1; k + 1 < c->n; k++)
+      if ((wis(&c->w[k], "-f") || wis(&c->w[k], "--file")) &&
+          stdin_path(wt(&c->w[k + 1])))
+        shell_opaque(c->cx, "make reading its recipes from stdin");
+  if (!c->w[0].dynamic && one_of(name, runners, NRUNNERS))
+    shell_opaque(c->cx, "a program that runs commands the analyser does not "
+                        "model");
   if (c->w[0].dynamic) {
     emit_main(c);
     shell_opaque(c->cx, "dynamic command name");
@@ -1017,14 +1673,36 @@ static void dispatch(struct cmd *c, const struct wrapper *fallback) {
     shell_opaque(c->cx, strcmp(name, "eval") ? "source" : "eval");
   } else if (wr && (fallback || wr->kind == W_EXEC)) {
     exec_wrapper(c, wr);
-  } else if (one_of(name, shells, 5) && dash_c_wrapper(c)) {
+  } else if (one_of(name, shell_names, NSHELLS) && dash_c_wrapper(c)) {
     return;
+  } else if (is_interpreter(name)) {
+    interpreter_cmd(c);
   } else if (!strcmp(name, "find")) {
     find_cmd(c);
   } else if (!strcmp(name, "git")) {
     git_cmd(c);
+  } else if (!strcmp(name, "patch")) {
+    // A patch names the files it writes: any of them, below -d DIR.
+    emit_main(c);
+    shell_emit_path(c->cx, SHELL_EDIT, ".", false, true);
+    shell_writers(c->cx, c->w, c->n, name);
+  } else if (shell_writers(c->cx, NULL, 0, name)) {
+    emit_main(c);
+    shell_writers(c->cx, c->w, c->n, name);
+  } else if (!strcmp(name, "tar")) {
+    emit_main(c);
+    shell_tar(c->cx, c->w, c->n);
+  } else if (!strcmp(name, "zip") || !strcmp(name, "unzip")) {
+    emit_main(c);
+    shell_zip(c->cx, c->w, c->n, name[0] == 'u');
   } else if (fc) {
     file_cmd(c, fc);
+    if (fc->mode == F_SED)
+      shell_sed(c->cx, c->w, c->n);
+    else if (fc->mode == F_AWK)
+      shell_awk(c->cx, c->w, c->n);
+    else if (!strcmp(name, "wget"))
+      shell_wget(c->cx, c->w, c->n);
   } else if (one_of(word, declares, 5)) {
     declare_cmd(c);
   } else {
@@ -1060,5 +1738,7 @@ void shell_build_simple(struct ctx *cx, const struct pword *w, size_t n,
                   .deny_only = deny_only,
                   .depth = depth};
   const struct wrapper *fallback = strip_wrappers(&c);
+  cx->xargs += c.xargs;
   dispatch(&c, fallback);
+  cx->xargs -= c.xargs;
 }

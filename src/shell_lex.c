@@ -292,6 +292,75 @@ static bool home_var(struct parser *p, struct wstate *ws) {
   return false;
 }
 
+// A subscript that is a literal index, @ or *: nothing to evaluate.
+static bool plain_subscript(const char *s, size_t n) {
+  if (n == 1 && (s[0] == '@' || s[0] == '*'))
+    return true;
+  size_t i = n && s[0] == '-' ? 1 : 0;
+  if (i == n)
+    return false;
+  for (; i < n; i++)
+    if (!is_digit(s[i]))
+      return false;
+  return true;
+}
+
+// A substring offset or length made of literal numbers only.
+static bool plain_offset(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!is_digit(s[i]) && !strchr(" \t-+:", s[i]))
+      return false;
+  return true;
+}
+
+// True when bash evaluates the text of ${raw} as code beyond the visible
+// substitutions: the @P transformation (prompt expansion runs $(..) in the
+// value), indirection ${!x} (x may name a[$(..)]), an array subscript or a
+// substring offset that is an arithmetic expression (a variable in it may
+// hold a[$(..)], whose subscript bash expands and runs). Anything it cannot
+// read counts as evaluated.
+static bool param_evaluates(const char *s, size_t n) {
+  size_t i = 0;
+  if (n > 1 && s[0] == '#')
+    i = 1; // ${#x}: the length
+  if (i < n && s[i] == '!') {
+    size_t j = i + 1;
+    while (j < n && is_name_char(s[j]))
+      j++;
+    if (j == i + 1)
+      return true;
+    const char *rest = s + j;
+    size_t m = n - j;
+    return !((m == 1 && (rest[0] == '*' || rest[0] == '@')) ||
+             (m == 3 && rest[0] == '[' && (rest[1] == '@' || rest[1] == '*') &&
+              rest[2] == ']'));
+  }
+  if (i < n && is_name_start(s[i])) {
+    while (i < n && is_name_char(s[i]))
+      i++;
+  } else if (i < n && is_digit(s[i])) {
+    while (i < n && is_digit(s[i]))
+      i++;
+  } else if (i < n && strchr("@*#?$!-", s[i])) {
+    i++;
+  } else {
+    return n != 1 || s[0] != '#'; // ${#} alone is the count
+  }
+  if (i < n && s[i] == '[') {
+    const char *e = memchr(s + i, ']', n - i);
+    if (!e || !plain_subscript(s + i + 1, (size_t)(e - (s + i + 1))))
+      return true;
+    i = (size_t)(e - s) + 1;
+  }
+  if (i >= n)
+    return false;
+  if (s[i] == '@')
+    return i + 1 >= n || s[i + 1] == 'P' || !strchr("QEAKakuUL", s[i + 1]);
+  if (s[i] == ':' && (i + 1 >= n || !strchr("-=?+", s[i + 1])))
+    return !plain_offset(s + i + 1, n - i - 1);
+  return false;
+}
+
 static void lex_param(struct parser *p, struct wstate *ws, bool in_dq) {
   size_t start = p->pos;
   p->pos += 2;
@@ -327,6 +396,9 @@ static void lex_param(struct parser *p, struct wstate *ws, bool in_dq) {
   }
   free(scratch.text.s);
   shell_leave(p);
+  if (!p->cx->stop && p->pos >= start + 3 &&
+      param_evaluates(p->s + start + 2, p->pos - start - 3))
+    shell_opaque(p->cx, "a parameter expansion that evaluates code");
   if (!p->cx->stop)
     dyn_put(p, ws, start);
 }
@@ -358,12 +430,24 @@ static void lex_arith(struct parser *p, struct wstate *ws) {
         shell_fail(p->cx, "ambiguous $((");
       p->pos++;
       break;
-    } else if (c == '$') {
-      lex_dollar(p, &sws, true);
-    } else if (c == '`') {
-      lex_backtick(p, &sws, false);
+    } else if (c == '$' || c == '`') {
+      // The value of a variable or a substitution is evaluated as an
+      // expression: a[$(..)] in it runs. Analysed, but never allowed.
+      shell_opaque(p->cx, "arithmetic on an expansion");
+      if (c == '$')
+        lex_dollar(p, &sws, true);
+      else
+        lex_backtick(p, &sws, false);
     } else if (c == '\'' || c == '"' || c == '\\') {
       shell_fail(p->cx, "quoting inside $((...))");
+    } else if (is_digit(c)) { // 42, 0x1f, 16#ff, 64#@_
+      while (is_name_char(at(p, p->pos)) || at(p, p->pos) == '#' ||
+             at(p, p->pos) == '@')
+        p->pos++;
+    } else if (is_name_start(c)) {
+      // A variable's value is evaluated as an expression in turn.
+      shell_opaque(p->cx, "arithmetic on a variable");
+      p->pos++;
     } else {
       p->pos++;
     }
@@ -535,7 +619,7 @@ static void lex_word(struct parser *p, struct pword *w) {
 
 struct body {
   size_t from, to;
-  bool quoted, to_shell;
+  bool quoted, to_shell, to_code;
 };
 
 // Finds the end of one heredoc body at p->pos. An unquoted body joins
@@ -545,6 +629,7 @@ static bool heredoc_body(struct parser *p, const struct heredoc *h,
   b->from = p->pos;
   b->quoted = h->quoted;
   b->to_shell = h->to_shell;
+  b->to_code = h->to_code;
   struct buf line = {0};
   while (p->pos < p->end) {
     size_t line_start = p->pos;
@@ -629,9 +714,15 @@ static void read_heredocs(struct parser *p) {
   for (size_t i = 0; ok && i < n; i++)
     if (!bodies[i].quoted)
       heredoc_expand(p, &bodies[i]);
-  for (size_t i = 0; ok && i < n; i++)
+  for (size_t i = 0; ok && i < n; i++) {
+    const char *s = p->s + bodies[i].from;
+    size_t len = bodies[i].to - bodies[i].from;
     if (bodies[i].to_shell)
       heredoc_script(p, &bodies[i]);
+    else if (bodies[i].to_code && !bodies[i].quoted &&
+             (memchr(s, '$', len) || memchr(s, '`', len)))
+      shell_opaque(p->cx, "expansions spliced into an interpreter's program");
+  }
 }
 
 // ---- lexer: tokens -------------------------------------------------------
@@ -714,6 +805,21 @@ static bool lex_fd(struct parser *p, struct token *t) {
   return true;
 }
 
+// {NAME}>file puts a new descriptor in NAME; {a[i]}> evaluates the
+// subscript (a variable in it may hold a[$(..)]): opaque.
+static void named_fd(struct parser *p, size_t start) {
+  size_t end = p->pos;
+  char c = at(p, end);
+  if (p->cx->stop || (c != '<' && c != '>') || end < start + 3 ||
+      p->s[start] != '{' || p->s[end - 1] != '}')
+    return;
+  bool name = is_name_start(p->s[start + 1]);
+  for (size_t i = start + 2; name && i < end - 1; i++)
+    name = is_name_char(p->s[i]);
+  if (!name)
+    shell_opaque(p->cx, "a named file descriptor with a subscript");
+}
+
 static struct token next_token(struct parser *p) {
   struct token t = {.type = T_EOF};
   skip_blanks(p);
@@ -737,8 +843,10 @@ static struct token next_token(struct parser *p) {
   } else if ((c == '<' || c == '>') && d != '(') {
     lex_redir(p, &t);
   } else if (!lex_fd(p, &t)) {
+    size_t start = p->pos;
     t.type = T_WORD;
     lex_word(p, &t.w);
+    named_fd(p, start);
   }
   return t;
 }

@@ -106,6 +106,8 @@ struct ctx {
   size_t nbases;
   bool base_unknown;
   int loop_depth;   // inside a loop or function body
+  int xargs;        // building a command xargs runs (more_args)
+  bool stdin_code;  // ... an interpreter that reads its program from stdin
   bool stdin_shell; // the builder saw a shell that reads its script from
                     // stdin (sh, bash -s): the parser looks at what feeds it
 };
@@ -171,6 +173,7 @@ struct heredoc {
   char *delim;
   bool quoted, strip;
   bool to_shell; // the body is the script of a shell (bash <<EOF)
+  bool to_code;  // the body is a program of an interpreter (python3 <<EOF)
 };
 
 enum lex_mode {
@@ -218,3 +221,18 @@ void shell_analyse_text(struct ctx *cx, const char *s, size_t len, int depth);
 // (shell_cmd.c).
 void shell_build_simple(struct ctx *cx, const struct pword *w, size_t n,
                         bool deny_only, int depth);
+
+// Programs inside arguments (shell_prog.c): each adds the file atoms or the
+// opacity of one simple command w[0..n) whose atom is already emitted.
+void shell_sed(struct ctx *cx, const struct pword *w, size_t n);
+void shell_awk(struct ctx *cx, const struct pword *w, size_t n);
+void shell_tar(struct ctx *cx, const struct pword *w, size_t n);
+void shell_wget(struct ctx *cx, const struct pword *w, size_t n);
+void shell_zip(struct ctx *cx, const struct pword *w, size_t n, bool unzip);
+// Compressors, split, mktemp, ssh-keygen, patch -o: the files they write
+// (with w NULL: whether name is one of them).
+bool shell_writers(struct ctx *cx, const struct pword *w, size_t n,
+                   const char *name);
+// Why an option of the command named name runs a program, or NULL.
+const char *shell_option_runs(const struct pword *w, size_t n,
+                              const char *name);

@@ -7,7 +7,8 @@
 //
 // The object: {"opaque": bool, "reason": str, "atoms": [{"kind":
 // "cmd"|"read"|"edit", "deny_only": bool, "words": [{"text", "dynamic"}],
-// "assign": [names], "unsafe_assign", "never_allow", "path", "path_dynamic"}]}.
+// "assign": [names], "unsafe_assign", "never_allow", "more_args", "path",
+// "path_dynamic"}]}.
 
 #include <jansson.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ static json_t *atom_json(const struct shell_atom *a) {
     json_object_set_new(o, "assign", as);
     json_object_set_new(o, "unsafe_assign", json_boolean(a->unsafe_assign));
     json_object_set_new(o, "never_allow", json_boolean(a->never_allow));
+    json_object_set_new(o, "more_args", json_boolean(a->more_args));
   } else {
     json_object_set_new(o, "path", str(a->path));
     json_object_set_new(o, "path_dynamic", json_boolean(a->path_dynamic));
