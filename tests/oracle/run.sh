@@ -3,9 +3,10 @@
 # (tests/oracle/README.md).
 #
 #   tests/oracle/run.sh              the fixed-seed suite of `make test`: the
-#                                    seed list and 200 generated commands
-#                                    (seed 1); known gaps (known-gaps.txt)
-#                                    are "ok # TODO known gap"
+#                                    seed list, the commands of the
+#                                    adversarial cases and 200 generated
+#                                    commands (seed 1); known gaps
+#                                    (known-gaps.txt) are "ok # TODO known gap"
 #   tests/oracle/run.sh corpus [FILE.jsonl...]
 #                                    the shell commands of the policy fixtures
 #                                    (default tests/fixtures/policy*.jsonl),
@@ -31,6 +32,7 @@ if [ $# -eq 0 ]; then
 	# shellcheck disable=SC2086
 	exec "$PY" "$HERE/oracle.py" --atoms "$ATOMS" \
 		--seeds "$HERE/seeds.txt" \
+		--jsonl "$ROOT/tests/fixtures/policy-adversarial.jsonl" \
 		--generate 200 --seed 1 --jobs "${ORACLE_JOBS:-2}" ${ORACLE_FLAGS:-}
 fi
 if [ "$1" = corpus ]; then
@@ -45,7 +47,7 @@ if [ "$1" = corpus ]; then
 		--jobs "${ORACLE_JOBS:-2}" ${ORACLE_FLAGS:-}
 fi
 case $1 in '' | *[!0-9]*)
-	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 	;;
 esac
