@@ -445,25 +445,6 @@ static void add_targets(struct request_atom *at, const struct shell_atom *a,
     remove_targets(at, a, name, b, home);
 }
 
-// A -name/-path pattern that narrows what find matches: it has a character
-// that is not a glob character, a bracket expression or a dot (`*.o` does,
-// `*`, `?*`, `.*`, `[a-z]*` do not).
-static bool narrow_pattern(const char *p) {
-  for (size_t i = 0; p[i]; i++) {
-    if (p[i] == '[') {
-      const char *e = strchr(p + i + 1, ']');
-      if (!e)
-        return false;
-      i = (size_t)(e - p);
-    } else if (p[i] == '\\' && p[i + 1]) {
-      return true;
-    } else if (!strchr("*?.{},", p[i])) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // find -delete: its starting points (default "."), unless a -name/-path
 // test with a narrowing pattern comes before it and no -o, ! or group can
 // route around that test. -exec/-ok: unless one of the usual tests comes
@@ -488,7 +469,7 @@ static void find_targets(struct request_atom *at, const struct shell_atom *a,
       filtered = filtered || in_list(w, find_tests, 14);
       narrowed = narrowed || (in_list(w, names, 6) && i + 1 < a->nwords &&
                               !a->words[i + 1].dynamic &&
-                              narrow_pattern(a->words[i + 1].text));
+                              shell_pattern_narrows(a->words[i + 1].text));
     }
     branchy = branchy || in_list(w, branch, 6);
   }

@@ -75,3 +75,8 @@ enum shell_match {
 enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow);
+
+// True when a find -name/-path pattern narrows what it matches: it has a
+// character that is not a glob character, a bracket expression or a dot
+// (`*.o` and `a*` do; `*`, `?*`, `.*`, `[a-z]*`, `{a,b}` do not).
+bool shell_pattern_narrows(const char *pattern);

@@ -230,6 +230,23 @@ static bool ci_suffix(const char *s, size_t n, const char *suf) {
   return m <= n && ci_prefix(s + n - m, m, suf);
 }
 
+// Whether the variable name s (n bytes) is one of exact, starts with one of
+// pre or ends with one of suf, case-insensitively.
+static bool name_listed(const char *s, size_t n, const char *const *exact,
+                        size_t nexact, const char *const *pre, size_t npre,
+                        const char *const *suf, size_t nsuf) {
+  for (size_t i = 0; i < nexact; i++)
+    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
+      return true;
+  for (size_t i = 0; i < npre; i++)
+    if (ci_prefix(s, n, pre[i]))
+      return true;
+  for (size_t i = 0; i < nsuf; i++)
+    if (ci_suffix(s, n, suf[i]))
+      return true;
+  return false;
+}
+
 // Names whose assignment, even alone (`PATH=/x; ls`), changes what the
 // commands after it run. Case-insensitive: zsh ties path to PATH.
 static bool name_dangerous(const char *s, size_t n) {
@@ -243,16 +260,9 @@ static bool name_dangerous(const char *s, size_t n) {
       "LD_", "DYLD_", "GIT_", "BASH_FUNC", "PYTHON", "NPM_CONFIG_", "SSH_"};
   static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR", "_OPTIONS",
                                     "_PROXY"};
-  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
-      return true;
-  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-    if (ci_prefix(s, n, pre[i]))
-      return true;
-  for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++)
-    if (ci_suffix(s, n, suf[i]))
-      return true;
-  return false;
+  return name_listed(s, n, exact, sizeof(exact) / sizeof(*exact), pre,
+                     sizeof(pre) / sizeof(*pre), suf,
+                     sizeof(suf) / sizeof(*suf));
 }
 
 static void add_assign(struct ctx *cx, struct shell_atom *a, const char *name,
@@ -682,22 +692,6 @@ static void find_exec(const struct cmd *c, size_t from, size_t to) {
   free(w); // the texts still belong to c->w
 }
 
-// A find pattern with a character that is not a glob character, a bracket
-// expression or a dot: it narrows what find matches (as in request.c).
-static bool find_narrow(const char *p) {
-  for (size_t i = 0; p[i]; i++) {
-    if (p[i] == '[') {
-      const char *e = strchr(p + i + 1, ']');
-      if (!e)
-        return false;
-      i = (size_t)(e - p);
-    } else if (p[i] == '\\' || !strchr("*?.{},", p[i])) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // find -delete removes what it finds below its starting points (default
 // "."). Without a narrowing -name test before it, each starting point is
 // an edit (of a directory that may hold protected files); with a -path
@@ -718,7 +712,8 @@ static void find_deletes(const struct cmd *c) {
     if (del)
       continue;
     del = !strcmp(t, "-delete");
-    if (k + 1 < c->n && one_of(t, names, 2) && find_narrow(wt(&c->w[k + 1]))) {
+    if (k + 1 < c->n && one_of(t, names, 2) &&
+        shell_pattern_narrows(wt(&c->w[k + 1]))) {
       const char *v = wt(&c->w[k + 1]);
       if (strpbrk(v, "*?[") && !c->w[k + 1].dynamic)
         glob_name = true;
@@ -1507,16 +1502,9 @@ static bool code_var(const char *s, size_t n) {
                                       "MANOPT",        "CDPATH"};
   static const char *const pre[] = {"BASH_FUNC_", "GIT_CONFIG"};
   static const char *const suf[] = {"_COMMAND", "PAGER", "_EDITOR"};
-  for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-    if (strlen(exact[i]) == n && ci_prefix(s, n, exact[i]))
-      return true;
-  for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-    if (ci_prefix(s, n, pre[i]))
-      return true;
-  for (size_t i = 0; i < sizeof(suf) / sizeof(suf[0]); i++)
-    if (ci_suffix(s, n, suf[i]))
-      return true;
-  return false;
+  return name_listed(s, n, exact, sizeof(exact) / sizeof(*exact), pre,
+                     sizeof(pre) / sizeof(*pre), suf,
+                     sizeof(suf) / sizeof(*suf));
 }
 
 static bool harmless_code_value(const char *v) {

@@ -171,3 +171,17 @@ enum shell_match shell_pattern_match(const char *pattern,
     return SHELL_NO;
   return r;
 }
+
+bool shell_pattern_narrows(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' || !strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
