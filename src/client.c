@@ -648,6 +648,11 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
       ask = true;
   }
   if (why[0]) {
+    // A write the broker's confinement refused (outside the project, a
+    // protected file, a path it cannot resolve) is audited like a denial
+    // (a deny rule's refusal was audited above).
+    if (write && v.decision != POLICY_DENY)
+      broker_audit(b, v.info, "deny", "confinement", NULL);
     refuse(b, c, id, what, why);
     free(resolved);
     json_decref(v.info);

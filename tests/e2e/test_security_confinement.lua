@@ -247,6 +247,25 @@ T.test('fs/* outside the project and unapproved terminals are refused; inside wo
     end
   end
   T.ok(told, 'an error event names the refusal')
+  -- Every refused write is in the audit log, by the broker's confinement.
+  local refused = {}
+  for _, l in ipairs(T.audit_lines()) do
+    if l.by == 'confinement' and l.sessionId == ctx.session then
+      T.eq(l.decision, 'deny', 'decision of a refused write')
+      T.eq(l.outcome, 'cancelled', 'outcome of a refused write')
+      for _, p in ipairs(l.paths) do
+        refused[p] = true
+      end
+    end
+  end
+  for _, p in ipairs({
+    outside .. '/pwned-abs.txt',
+    home .. '/.bashrc',
+    outside .. '/victim.txt',
+    project .. '/.acp/settings.json',
+  }) do
+    T.ok(refused[p], 'the refused write of ' .. p .. ' is audited: ' .. vim.inspect(vim.tbl_keys(refused)))
+  end
   T.ok(require('acp').status().session == ctx.session, 'the session is still there')
 end)
 
