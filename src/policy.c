@@ -306,9 +306,16 @@ static void quoted_command(const struct shell_atom *a, const char *home,
       PUT('\'');
   }
 #undef PUT
+  if (cut) {
+    // Never end inside a UTF-8 sequence: drop its bytes, then say "...".
+    while (used > 0 && ((unsigned char)buf[used - 1] & 0xC0) == 0x80)
+      used--;
+    if (used > 0 && ((unsigned char)buf[used - 1] & 0x80))
+      used--;
+    memcpy(buf + used, "...", 3); // used + 4 <= n: PUT kept the room
+    used += 3;
+  }
   buf[used] = '\0';
-  if (cut && n > 4)
-    memcpy(buf + n - 4, "...", 4);
   if (!a->nwords)
     snprintf(buf, n, "(assignment)");
 }

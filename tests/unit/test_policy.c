@@ -882,6 +882,21 @@ static void test_request_atoms(void) {
   free(got);
   json_decref(a);
   policy_request_free(r);
+  // A long command is cut with "...", never inside a character.
+  char longcmd[1400] = "echo ";
+  for (int i = 0; i < 600; i++)
+    strcat(longcmd, "\xc3\xa9");
+  r = request(CB, longcmd);
+  a = policy_request_atoms(p, r);
+  const char *text =
+      json_string_value(json_object_get(json_array_get(a, 0), "text"));
+  ok(text && strncmp(text, "echo '\xc3\xa9", 8) == 0, "a long word: quoted");
+  size_t tl = text ? strlen(text) : 0;
+  ok(tl > 3 && tl < 512 && strcmp(text + tl - 3, "...") == 0 &&
+         (unsigned char)text[tl - 4] == 0xa9,
+     "cut with ..., after a whole character (%zu bytes)", tl);
+  json_decref(a);
+  policy_request_free(r);
   r = request(CX, "[\"/bin/bash\",\"-lc\",\"cat ~/.ssh/id_rsa\"]");
   a = policy_request_atoms(p, r);
   got = json_dumps(a, JSON_COMPACT);
