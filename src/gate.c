@@ -1,14 +1,12 @@
 #include "gate.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "mem.h"
@@ -22,7 +20,6 @@
 // File times advance by clock ticks (up to 2 s on some filesystems): a
 // file changed within this long of when it was read may keep its times.
 #define GATE_RACY_NS ((int64_t)2000000000)
-#define GATE_CONTENT_MAX (1 << 20) // settings_read.c's limit on a file
 
 // Runtime state of one project, for the life of the broker.
 struct project {
@@ -229,39 +226,11 @@ static bool env_same(const struct snapshot *sn) {
   return true;
 }
 
-// The content of path (a new string in *data), or false when it cannot be
-// read whole or is no regular file (a FIFO put there must not block).
+// The content of path (a new string in *data), read as settings_load
+// reads it, or false when it cannot be read whole.
 static bool read_all(const char *path, char **data, size_t *len) {
-  *data = NULL;
-  *len = 0;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0)
-    return false;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return false;
-  }
-  char *buf = xmalloc(GATE_CONTENT_MAX + 1);
-  size_t n = 0;
-  bool ok = true;
-  while (n <= GATE_CONTENT_MAX) {
-    ssize_t got = read(fd, buf + n, GATE_CONTENT_MAX + 1 - n);
-    if (got < 0 && errno == EINTR)
-      continue;
-    ok = got >= 0;
-    if (got <= 0)
-      break;
-    n += (size_t)got;
-  }
-  close(fd);
-  if (!ok || n > GATE_CONTENT_MAX) {
-    free(buf);
-    return false;
-  }
-  *data = xrealloc(buf, n + 1);
-  *len = n;
-  return true;
+  char err[512];
+  return settings_slurp(path, data, len, err, sizeof(err)) == 0 && *data;
 }
 
 static void file_read(struct file_id *f) {

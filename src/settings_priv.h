@@ -35,11 +35,6 @@ struct src {
 // Appends a formatted line to the string vector *v of *n entries.
 void settings_push(char ***v, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-// Reads path: 0 with *text (a new string, NULL when there is no such file)
-// and *len, or -1 with a reason in err (what settings_file_probe calls
-// broken, a read error, larger than the limit).
-int settings_slurp(const char *path, char **text, size_t *len, char *err,
-                   size_t errlen);
 // Reads the file src->label (of src->kind) into src. False when it does
 // not exist. A file that cannot be read or parsed, or has a key of the
 // wrong type, is broken (one error in s->errors and src->error); what
