@@ -231,10 +231,7 @@ static void report_unasked(struct broker *b, const char *agent, const char *cwd,
     found = one;
   }
   // What the policy would say, with the options every agent offers.
-  json_t *options =
-      json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow", "name",
-                "Allow", "kind", "allow_once", "optionId", "reject", "name",
-                "Reject", "kind", "reject_once");
+  json_t *options = broker_own_options();
   size_t i;
   json_t *params;
   json_array_foreach(found, i, params) {
@@ -318,6 +315,12 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
                 "optionId", option_id, "by", by),
       NULL);
   pending_entry_clear(&e);
+}
+
+json_t *broker_own_options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
+                   "name", "Allow", "kind", "allow_once", "optionId",
+                   "reject_once", "name", "Reject", "kind", "reject_once");
 }
 
 void broker_audit(struct broker *b, json_t *info, const char *decision,
@@ -434,26 +437,23 @@ uint64_t broker_ask(struct broker *b, struct acp_conn *c, const json_t *id,
                   xstrdup(tcid), json_incref(options), uv_now(b->loop));
   if (token == 0)
     return 0;
-  struct gate_verdict v = {.info = info}; // the event below reads v.info
-  pending_find(&b->pending, token)->info = v.info;
+  pending_find(&b->pending, token)->info = info;
   json_t *title = json_object_get(tc, "title");
   json_t *kind = json_object_get(tc, "kind");
   json_t *data = json_pack(
-      "{s:I,s:s,s:s,s:s,s:O?,s:O?,s:O,s:O,s:O?,s:O?,s:O?,s:O?}", "id",
-      (json_int_t)token, "agent", acp_conn_name(c), "session", sid,
-      "toolCallId", tcid, "title", json_is_string(title) ? title : NULL, "kind",
-      json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc,
-      "reason", json_object_get(v.info, "reason"), "rule",
-      json_object_get(v.info, "rule"), "source",
-      json_object_get(v.info, "source"), "narrow",
-      json_object_get(v.info, "narrow"));
-  // What the policy judged (the analysed command and its atoms) and the
-  // options it would answer allow or reject with: Lua shows and uses
-  // these, it rebuilds nothing from rawInput.
-  static const char *const judged[] = {"command", "atoms", "allowOption",
-                                       "rejectOption"};
+      "{s:I,s:s,s:s,s:s,s:O?,s:O?,s:O,s:O}", "id", (json_int_t)token, "agent",
+      acp_conn_name(c), "session", sid, "toolCallId", tcid, "title",
+      json_is_string(title) ? title : NULL, "kind",
+      json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc);
+  // From the verdict: why the person is asked, what the policy judged (the
+  // analysed command and its atoms) and the options it would answer allow
+  // or reject with: Lua shows and uses these, it rebuilds nothing from
+  // rawInput.
+  static const char *const judged[] = {"reason",      "rule",        "source",
+                                       "narrow",      "command",     "atoms",
+                                       "allowOption", "rejectOption"};
   for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
-    json_t *val = json_object_get(v.info, judged[i]);
+    json_t *val = json_object_get(info, judged[i]);
     if (val)
       json_object_set_nocheck(data, judged[i], val);
   }

@@ -44,6 +44,10 @@ struct shown {
   uint64_t token;
 };
 
+// The options of a request the broker judges or asks about itself (an
+// fs/* or terminal/* call the agent did not ask about, a tool call that
+// acted unasked): allow_once and reject_once (a new array).
+json_t *broker_own_options(void);
 // Sends an event to Lua (data stolen); with request, as a msgpack-RPC
 // request whose answer (the prompt was shown, or not) goes to request.
 void broker_send_event(struct broker *b, const char *name, json_t *data,

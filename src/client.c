@@ -214,13 +214,6 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
 
 // ---- the policy's view of an fs access or a command ----
 
-// The options of the broker's own checks and prompts.
-static json_t *own_options(void) {
-  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
-                   "name", "Allow", "kind", "allow_once", "optionId",
-                   "reject_once", "name", "Reject", "kind", "reject_once");
-}
-
 // Asks the gate about a request the agent did not make: kind with a path
 // or a command, as tool call tcid. Fills v (free v->info; v->option_id is
 // not kept: the options are the broker's own, allow_once and reject_once).
@@ -237,7 +230,7 @@ static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
     json_object_set_new(tc, "rawInput", json_pack("{s:s}", "command", cmd));
   }
   json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", session, "toolCall",
-                             tc, "options", own_options());
+                             tc, "options", broker_own_options());
   gate_decide(b->gate, acp_conn_name(c), session, cwd ? cwd : "/", params, v);
   json_decref(params);
   v->option_id = NULL; // it pointed into params
@@ -448,7 +441,7 @@ static void hold_ask(struct broker *b, struct acp_conn *c, struct hold *h,
                      const char *sid, json_t *tc) {
   const char *what = h->f ? "fs/write_text_file" : "terminal/create";
   json_t *params = tc ? json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall",
-                                  tc, "options", own_options())
+                                  tc, "options", broker_own_options())
                       : NULL;
   if (!params) {
     hold_refuse(b, c, h, what, "the prompt could not be made (see the log)");
