@@ -88,7 +88,6 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
                        size_t *budget, struct paths *ps);
 static bool looks_like_path(const char *s);
 static void push_path(struct paths *ps, const char *s);
-static int hex_digit(char c);
 static json_t *gemini_args(struct ctx *c);
 static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
 static size_t js_space(const char *p);
@@ -795,7 +794,8 @@ static void push_path(struct paths *ps, const char *s) {
     p = xmalloc(strlen(q) + 2);
     size_t n = 0;
     for (; *q && *q != '?' && *q != '#'; q++) {
-      int hi = q[1] ? hex_digit(q[1]) : -1, lo = hi >= 0 ? hex_digit(q[2]) : -1;
+      int hi = q[1] ? url_hex_value(q[1]) : -1,
+          lo = hi >= 0 ? url_hex_value(q[2]) : -1;
       if (*q == '%' && hi >= 0 && lo >= 0 && (hi || lo)) {
         p[n++] = (char)(hi * 16 + lo);
         q += 2;
@@ -818,16 +818,6 @@ static void push_path(struct paths *ps, const char *s) {
     }
   }
   ps->v[ps->n++] = p;
-}
-
-static int hex_digit(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 // Gemini's MCP request shows the tool's arguments only as its text content:

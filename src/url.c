@@ -15,7 +15,6 @@ static enum url_status ipv6_parse(const char *s, size_t n, char **out);
 static bool ends_in_number(const char *h);
 static enum url_status ipv4_parse(const char *h, char **out);
 static int ipv4_number(const char *s, size_t n, uint64_t *v);
-static int hex_value(char c);
 
 static bool alpha(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -139,8 +138,8 @@ static enum url_status host_parse(const char *s, size_t n, char **out) {
   char *h = xmalloc(n + 1);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
-    int hi = i + 2 < n ? hex_value(s[i + 1]) : -1;
-    int lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+    int hi = i + 2 < n ? url_hex_value(s[i + 1]) : -1;
+    int lo = i + 2 < n ? url_hex_value(s[i + 2]) : -1;
     if (s[i] == '%' && hi >= 0 && lo >= 0) {
       h[m++] = (char)(hi * 16 + lo);
       i += 2;
@@ -194,7 +193,7 @@ static bool ends_in_number(const char *h) {
     return true;
   if (ln >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X')) {
     for (size_t k = 2; k < ln; k++)
-      if (hex_value(l[k]) < 0)
+      if (url_hex_value(l[k]) < 0)
         return false;
     return true;
   }
@@ -218,7 +217,7 @@ static int ipv4_number(const char *s, size_t n, uint64_t *v) {
   if (n == 0)
     return base == 10 ? -1 : 0; // "" is not a number; "0x" is zero
   for (size_t i = 0; i < n; i++) {
-    int d = hex_value(s[i]);
+    int d = url_hex_value(s[i]);
     if (d < 0 || (unsigned)d >= base)
       return -1;
     *v = *v * base + (unsigned)d;
@@ -283,8 +282,8 @@ static enum url_status ipv6_parse(const char *s, size_t n, char **out) {
       continue;
     }
     unsigned value = 0, length = 0;
-    while (length < 4 && p < n && hex_value(C) >= 0) {
-      value = value * 16 + (unsigned)hex_value(C);
+    while (length < 4 && p < n && url_hex_value(C) >= 0) {
+      value = value * 16 + (unsigned)url_hex_value(C);
       p++;
       length++;
     }
@@ -375,7 +374,7 @@ static enum url_status ipv6_parse(const char *s, size_t n, char **out) {
   return URL_OK;
 }
 
-static int hex_value(char c) {
+int url_hex_value(char c) {
   if (digit(c))
     return c - '0';
   c = lower(c);

@@ -36,3 +36,5 @@ struct url {
 enum url_status url_parse(const char *s, size_t n, struct url *u);
 // Frees what url_parse allocated.
 void url_clear(struct url *u);
+// The value of a hexadecimal digit (either case), or -1: for %XX escapes.
+int url_hex_value(char c);
