@@ -42,16 +42,21 @@ ALL_CFLAGS  = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g \
 ALL_LDFLAGS = $(if $(SAN),$(SAN_FLAGS)) $(LDFLAGS)
 
 VERSION    := 0.1.0
-LIB_SRC    := $(filter-out src/main.c,$(wildcard src/*.c))
+# src/ by layer (make layers checks that includes only go downwards):
+#   base/ codec/ io/ acp/ policy/ (policy/shell/) broker/, then main.c cli.c.
+SRC_ALL    := $(wildcard src/*.c src/*/*.c src/*/*/*.c)
+LIB_SRC    := $(filter-out src/main.c src/demo/%,$(SRC_ALL))
 LIB_OBJ    := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+C_FILES    := $(wildcard src/*.[ch] src/*/*.[ch] src/*/*/*.[ch])
 
 BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010 test-agents fuzz bench oracle
+        demo fmt fmt-check clean nvim010 test-agents fuzz bench oracle layers
 
 all: check-deps $(BROKER) $(DEMO)
 
@@ -73,7 +78,7 @@ deps:
 
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DACP_VERSION='"$(VERSION)"' -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Isrc -DACP_VERSION='"$(VERSION)"' -c $< -o $@
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	@rm -f $@
@@ -84,7 +89,7 @@ $(BROKER): $(BUILD)/obj/main.o $(BUILD)/libbroker.a
 
 $(BUILD)/obj/demo/%.o: src/demo/%.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Isrc -c $< -o $@
 
 $(DEMO): $(BUILD)/obj/demo/demo_agent.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -96,6 +101,12 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
 # The shell analyser's atoms as JSON, for the bash oracle (tests/oracle/).
 $(BUILD)/oracle-atoms: tests/oracle/atoms.c $(BUILD)/libbroker.a
 	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
+
+# Includes only go down the layers of src/ (tests/layers.sh says which).
+layers:
+	@tests/layers.sh >/dev/null || { tests/layers.sh | grep '^not ok'; exit 1; }
+	@tests/layers.sh --self-test >/dev/null
+	@echo "layers: every include goes down"
 
 unit: all $(UNIT_BIN)
 	@tests/run.sh unit $(UNIT_BIN)
@@ -114,7 +125,7 @@ e2e: all
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(UNIT_BIN) $(BUILD)/oracle-atoms nvim010
+test-run: layers all $(UNIT_BIN) $(BUILD)/oracle-atoms nvim010
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 OPT=-O1 \
 	  $(BUILD)/asan/acp-broker $(BUILD)/asan/acp-demo-agent asan-unit-bins
 	@tests/run.sh all $(BUILD)
@@ -156,10 +167,10 @@ demo: deps
 	@tests/demo.sh $(NVIM)
 
 fmt:
-	clang-format -i src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
+	clang-format -i $(C_FILES) tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
 
 fmt-check:
-	clang-format --dry-run -Werror src/*.c src/*.h src/demo/*.c tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
+	clang-format --dry-run -Werror $(C_FILES) tests/unit/*.c tests/unit/*.h tests/oracle/*.c bench/*.c
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \

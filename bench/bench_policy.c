@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gate.h"
-#include "policy.h"
+#include "policy/gate.h"
+#include "policy/policy.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mem.h"
-#include "policy.h"
-#include "settings.h"
+#include "base/mem.h"
+#include "policy/policy.h"
+#include "policy/settings.h"
 
 static const char cli_usage[] =
     "usage: acp-broker decide --cwd DIR [--session ID] --request FILE|-\n"

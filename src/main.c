@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "broker.h"
+#include "base/log.h"
+#include "broker/broker.h"
 #include "cli.h"
-#include "log.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 static const char usage[] =
     "usage: acp-broker [--version | --help]\n"

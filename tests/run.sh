@@ -12,7 +12,7 @@
 #                                            the broker sent: tests/schema/)
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
-#   tests/run.sh all BUILD                   BUILD/tests/*, schema, conformance,
+#   tests/run.sh all BUILD                   BUILD/tests/*, schema, layers, conformance,
 #                                            the oracle, e2e on `nvim` and on
 #                                            BUILD/nvim-0.10/usr/bin/nvim, then asan
 #
@@ -240,6 +240,7 @@ all)
 	# shellcheck disable=SC2046
 	suite_unit unit $(bins_in "$build/tests")
 	suite_unit schema "$ROOT/tests/schema/test_validate.sh"
+	suite_unit layers "$ROOT/tests/layers.sh" "$ROOT/tests/layers-self-test.sh"
 	suite_conformance conformance "$build/acp-broker"
 	suite_oracle "$build"
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"

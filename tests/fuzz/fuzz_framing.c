@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "jsonrpc.h"
-#include "linebuf.h"
+#include "acp/jsonrpc.h"
+#include "io/linebuf.h"
 
 struct event {
   bool overlong;

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "json2mp.h"
-#include "jsonfast.h"
+#include "codec/json2mp.h"
+#include "codec/jsonfast.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "nvim_rpc.h"
+#include "io/nvim_rpc.h"
 
 #define MAX_MESSAGE ((size_t)64 * 1024 * 1024) // as the broker's channel
 

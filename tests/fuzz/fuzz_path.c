@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "path.h"
+#include "policy/path.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;

@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "path.h"
-#include "policy.h"
-#include "request.h"
+#include "policy/path.h"
+#include "policy/policy.h"
+#include "policy/request.h"
 
 #define CWD "/fuzz/p"
 #define HOME "/fuzz/h"

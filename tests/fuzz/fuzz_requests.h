@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 struct fuzz_request {
   const char *tool_call; // the toolCall object, with {P} and {H}

@@ -25,9 +25,9 @@
 
 #include "fuzz.h"
 #include "fuzz_requests.h"
-#include "path.h"
-#include "policy.h"
-#include "rules.h"
+#include "policy/path.h"
+#include "policy/policy.h"
+#include "policy/rules.h"
 
 #define ROOT "/fuzz/p"
 #define HOME "/fuzz/h"

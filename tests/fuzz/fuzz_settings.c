@@ -39,8 +39,8 @@
 
 #include "fuzz.h"
 #include "fuzz_requests.h"
-#include "policy.h"
-#include "settings.h"
+#include "policy/policy.h"
+#include "policy/settings.h"
 
 static const char *const files[] = {".acp/settings.json",
                                     ".gemini/settings.json",

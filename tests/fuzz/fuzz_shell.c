@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "shell.h"
+#include "policy/shell/shell.h"
 
 #define HOME "/h"
 

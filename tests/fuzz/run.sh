@@ -86,9 +86,9 @@ if [ ! -f "$stamp" ] ||
   [ -n "$(find src -name '*.[ch]' -newer "$stamp" | head -n 1)" ]; then
   echo "fuzz: building the library in $OUT/obj"
   rm -f "$OUT"/obj/*.o "$stamp"
-  for f in src/*.c; do
-    [ "$f" = src/main.c ] && continue
-    o=$OUT/obj/$(basename "$f" .c).o
+  for f in $(find src -name '*.c' ! -path 'src/demo/*' ! -path src/main.c |
+    sort); do
+    o=$OUT/obj/$(echo "${f#src/}" | tr / _ | sed 's/\.c$//').o
     # shellcheck disable=SC2086
     $NICE "$CC" $CFLAGS "$VERSION_DEF" $SAN -fsanitize=fuzzer-no-link \
       $PKG_CFLAGS -c "$f" -o "$o" || exit 2

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shell.h"
+#include "policy/shell/shell.h"
 
 enum { MAX_COMMAND = 1 << 20 };
 

@@ -56,7 +56,7 @@ CHECKED_PROGRAMS = STRIP_WRAPPERS | {
 }
 GIT_CORE = "/usr/lib/git-core/"
 
-# Protected paths (permission-rules §5 / src/policy.c tiers 1 and 2).
+# Protected paths (permission-rules §5 / src/policy/policy.c tiers 1 and 2).
 HOME_FILES = {
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
     ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".gitconfig",

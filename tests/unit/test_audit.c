@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "broker/audit.h"
 #include "check.h"
 
 static char path[256];

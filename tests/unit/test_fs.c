@@ -1,7 +1,8 @@
 // fs: confinement (resolve, the descriptor check against a symlink swapped
 // after the check), atomic writes, line slices, UTF-8.
 
-#include "fs.h"
+#include "base/utf8.h"
+#include "broker/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -163,11 +164,11 @@ static void test_swap(void) {
 
 static void test_utf8(void) {
   const char *good = "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80";
-  ok(fs_utf8_valid(good, strlen(good)), "valid UTF-8");
-  ok(!fs_utf8_valid("\xc0\xaf", 2), "overlong rejected");
-  ok(!fs_utf8_valid("\xed\xa0\x80", 3), "surrogate rejected");
-  ok(!fs_utf8_valid("\xe2\x82", 2), "truncated rejected");
-  ok(!fs_utf8_valid("a\0b", 3), "NUL rejected");
+  ok(utf8_valid(good, strlen(good)), "valid UTF-8");
+  ok(!utf8_valid("\xc0\xaf", 2), "overlong rejected");
+  ok(!utf8_valid("\xed\xa0\x80", 3), "surrogate rejected");
+  ok(!utf8_valid("\xe2\x82", 2), "truncated rejected");
+  ok(!utf8_valid("a\0b", 3), "NUL rejected");
 }
 
 int main(void) {

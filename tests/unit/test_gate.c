@@ -8,7 +8,7 @@
 // broken file fails closed: :AcpYolo on, :AcpMode acceptEdits and trust
 // are refused naming it, runtime and per-agent yolo are suspended.
 
-#include "gate.h"
+#include "policy/gate.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "settings.h"
+#include "policy/settings.h"
 
 static const char *root;
 static json_t *setup_opts; // the setup() options of the cached gate

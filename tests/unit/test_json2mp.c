@@ -4,9 +4,9 @@
 // jsonfast_load (built on it) against json_loadb on the same documents: the
 // same tree, keys in the same order, or the same error.
 
-#include "json2mp.h"
-#include "jsonfast.h"
-#include "jsonpack.h"
+#include "codec/json2mp.h"
+#include "codec/jsonfast.h"
+#include "codec/jsonpack.h"
 
 #include <jansson.h>
 #include <stdlib.h>

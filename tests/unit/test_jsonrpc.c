@@ -1,7 +1,7 @@
 // jsonrpc: table-driven classification, exact id round-trips through the
 // builders, one "\n" per message, and ownership of stolen arguments.
 
-#include "jsonrpc.h"
+#include "acp/jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 // linebuf: the same events at every split point and byte by byte, bounded
 // memory for overlong lines, and no copies for lines complete in one feed.
 
-#include "linebuf.h"
+#include "io/linebuf.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "check.h"
-#include "nvim_rpc.h"
+#include "io/nvim_rpc.h"
 
 struct seen {
   int count;

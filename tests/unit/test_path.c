@@ -1,7 +1,7 @@
 // path: lexical normalisation, symlink resolution in a temp dir, gitignore
 // globs, and the anchors of Read/Edit specifiers.
 
-#include "path.h"
+#include "policy/path.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 // pending: tokens, arrival order, tombstones and compaction, the live bound,
 // lookups by agent id, and the offered options.
 
-#include "pending.h"
+#include "broker/pending.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "check.h"
-#include "mem.h"
 
 static int conn_a, conn_b; // distinct addresses standing for connections
 

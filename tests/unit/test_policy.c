@@ -6,7 +6,7 @@
 // Requests name the project root {P} and home {H}: a fresh temp directory
 // with a symlink or two, so that path resolution is exercised for real.
 
-#include "policy.h"
+#include "policy/policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

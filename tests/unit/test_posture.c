@@ -1,7 +1,7 @@
 // posture: which agent is which, the arguments and _meta that keep each
 // one asking, and the judgement of the modes a session reports.
 
-#include "posture.h"
+#include "acp/posture.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 // path, the host or the name. "!" first means opaque. The session cwd is
 // /p and home /h; neither exists, so paths resolve to themselves.
 
-#include "request.h"
+#include "policy/request.h"
 
 #include <stdio.h>
 #include <stdlib.h>

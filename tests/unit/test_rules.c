@@ -1,7 +1,7 @@
 // rules: the rule grammar, the alias table, specifier normalisation, the
 // reasons given for invalid rules, host and tool-name globs.
 
-#include "rules.h"
+#include "policy/rules.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/mem.h"
 #include "check.h"
-#include "mem.h"
-#include "settings.h"
-#include "trust.h"
+#include "policy/settings.h"
+#include "policy/trust.h"
 
 static char T[512], P[600], H[600];
 

@@ -4,7 +4,7 @@
 // every input and random input are analysed without a crash; and an
 // unmodelled construct is never allowed by `*`.
 
-#include "shell.h"
+#include "policy/shell/shell.h"
 
 #include <stdlib.h>
 #include <string.h>

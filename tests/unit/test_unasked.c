@@ -3,7 +3,7 @@
 // first; codex: in_progress before the request), merging, turn ends,
 // agents going away, and the bounds.
 
-#include "unasked.h"
+#include "broker/unasked.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 // throws); "?" marks a host Node maps through IDNA, which url_parse
 // reports as URL_UNSURE instead of guessing.
 
-#include "url.h"
+#include "policy/url.h"
 
 #include <stdio.h>
 #include <stdlib.h>

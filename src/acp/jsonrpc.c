@@ -1,0 +1,254 @@
+#include "jsonrpc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+#include "codec/jsonfast.h"
+
+static int classify_call(struct jsonrpc_msg *msg, json_t *method, char *err,
+                         size_t errlen);
+static int classify_response(struct jsonrpc_msg *msg, char *err, size_t errlen);
+static bool version_ok(const json_t *root);
+static bool id_usable(const json_t *id);
+static json_t *id_copy(const json_t *id);
+static json_t *envelope(bool *ok);
+static void put(json_t *obj, const char *key, json_t *v, bool *ok);
+static char *finish(json_t *obj, bool ok, size_t *len);
+static int fail(struct jsonrpc_msg *msg, char *err, size_t errlen,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *msg,
+                  char *err, size_t errlen) {
+  *msg = (struct jsonrpc_msg){.kind = JSONRPC_INVALID};
+  json_error_t jerr;
+  msg->root = jsonfast_load(line, len, &jerr);
+  if (!msg->root)
+    return fail(msg, err, errlen, "parse error: %s", jerr.text);
+  // Batches are arrays: ACP does not use them, so they are invalid here.
+  if (!json_is_object(msg->root))
+    return fail(msg, err, errlen, "not a JSON object");
+  json_t *method = json_object_get(msg->root, "method");
+  json_t *id = json_object_get(msg->root, "id");
+  // Set early so that any invalid request can still be answered by id.
+  if (method && id_usable(id))
+    msg->id = id;
+  if (!version_ok(msg->root))
+    return fail(msg, err, errlen, "jsonrpc is not \"2.0\"");
+  if (method)
+    return classify_call(msg, method, err, errlen);
+  return classify_response(msg, err, errlen);
+}
+
+void jsonrpc_msg_free(struct jsonrpc_msg *msg) {
+  json_decref(msg->root);
+  *msg = (struct jsonrpc_msg){.kind = JSONRPC_INVALID};
+}
+
+char *jsonrpc_request(int64_t id, const char *method, json_t *params,
+                      size_t *len) {
+  bool ok = true;
+  json_t *obj = envelope(&ok);
+  put(obj, "id", json_integer(id), &ok);
+  put(obj, "method", json_string(method), &ok);
+  if (params)
+    put(obj, "params", params, &ok);
+  return finish(obj, ok, len);
+}
+
+char *jsonrpc_notification(const char *method, json_t *params, size_t *len) {
+  bool ok = true;
+  json_t *obj = envelope(&ok);
+  put(obj, "method", json_string(method), &ok);
+  if (params)
+    put(obj, "params", params, &ok);
+  return finish(obj, ok, len);
+}
+
+// Appends v's compact JSON (null for NULL) to *out (*cap bytes, grown).
+static bool dump_append(const json_t *v, char **out, size_t *n, size_t *cap) {
+  if (!v) {
+    v = json_null();
+  }
+  size_t k =
+      json_dumpb(v, *out + *n, *cap - *n, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (k == 0)
+    return false;
+  if (k > *cap - *n) {
+    while (*cap - *n < k + 64)
+      *cap *= 2;
+    *out = xrealloc(*out, *cap);
+    if (json_dumpb(v, *out + *n, *cap - *n, JSON_COMPACT | JSON_ENCODE_ANY) !=
+        k)
+      return false;
+  }
+  *n += k;
+  return true;
+}
+
+static void text_append(const char *t, char **out, size_t *n, size_t *cap) {
+  size_t k = strlen(t);
+  if (*cap - *n < k + 1) {
+    while (*cap - *n < k + 1)
+      *cap *= 2;
+    *out = xrealloc(*out, *cap);
+  }
+  memcpy(*out + *n, t, k);
+  *n += k;
+}
+
+char *jsonrpc_result(const json_t *id, json_t *result, size_t *len) {
+  // Written out directly (the answer to every request goes through here):
+  // the same text the envelope object would give, keys in the same order.
+  size_t cap = 512, n = 0;
+  char *out = xmalloc(cap);
+  text_append("{\"jsonrpc\":\"2.0\",\"id\":", &out, &n, &cap);
+  bool ok = dump_append(id, &out, &n, &cap);
+  text_append(",\"result\":", &out, &n, &cap);
+  ok = ok && dump_append(result, &out, &n, &cap);
+  text_append("}\n", &out, &n, &cap);
+  json_decref(result);
+  if (!ok) {
+    free(out);
+    *len = 0;
+    return NULL;
+  }
+  out[n] = '\0';
+  *len = n;
+  return out;
+}
+
+char *jsonrpc_error(const json_t *id, int code, const char *message,
+                    size_t *len) {
+  // An error reply must always go out: text that is not UTF-8 (say, copied
+  // from a peer) is replaced rather than failing the whole reply.
+  json_t *text = json_string(message ? message : "");
+  if (!text)
+    text = json_string("(message is not valid UTF-8)");
+  bool ok = true;
+  json_t *error = json_object();
+  put(error, "code", json_integer(code), &ok);
+  put(error, "message", text, &ok);
+  json_t *obj = envelope(&ok);
+  put(obj, "id", id_copy(id), &ok);
+  put(obj, "error", error, &ok);
+  return finish(obj, ok, len);
+}
+
+bool jsonrpc_id_is_int(const json_t *id, int64_t v) {
+  return json_is_integer(id) && json_integer_value(id) == v;
+}
+
+bool jsonrpc_id_equal(const json_t *a, const json_t *b) {
+  // json_equal compares the type first (0 != "0", 1 != 1.0), then integers
+  // exactly and strings byte for byte, length included.
+  return a && b && json_equal(a, b);
+}
+
+// A request or notification; msg->id is already set when usable.
+static int classify_call(struct jsonrpc_msg *msg, json_t *method, char *err,
+                         size_t errlen) {
+  if (!json_is_string(method))
+    return fail(msg, err, errlen, "method is not a string");
+  json_t *id = json_object_get(msg->root, "id");
+  if (id && !msg->id)
+    return fail(msg, err, errlen, "id is not an integer or a string");
+  json_t *params = json_object_get(msg->root, "params");
+  if (params && !json_is_object(params) && !json_is_array(params))
+    return fail(msg, err, errlen, "params is not an object or an array");
+  msg->kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION;
+  msg->method = json_string_value(method);
+  msg->params = params;
+  return 0;
+}
+
+// A response to one of our requests. msg->id stays NULL unless valid:
+// responses are never answered, so an invalid one needs no id.
+static int classify_response(struct jsonrpc_msg *msg, char *err,
+                             size_t errlen) {
+  json_t *id = json_object_get(msg->root, "id");
+  if (!id_usable(id))
+    return fail(msg, err, errlen, "no method and no usable id");
+  json_t *result = json_object_get(msg->root, "result");
+  json_t *error = json_object_get(msg->root, "error");
+  if (!result == !error)
+    return fail(msg, err, errlen, "response needs one of result or error");
+  if (error && !json_is_integer(json_object_get(error, "code")))
+    return fail(msg, err, errlen, "error has no integer code");
+  msg->kind = JSONRPC_RESPONSE;
+  msg->id = id;
+  msg->result = result;
+  msg->error = error;
+  return 0;
+}
+
+// "jsonrpc" may be absent (lenient), but when present it must be "2.0".
+static bool version_ok(const json_t *root) {
+  const json_t *v = json_object_get(root, "jsonrpc");
+  return !v || (json_is_string(v) && json_string_length(v) == 3 &&
+                memcmp(json_string_value(v), "2.0", 3) == 0);
+}
+
+// ACP ids are integers or strings; null cannot be answered distinctly.
+static bool id_usable(const json_t *id) {
+  return json_is_integer(id) || json_is_string(id);
+}
+
+// A deep copy avoids casting away const; ids are scalars, so it is cheap.
+static json_t *id_copy(const json_t *id) {
+  return id ? json_deep_copy(id) : json_null();
+}
+
+static json_t *envelope(bool *ok) {
+  json_t *obj = json_object();
+  put(obj, "jsonrpc", json_string("2.0"), ok);
+  return obj;
+}
+
+// Sets key to v (stolen), recording a failure: v is NULL when its
+// constructor refused the input (a method that is not UTF-8, say).
+static void put(json_t *obj, const char *key, json_t *v, bool *ok) {
+  if (json_object_set_new(obj, key, v) != 0)
+    *ok = false;
+}
+
+// Serialises obj compactly with a "\n" (and a NUL after it), then releases
+// obj. Returns NULL, with *len 0, if building or encoding it failed.
+static char *finish(json_t *obj, bool ok, size_t *len) {
+  *len = 0;
+  // Most messages fit the stack buffer: encoded once, then copied.
+  char small[4096];
+  size_t n = ok ? json_dumpb(obj, small, sizeof(small), JSON_COMPACT) : 0;
+  char *out = n ? xmalloc(n + 2) : NULL;
+  if (out && n <= sizeof(small)) {
+    memcpy(out, small, n);
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    *len = n + 1;
+  } else if (out && json_dumpb(obj, out, n, JSON_COMPACT) == n) {
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    *len = n + 1;
+  } else {
+    free(out);
+    out = NULL;
+  }
+  json_decref(obj);
+  return out;
+}
+
+static int fail(struct jsonrpc_msg *msg, char *err, size_t errlen,
+                const char *fmt, ...) {
+  msg->kind = JSONRPC_INVALID;
+  msg->method = NULL;
+  msg->params = msg->result = msg->error = NULL;
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}

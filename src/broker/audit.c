@@ -1,0 +1,227 @@
+#include "audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/utf8.h"
+
+// Lines of one loop iteration are written together (audit_flush); a line
+// never straddles two writes, so the file only ever holds whole lines.
+#define AUDIT_BUF 65536
+
+static int audit_fd = -1;
+static char audit_file_path[4200];
+static char obuf[AUDIT_BUF];
+static size_t olen;
+static bool write_failed; // a write failed since the last audit_write
+
+const char *audit_path(void) {
+  return audit_file_path;
+}
+
+static int write_out(void) {
+  size_t off = 0;
+  while (off < olen) {
+    ssize_t n = write(audit_fd, obuf + off, olen - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      LOG_E("cannot write the audit log %s: %s", audit_file_path,
+            n < 0 ? strerror(errno) : "nothing written");
+      olen = 0;
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  olen = 0;
+  return 0;
+}
+
+int audit_flush(void) {
+  if (audit_fd < 0 || olen == 0)
+    return 0;
+  if (write_out() == 0)
+    return 0;
+  write_failed = true;
+  return -1;
+}
+
+void audit_close(void) {
+  audit_flush();
+  if (audit_fd >= 0)
+    close(audit_fd);
+  audit_fd = -1;
+  olen = 0;
+}
+
+static int audit_open(const char *path) {
+  if (audit_fd >= 0)
+    return 0;
+  if (path) {
+    snprintf(audit_file_path, sizeof(audit_file_path), "%s", path);
+  } else {
+    // log_open created the state directory; create it again in case
+    // logging is off.
+    const char *dir = log_state_dir();
+    mkdir(dir, 0700);
+    snprintf(audit_file_path, sizeof(audit_file_path), "%s/audit.jsonl", dir);
+  }
+  audit_fd =
+      open(audit_file_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (audit_fd < 0) {
+    LOG_E("cannot open the audit log %s: %s", audit_file_path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+// The timestamp of the current millisecond, formatted once per second.
+static void iso8601(char *buf, size_t len) {
+  static time_t last_sec = -1;
+  static char base[32];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (ts.tv_sec != last_sec) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    last_sec = ts.tv_sec;
+  }
+  snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+// A line being built (bounded: a longer line is cut and marked invalid).
+struct line {
+  char *p;
+  size_t len, cap;
+  bool overflow;
+};
+
+static void put(struct line *l, const char *s, size_t n) {
+  if (l->len + n > l->cap) {
+    l->overflow = true;
+    return;
+  }
+  memcpy(l->p + l->len, s, n);
+  l->len += n;
+}
+
+static void puts_(struct line *l, const char *s) {
+  put(l, s, strlen(s));
+}
+
+// A JSON string: ASCII controls, quote and backslash escaped; bytes of
+// invalid UTF-8 (paths need not be) written as \u00XX.
+static void put_str(struct line *l, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = strlen(s);
+  bool utf8 = utf8_valid(s, n);
+  put(l, "\"", 1);
+  size_t run = 0; // bytes copied as they are, not yet put
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != '"' && c != '\\' && (c < 0x80 || utf8)) {
+      run++;
+      continue;
+    }
+    put(l, s + i - run, run);
+    run = 0;
+    char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+    if (c == '"' || c == '\\') {
+      esc[1] = (char)c;
+      put(l, esc, 2);
+    } else if (c == '\n') {
+      put(l, "\\n", 2);
+    } else {
+      put(l, esc, 6);
+    }
+  }
+  put(l, s + n - run, run);
+  put(l, "\"", 1);
+}
+
+static void put_field(struct line *l, const char *key, const char *value) {
+  put(l, ",\"", 2);
+  puts_(l, key);
+  put(l, "\":", 2);
+  if (value)
+    put_str(l, value);
+  else
+    put(l, "null", 4);
+}
+
+// One line for e: every key, absent values as null. Returns false when it
+// does not fit.
+static bool format_line(struct line *l, const char *ts,
+                        const struct audit_entry *e) {
+  put(l, "{\"ts\":", 6);
+  put_str(l, ts);
+  put_field(l, "root", e->root);
+  put_field(l, "agent", e->agent);
+  put_field(l, "sessionId", e->session);
+  put_field(l, "toolCallId", e->tool_call_id);
+  put_field(l, "kind", e->kind);
+  put_field(l, "title", e->title);
+  put_field(l, "command", e->command);
+  puts_(l, ",\"paths\":[");
+  size_t i;
+  json_t *v;
+  bool first = true;
+  json_array_foreach(e->paths, i, v) {
+    if (!json_is_string(v))
+      continue;
+    if (!first)
+      put(l, ",", 1);
+    first = false;
+    put_str(l, json_string_value(v));
+  }
+  put(l, "]", 1);
+  put_field(l, "decision", e->decision);
+  put_field(l, "by", e->by);
+  put_field(l, "rule", e->rule);
+  put_field(l, "source", e->source);
+  put_field(l, "outcome", e->outcome);
+  put_field(l, "optionId", e->option_id);
+  char num[48];
+  snprintf(num, sizeof(num), ",\"wait_ms\":%lld}", e->wait_ms);
+  puts_(l, num);
+  return !l->overflow;
+}
+
+int audit_write(const char *path, const struct audit_entry *e) {
+  if (audit_open(path) != 0)
+    return -1;
+  if (write_failed) {
+    write_failed = false;
+    return -1;
+  }
+  char ts[48];
+  iso8601(ts, sizeof(ts));
+  char buf[8192];
+  struct line l = {buf, 0, sizeof(buf) - 1, false};
+  if (!format_line(&l, ts, e)) {
+    // Too long to keep whole (a huge command): the decision is still
+    // recorded, without the fields that made it long.
+    struct audit_entry cut = *e;
+    cut.root = cut.command = cut.rule = cut.source = NULL;
+    cut.paths = NULL;
+    cut.title = "(too long for the audit log)";
+    l = (struct line){buf, 0, sizeof(buf) - 1, false};
+    if (!format_line(&l, ts, &cut))
+      return -1;
+  }
+  buf[l.len++] = '\n';
+  if (olen + l.len > sizeof(obuf) && write_out() != 0)
+    return -1;
+  memcpy(obuf + olen, buf, l.len);
+  olen += l.len;
+  return 0;
+}

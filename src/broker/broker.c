@@ -1,0 +1,652 @@
+#include "broker.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acp/acp.h"
+#include "audit.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "broker_priv.h"
+#include "client.h"
+#include "codec/jsonfast.h"
+#include "codec/jsonpack.h"
+#include "io/nvim_rpc.h"
+#include "pending.h"
+#include "policy/gate.h"
+#include "unasked.h"
+
+static const char lua_event[] = "return require('acp.broker')._on_event(...)";
+// Notifications of one loop iteration reach Lua together.
+static const char lua_events[] = "return require('acp.broker')._on_events(...)";
+
+static void shutdown_begin(struct broker *b, const char *why);
+static void shown_cb(void *ud, const msgpack_object *error,
+                     const msgpack_object *result);
+
+// ---- events to Lua ----
+
+void broker_send_event(struct broker *b, const char *name, json_t *data,
+                       struct shown *request) {
+  if (!data)
+    LOG_E("could not build the %s event", name);
+  if (!data || b->rpc_closed || b->shutting_down) {
+    json_decref(data);
+    free(request);
+    return;
+  }
+  // Streaming updates may be dropped when Neovim stops reading; events
+  // that change state never are.
+  bool droppable = strcmp(name, "update") == 0;
+  if (request) {
+    msgpack_packer *pk =
+        nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, shown_cb, request);
+    jsonpack_str(pk, lua_event);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, name);
+    jsonpack_pack(pk, data);
+    nvim_rpc_end(b->rpc, droppable);
+  } else {
+    msgpack_packer *pk = nvim_rpc_begin_item(b->rpc);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, name);
+    jsonpack_pack(pk, data);
+    nvim_rpc_end_item(b->rpc, droppable);
+  }
+  json_decref(data);
+}
+
+bool broker_call_lua(struct broker *b, const char *code, json_t *args,
+                     nvim_rpc_response_cb cb, void *ud) {
+  if (!args || b->rpc_closed || b->shutting_down) {
+    json_decref(args);
+    return false;
+  }
+  msgpack_packer *pk =
+      nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, cb, ud);
+  jsonpack_str(pk, code);
+  jsonpack_pack(pk, args);
+  nvim_rpc_end(b->rpc, false);
+  json_decref(args);
+  return true;
+}
+
+static void report_unasked(struct broker *b, const char *agent, const char *cwd,
+                           json_t *found);
+
+static const char *str(json_t *info, const char *key);
+
+// Watches tool calls for acting unasked (unasked.h): updates after they
+// reach Lua, turn ends before. Other updates pay a compare and a lookup.
+// Only sessions the connection has opened are watched: what an agent
+// replays or invents for other ids cannot push theirs out of the table.
+static void watch_updates(struct broker *b, const char *event, json_t *data,
+                          bool before) {
+  json_t *found = NULL, *u = NULL;
+  if (!before) {
+    u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
+    if (!unasked_is_tool_update(u))
+      return;
+  } else if (strcmp(event, "turn_end") != 0) {
+    bool loading = strcmp(event, "session_loading") == 0;
+    if (loading || strcmp(event, "session_new") == 0)
+      unasked_loading(b->unasked, str(data, "agent"), str(data, "session"),
+                      loading);
+    return;
+  }
+  const char *agent = str(data, "agent"), *sid = str(data, "session");
+  struct acp_conn *c = agent ? broker_find_conn(b, agent) : NULL;
+  const char *cwd = c && sid ? acp_conn_session_cwd(c, sid) : NULL;
+  if (!cwd)
+    return;
+  found = u ? unasked_update(b->unasked, agent, sid, u)
+            : unasked_turn_end(b->unasked, agent, sid);
+  if (found)
+    report_unasked(b, agent, cwd, found);
+}
+
+static void audit_posture(struct broker *b, json_t *d);
+
+static void host_emit(void *ud, const char *event, json_t *data) {
+  struct broker *b = ud;
+  char *cwd = NULL, *agent = NULL;
+  json_incref(data); // for the watch after the event is sent
+  watch_updates(b, event, data, true);
+  if (strcmp(event, "posture") == 0)
+    audit_posture(b, data);
+  if (strcmp(event, "session_new") == 0) {
+    // The person learns what governs the session as it starts.
+    const char *c = json_string_value(json_object_get(data, "cwd"));
+    const char *a = json_string_value(json_object_get(data, "agent"));
+    cwd = c ? xstrdup(c) : NULL;
+    agent = a ? xstrdup(a) : NULL;
+  }
+  broker_send_event(b, event, data, NULL);
+  watch_updates(b, event, data, false);
+  json_decref(data);
+  if (cwd)
+    broker_send_event(b, "settings", gate_settings(b->gate, cwd, agent), NULL);
+  free(cwd);
+  free(agent);
+}
+
+void broker_emit_error(struct broker *b, const char *agent, const char *msg) {
+  LOG_W("%s%s%s", agent ? agent : "", agent ? ": " : "", msg);
+  broker_send_event(b, "error",
+                    json_pack("{s:s?,s:s}", "agent", agent, "message", msg),
+                    NULL);
+}
+
+// ---- pending permissions ----
+
+static const char *str(json_t *info, const char *key) {
+  return json_string_value(json_object_get(info, key));
+}
+
+static void audit_failed(struct broker *b);
+
+// Appends a decision to the audit log; tells the person once if it cannot.
+static void audit(struct broker *b, json_t *info, const char *decision,
+                  const char *by, const char *option_id, long long wait_ms) {
+  struct audit_entry a = {
+      .root = str(info, "root"),
+      .agent = str(info, "agent"),
+      .session = str(info, "session"),
+      .tool_call_id = str(info, "toolCallId"),
+      .kind = str(info, "kind"),
+      .title = str(info, "title"),
+      .command = str(info, "command"),
+      .paths = json_object_get(info, "paths"),
+      .decision = decision,
+      .by = by,
+      .rule = str(info, "rule"),
+      .source = str(info, "source"),
+      .outcome = strcmp(by, "agent") == 0 ? "unasked"
+                 : option_id              ? "selected"
+                                          : "cancelled",
+      .option_id = option_id,
+      .wait_ms = wait_ms,
+  };
+  if (a.rule && !a.rule[0])
+    a.rule = a.source = NULL;
+  if (audit_write(NULL, &a) != 0)
+    audit_failed(b);
+}
+
+// An agent that cannot be kept asking, or that was set back to its asking
+// mode, gets an audit line: kind "posture", by "agent", outcome
+// "unverified" or "reasserted", the reason in the title.
+static void audit_posture(struct broker *b, json_t *d) {
+  const char *posture = str(d, "posture");
+  bool reasserted = json_is_true(json_object_get(d, "reasserted"));
+  if (!posture || (!reasserted && strcmp(posture, "asking") == 0))
+    return;
+  struct acp_conn *c =
+      broker_find_conn(b, str(d, "agent") ? str(d, "agent") : "");
+  const char *sid = str(d, "session");
+  char title[700];
+  snprintf(title, sizeof(title), "posture %s: %s", posture,
+           str(d, "reason") ? str(d, "reason") : "");
+  struct audit_entry a = {
+      .root = c && sid ? acp_conn_session_cwd(c, sid) : NULL,
+      .agent = str(d, "agent"),
+      .session = sid,
+      .kind = "posture",
+      .title = title,
+      .decision = "ask",
+      .by = "agent",
+      .outcome = reasserted ? "reasserted" : "unverified",
+  };
+  if (audit_write(NULL, &a) != 0)
+    audit_failed(b);
+}
+
+// Tells the person once that the audit log cannot be written.
+static void audit_failed(struct broker *b) {
+  if (b->audit_failed)
+    return;
+  b->audit_failed = true;
+  char msg[600];
+  snprintf(msg, sizeof(msg),
+           "the audit log %s cannot be written (see the log); decisions are "
+           "still made",
+           audit_path());
+  broker_emit_error(b, NULL, msg);
+}
+
+// Tool calls that acted with no request the broker saw (found: one
+// {sessionId, toolCall} or an array of them, stolen), each judged by the
+// gate as if the agent had asked. Where the policy would have asked or
+// denied: an audit line (by "agent", outcome "unasked") and an `unasked`
+// event. Nothing is answered: the call is over.
+static void report_unasked(struct broker *b, const char *agent, const char *cwd,
+                           json_t *found) {
+  if (!json_is_array(found)) {
+    json_t *one = json_array();
+    json_array_append_new(one, found);
+    found = one;
+  }
+  // What the policy would say, with the options every agent offers.
+  json_t *options = broker_own_options();
+  size_t i;
+  json_t *params;
+  json_array_foreach(found, i, params) {
+    json_object_set_nocheck(params, "options", options);
+    const char *sid = str(params, "sessionId");
+    json_t *tc = json_object_get(params, "toolCall");
+    struct gate_verdict v;
+    gate_decide(b->gate, agent, sid, cwd ? cwd : "/", params, &v);
+    if (v.decision == POLICY_ALLOW) {
+      json_decref(v.info);
+      continue;
+    }
+    const char *decision = str(v.info, "decision");
+    LOG_W("%s: %s (%s) acted without asking; the policy would have said %s: "
+          "%s",
+          agent, str(tc, "toolCallId"), str(tc, "kind"), decision,
+          str(v.info, "reason"));
+    audit(b, v.info, decision, "agent", NULL, 0);
+    // The event: the verdict's keys, and what the chat shows of a file.
+    json_t *diffs = json_array();
+    size_t k;
+    json_t *item;
+    json_array_foreach(json_object_get(tc, "content"), k, item) {
+      const char *type = str(item, "type");
+      if (type && strcmp(type, "diff") == 0)
+        json_array_append(diffs, item);
+    }
+    json_object_del(v.info, "root");
+    json_object_del(v.info, "narrow");
+    json_object_set_nocheck(v.info, "status", json_object_get(tc, "status"));
+    json_object_set_new_nocheck(v.info, "content", diffs);
+    json_t *loc = json_object_get(tc, "locations");
+    json_object_set_new_nocheck(v.info, "locations",
+                                json_is_array(loc) ? json_incref(loc)
+                                                   : json_array());
+    json_object_set_new_nocheck(v.info, "by", json_string("agent"));
+    broker_send_event(b, "unasked", v.info, NULL);
+  }
+  json_decref(options);
+  json_decref(found);
+}
+
+// The audit log's `by` for a prompt that was answered or dropped.
+static const char *audit_by(const char *by) {
+  if (strcmp(by, "person") == 0 || strcmp(by, "error") == 0)
+    return by;
+  return "cancel"; // cancel, agent_exit, agent (withdrawn)
+}
+
+// Answers the agent and tells Lua. option_id NULL means `cancelled`.
+void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
+                    const char *by) {
+  struct pending_entry e;
+  if (!pending_take(&b->pending, token, &e))
+    return;
+  struct acp_conn *c = e.conn;
+  const char *kind = json_string_value(
+      json_object_get(pending_offered(&e, option_id ? option_id : ""), "kind"));
+  bool allow = kind && strncmp(kind, "allow_", 6) == 0;
+  // A prompt the broker made for an fs/* or terminal/* call the agent did
+  // not ask about: the answer completes or refuses that call.
+  if (!client_answered(b, c, token, allow, by)) {
+    json_t *outcome =
+        option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
+                              "optionId", option_id)
+                  : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
+    acp_conn_respond(c, e.agent_id, outcome);
+    if (allow)
+      client_approved(b, c, e.info, strcmp(by, "person") == 0);
+  }
+  LOG_I("%s: permission %llu (%s) answered %s by %s", acp_conn_name(c),
+        (unsigned long long)token, e.tool_call_id,
+        option_id ? option_id : "cancelled", by);
+  audit(b, e.info, "ask", audit_by(by), option_id,
+        (long long)(uv_now(b->loop) - e.added_ms));
+  broker_send_event(
+      b, "permission_resolved",
+      json_pack("{s:I,s:s,s:s,s:s,s:s,s:s?,s:s}", "id", (json_int_t)token,
+                "agent", acp_conn_name(c), "session", e.session, "toolCallId",
+                e.tool_call_id, "outcome", option_id ? "selected" : "cancelled",
+                "optionId", option_id, "by", by),
+      NULL);
+  pending_entry_clear(&e);
+}
+
+json_t *broker_own_options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
+                   "name", "Allow", "kind", "allow_once", "optionId",
+                   "reject_once", "name", "Reject", "kind", "reject_once");
+}
+
+void broker_audit(struct broker *b, json_t *info, const char *decision,
+                  const char *by, const char *option_id) {
+  audit(b, info, decision, by, option_id, 0);
+}
+
+// Answers `cancelled` to every pending request of c (all when c is NULL).
+void broker_cancel_pending(struct broker *b, struct acp_conn *c,
+                           const char *by) {
+  client_cancel(b, c); // the broker's own prompts not shown yet
+  // Collect first: broker_resolve() edits the table.
+  size_t n = 0;
+  uint64_t *tokens = xcalloc(pending_count(&b->pending) + 1, sizeof(*tokens));
+  for (size_t i = 0; i < b->pending.len; i++) {
+    struct pending_entry *e = &b->pending.v[i];
+    if (e->live && (!c || e->conn == c))
+      tokens[n++] = e->token;
+  }
+  for (size_t i = 0; i < n; i++)
+    broker_resolve(b, tokens[i], NULL, by);
+  free(tokens);
+}
+
+// The answer to a `permission` event: Lua has drawn the prompt, or failed.
+static void shown_cb(void *ud, const msgpack_object *error,
+                     const msgpack_object *result) {
+  struct shown *s = ud;
+  struct broker *b = s->b;
+  uint64_t token = s->token;
+  free(s);
+  if (error && error->type == MSGPACK_OBJECT_NIL)
+    return; // Lua has it
+  // Fail closed: a prompt nobody can see must not stay open.
+  if (error || result) {
+    LOG_E("Lua could not show permission %llu; answering cancelled",
+          (unsigned long long)token);
+    broker_emit_error(
+        b, NULL,
+        "could not show a permission prompt (see the log); the agent "
+        "was answered `cancelled`");
+  }
+  broker_resolve(b, token, NULL, "error");
+}
+
+// Answers a request the gate decided (allow or deny) without asking.
+static void answer_decided(struct broker *b, struct acp_conn *c,
+                           const json_t *id, struct gate_verdict *v) {
+  json_t *outcome =
+      v->option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
+                               "selected", "optionId", v->option_id)
+                   : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
+  acp_conn_respond(c, id, outcome);
+  if (v->decision == POLICY_ALLOW)
+    client_approved(b, c, v->info, false);
+  const char *decision = str(v->info, "decision");
+  LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
+        decision, str(v->info, "by"), str(v->info, "reason"));
+  audit(b, v->info, decision, str(v->info, "by"), v->option_id, 0);
+  // The verdict becomes the event (broker_send_event releases it), with
+  // only what doc/protocol.md lists: Neovim decodes every field of every
+  // decision, and an agent can have thousands decided per second.
+  static const char *const internal[] = {"root", "paths", "rawCommand"};
+  for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+    json_object_del(v->info, internal[i]);
+  json_object_set_new(v->info, "optionId",
+                      v->option_id ? json_string(v->option_id) : json_null());
+  broker_send_event(b, "decided", v->info, NULL);
+  v->info = NULL;
+}
+
+static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
+                            json_t *params) {
+  struct broker *b = ud;
+  json_t *tc = json_object_get(params, "toolCall");
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+  const char *cwd = acp_conn_session_cwd(c, sid);
+  unasked_requested(b->unasked, acp_conn_name(c), sid, tcid);
+  struct gate_verdict v;
+  gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
+  // Whether the command is the agent's own (rawInput) or read from the
+  // title: only the former is a command an approval can be held to.
+  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
+  json_object_set_new(v.info, "rawCommand",
+                      json_boolean(json_is_string(raw) || json_is_array(raw)));
+  if (v.decision != POLICY_ASK) {
+    answer_decided(b, c, id, &v);
+    return;
+  }
+  uint64_t token = broker_ask(b, c, id, params, v.info);
+  if (token == 0) {
+    acp_conn_respond(c, id,
+                     json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    audit(b, v.info, "ask", "error", NULL, 0);
+    json_decref(v.info);
+    broker_emit_error(b, acp_conn_name(c),
+                      "too many permission requests waiting; one was answered "
+                      "`cancelled`");
+    return;
+  }
+  if (b->shutting_down)
+    broker_resolve(b, token, NULL, "cancel");
+}
+
+uint64_t broker_ask(struct broker *b, struct acp_conn *c, const json_t *id,
+                    json_t *params, json_t *info) {
+  json_t *tc = json_object_get(params, "toolCall");
+  json_t *options = json_object_get(params, "options");
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+  uint64_t token =
+      pending_add(&b->pending, c, json_deep_copy(id), xstrdup(sid),
+                  xstrdup(tcid), json_incref(options), uv_now(b->loop));
+  if (token == 0)
+    return 0;
+  pending_find(&b->pending, token)->info = info;
+  json_t *title = json_object_get(tc, "title");
+  json_t *kind = json_object_get(tc, "kind");
+  json_t *data = json_pack(
+      "{s:I,s:s,s:s,s:s,s:O?,s:O?,s:O,s:O}", "id", (json_int_t)token, "agent",
+      acp_conn_name(c), "session", sid, "toolCallId", tcid, "title",
+      json_is_string(title) ? title : NULL, "kind",
+      json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc);
+  // From the verdict: why the person is asked, what the policy judged (the
+  // analysed command and its atoms) and the options it would answer allow
+  // or reject with: Lua shows and uses these, it rebuilds nothing from
+  // rawInput.
+  static const char *const judged[] = {"reason",      "rule",        "source",
+                                       "narrow",      "command",     "atoms",
+                                       "allowOption", "rejectOption"};
+  for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
+    json_t *val = json_object_get(info, judged[i]);
+    if (val)
+      json_object_set_nocheck(data, judged[i], val);
+  }
+  struct shown *sh = xmalloc(sizeof(*sh));
+  *sh = (struct shown){b, token};
+  broker_send_event(b, "permission", data, sh);
+  return token;
+}
+
+static void host_withdraw(void *ud, struct acp_conn *c, const json_t *id) {
+  struct broker *b = ud;
+  struct pending_entry *e = pending_find_agent_id(&b->pending, c, id);
+  if (e)
+    broker_resolve(b, e->token, NULL, "agent");
+}
+
+static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
+                                const char *method, json_t *params) {
+  client_request(ud, c, id, method, params);
+}
+
+static void host_gone(void *ud, struct acp_conn *c, bool exited) {
+  struct broker *b = ud;
+  // Its sessions' turns end here: what ran unasked is reported now.
+  json_t *found = unasked_forget(b->unasked, acp_conn_name(c));
+  for (size_t i = 0; i < json_array_size(found); i++) {
+    json_t *f = json_array_get(found, i);
+    report_unasked(b, acp_conn_name(c),
+                   acp_conn_session_cwd(c, str(f, "sessionId")),
+                   json_incref(f));
+  }
+  json_decref(found);
+  broker_cancel_pending(b, c, exited ? "agent_exit" : "cancel");
+  client_conn_gone(b, c);
+  gate_forget(b->gate, acp_conn_name(c));
+}
+
+static void maybe_finish(struct broker *b) {
+  if (!b->shutting_down || b->nconns || !b->rpc_closed || b->finished)
+    return;
+  b->finished = true;
+  uv_close((uv_handle_t *)&b->deadline, NULL);
+  uv_close((uv_handle_t *)&b->epoch, NULL);
+}
+
+static void host_closed(void *ud, struct acp_conn *c) {
+  struct broker *b = ud;
+  for (size_t i = 0; i < b->nconns; i++)
+    if (b->conns[i] == c) {
+      b->conns[i] = b->conns[--b->nconns];
+      break;
+    }
+  maybe_finish(b);
+}
+
+const struct acp_host broker_host = {host_emit,           host_permission,
+                                     host_client_request, host_withdraw,
+                                     host_gone,           host_closed};
+
+struct acp_conn *broker_find_conn(struct broker *b, const char *name) {
+  for (size_t i = 0; i < b->nconns; i++)
+    if (acp_conn_alive(b->conns[i]) &&
+        strcmp(acp_conn_name(b->conns[i]), name) == 0)
+      return b->conns[i];
+  return NULL;
+}
+
+static void on_message(void *ud, const struct nvim_rpc_msg *m) {
+  struct broker *b = ud;
+  for (size_t i = 0; i < broker_nmethods; i++) {
+    if (m->method_len != strlen(broker_methods[i].name) ||
+        memcmp(m->method, broker_methods[i].name, m->method_len) != 0)
+      continue;
+    if (m->type == NVIM_RPC_NOTIFICATION && !b->shutting_down)
+      broker_methods[i].fn(b, m);
+    break;
+  }
+  if (m->type == NVIM_RPC_REQUEST) {
+    // Lua never waits on the broker; a request is a mistake, answered so
+    // that the caller does not hang.
+    msgpack_packer *pk = nvim_rpc_begin_response(b->rpc, m->msgid);
+    jsonpack_str(pk, "acp-broker takes notifications only");
+    msgpack_pack_nil(pk);
+    nvim_rpc_end(b->rpc, false);
+  }
+}
+
+// ---- start and shutdown ----
+
+static void on_eof(void *ud) {
+  shutdown_begin(ud, "Neovim closed the channel");
+}
+
+// Neovim is behind on events (an agent streams faster than it draws):
+// stop reading the agents until it caught up, instead of queueing without
+// bound or dropping what they said.
+static void on_backlog(void *ud, bool above) {
+  struct broker *b = ud;
+  b->paused = above;
+  LOG_D("Neovim is %s: %s reading the agents", above ? "behind" : "caught up",
+        above ? "stop" : "resume");
+  for (size_t i = 0; i < b->nconns; i++)
+    acp_conn_pause(b->conns[i], above);
+}
+
+static const struct nvim_rpc_ops rpc_ops = {on_message, on_eof, on_backlog};
+
+static void rpc_closed(void *ud) {
+  struct broker *b = ud;
+  b->rpc_closed = true;
+  maybe_finish(b);
+}
+
+static void deadline_cb(uv_timer_t *t) {
+  struct broker *b = t->data;
+  LOG_W("agents still running %d ms after shutdown; killing them",
+        BROKER_DEADLINE_MS);
+  for (size_t i = 0; i < b->nconns; i++)
+    kill(-acp_conn_pid(b->conns[i]), SIGKILL);
+  uv_stop(b->loop);
+}
+
+static void signal_cb(uv_signal_t *h, int signum) {
+  LOG_I("signal %d", signum);
+  shutdown_begin(h->data, "signal");
+}
+
+static void shutdown_begin(struct broker *b, const char *why) {
+  if (b->shutting_down)
+    return;
+  LOG_I("shutting down: %s", why);
+  // Stop first, so that pending requests are answered `cancelled` while
+  // the agents' stdin is still open; then mark the broker as shutting down.
+  for (size_t i = 0; i < b->nconns; i++)
+    acp_conn_stop(b->conns[i], BROKER_EXIT_GRACE_MS, "Neovim exited");
+  b->shutting_down = true;
+  for (size_t i = 0; i < 3; i++)
+    uv_close((uv_handle_t *)&b->signals[i], NULL);
+  uv_timer_start(&b->deadline, deadline_cb, BROKER_DEADLINE_MS, 0);
+  nvim_rpc_close(b->rpc, rpc_closed, b);
+}
+
+// Before the loop waits for I/O: what arrives next is a new epoch for the
+// gate (its settings files are looked at again), and the audit lines
+// gathered so far are written.
+static void epoch_cb(uv_prepare_t *h) {
+  struct broker *b = h->data;
+  gate_epoch(b->gate, ++b->epochs);
+  // The decisions of this iteration reach the audit log in one write.
+  if (audit_flush() != 0)
+    audit_failed(b);
+}
+
+struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
+  struct broker *b = xcalloc(1, sizeof(*b));
+  b->loop = loop;
+  pending_init(&b->pending, BROKER_MAX_PENDING);
+  b->gate = gate_new();
+  b->unasked = unasked_new(0, 0, 0);
+  b->rpc = nvim_rpc_open(loop, 0, 1, &rpc_ops, b, err, errlen);
+  if (!b->rpc) {
+    gate_free(b->gate);
+    unasked_free(b->unasked);
+    pending_free(&b->pending);
+    free(b);
+    return NULL;
+  }
+  nvim_rpc_set_batch(b->rpc, "nvim_exec_lua", lua_events);
+  uv_timer_init(loop, &b->deadline);
+  uv_prepare_init(loop, &b->epoch);
+  b->epoch.data = b;
+  uv_prepare_start(&b->epoch, epoch_cb);
+  b->deadline.data = b;
+  const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+  for (size_t i = 0; i < 3; i++) {
+    uv_signal_init(loop, &b->signals[i]);
+    b->signals[i].data = b;
+    uv_signal_start(&b->signals[i], signal_cb, sigs[i]);
+  }
+  broker_send_event(b, "ready",
+                    json_pack("{s:s,s:i,s:s}", "version", ACP_VERSION, "pid",
+                              (int)getpid(), "log", log_path()),
+                    NULL);
+  LOG_I("acp-broker %s ready (pid %d)", ACP_VERSION, (int)getpid());
+  return b;
+}
+
+void broker_free(struct broker *b) {
+  client_free(b);
+  gate_free(b->gate);
+  unasked_free(b->unasked);
+  audit_close();
+  jsonfast_release();
+  pending_free(&b->pending);
+  free(b);
+}

@@ -1,0 +1,1168 @@
+#include "client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acp/acp.h"
+#include "acp/jsonrpc.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/utf8.h"
+#include "broker_priv.h"
+#include "codec/jsonpack.h"
+#include "fs.h"
+#include "io/term.h"
+#include "policy/gate.h"
+#include "policy/path.h"
+
+extern char **environ;
+
+#define CLIENT_MAX_TERMS 64       // terminals alive at once, all agents
+#define CLIENT_MAX_WAITERS 16     // terminal/wait_for_exit calls per terminal
+#define CLIENT_MAX_APPROVALS 64   // allow answers remembered, all agents
+#define CLIENT_APPROVAL_MS 300000 // and at most this long (within the turn)
+#define CLIENT_MAX_HOLDS 256      // unasked calls waiting for the person
+#define CLIENT_HOLD_BYTES ((size_t)64 << 20) // the content they hold
+#define CLIENT_DIFF_MAX ((size_t)1 << 20)    // old + new text shown in a prompt
+#define CLIENT_EVENT_MS 100    // terminal output events, at most this often
+#define CLIENT_EVENT_TAIL 8192 // bytes of output in a terminal event
+#define CLIENT_ERR_REFUSED (-32001) // the broker refused (policy, confinement)
+#define ACP_RESOURCE_NOT_FOUND (-32002)
+
+struct approval {
+  uint64_t serial; // the connection's
+  char *session;
+  uint64_t turn; // the session's turn when it was answered
+  char *command; // the request's shell command, or NULL
+  json_t *paths; // its paths (array of strings)
+  bool execute;  // kind execute
+  bool writes;   // a kind that may change files (edit, delete, move, other)
+  bool person;   // the person answered (else the policy)
+  uint64_t at_ms;
+};
+
+struct client_term {
+  struct client_term *next;
+  struct broker *b;
+  struct acp_conn *conn;
+  uint64_t serial;
+  char *session;
+  char *id;
+  char *command; // for the events
+  char *tcid;    // the broker's own tool call (an unasked one), or NULL
+  struct term *t;
+  json_t *waiters; // ids of terminal/wait_for_exit calls
+  uv_timer_t timer;
+  bool event_due;
+  bool released;
+};
+
+struct fs_call;
+
+// An fs/write_text_file or terminal/create the agent did not ask about and
+// the policy leaves to the person: waits for the answer to the broker's
+// own prompt (a pending entry), which completes or refuses it.
+struct hold {
+  struct hold *next;
+  struct broker *b;
+  uint64_t serial;   // the connection's
+  uint64_t token;    // the prompt's; 0 while the current text is read
+  json_t *info;      // the gate's info, until the prompt takes it
+  struct fs_call *f; // the write, or NULL for a terminal:
+  json_t *id;        // terminal/create's id,
+  json_t *params;    // its params
+  char *line;        // and its command line
+  char *tcid;        // and the prompt's tool call id
+  size_t bytes;      // counted in hold_bytes
+  bool answered;     // refused before its prompt was shown (client_cancel)
+};
+
+struct client_state {
+  struct client_term *terms;
+  size_t nterms;
+  uint64_t next_term;
+  struct approval approvals[CLIENT_MAX_APPROVALS];
+  size_t napprovals;
+  struct hold *holds;
+  size_t nholds, hold_bytes;
+  uint64_t checks; // numbers the broker's own tool call ids
+};
+
+// A Lua call for fs/*: what to do with the answer.
+struct fs_call {
+  struct broker *b;
+  uint64_t serial;
+  json_t *id; // the agent's request id
+  char *session;
+  bool write;     // fs/write_text_file
+  char *resolved; // the path, symlinks resolved
+  char *within;   // the root the file must stay in, or NULL
+  json_t *content;
+  uint32_t line, limit;
+  char *tcid; // the broker's own tool call (an unasked write), or NULL
+};
+
+static struct client_state *state(struct broker *b) {
+  if (!b->client)
+    b->client = xcalloc(1, sizeof(*b->client));
+  return b->client;
+}
+
+// The live connection with this serial (its pointer may have been reused).
+static struct acp_conn *conn_by_serial(struct broker *b, uint64_t serial) {
+  for (size_t i = 0; i < b->nconns; i++)
+    if (acp_conn_serial(b->conns[i]) == serial && acp_conn_alive(b->conns[i]))
+      return b->conns[i];
+  return NULL;
+}
+
+static void refuse(struct broker *b, struct acp_conn *c, const json_t *id,
+                   const char *what, const char *why) {
+  char msg[1200];
+  snprintf(msg, sizeof(msg), "%s refused: %s", what, why);
+  LOG_W("%s: %s", acp_conn_name(c), msg);
+  acp_conn_respond_error(c, id, CLIENT_ERR_REFUSED, msg);
+  broker_emit_error(b, acp_conn_name(c), msg);
+}
+
+// ---- approvals ----
+
+static void approval_clear(struct approval *a) {
+  free(a->session);
+  free(a->command);
+  json_decref(a->paths);
+  memset(a, 0, sizeof(*a));
+}
+
+static void approval_drop(struct client_state *s, size_t i) {
+  approval_clear(&s->approvals[i]);
+  memmove(s->approvals + i, s->approvals + i + 1,
+          (s->napprovals - i - 1) * sizeof(*s->approvals));
+  s->napprovals--;
+}
+
+void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
+                     bool person) {
+  struct client_state *s = state(b);
+  if (s->napprovals == CLIENT_MAX_APPROVALS)
+    approval_drop(s, 0);
+  const char *session = json_string_value(json_object_get(info, "session"));
+  // A command read from a title is a guess: such an approval covers the
+  // one command the agent runs next, whatever it is.
+  const char *command =
+      json_is_true(json_object_get(info, "rawCommand"))
+          ? json_string_value(json_object_get(info, "command"))
+          : NULL;
+  const char *kind = json_string_value(json_object_get(info, "kind"));
+  json_t *paths = json_object_get(info, "paths");
+  // Kinds that only look (or run a command, held to its command) never
+  // cover a write of a path they name.
+  static const char *const looks[] = {"read",  "search",  "fetch",
+                                      "think", "execute", "switch_mode"};
+  bool writes = true;
+  for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
+    writes = writes && strcmp(kind, looks[i]) != 0;
+  s->approvals[s->napprovals++] = (struct approval){
+      .serial = acp_conn_serial(c),
+      .session = xstrdup(session ? session : ""),
+      .turn = session ? acp_conn_turn(c, session) : 0,
+      .command = command ? xstrdup(command) : NULL,
+      .paths = json_is_array(paths) ? json_incref(paths) : json_array(),
+      .execute = kind && strcmp(kind, "execute") == 0,
+      .writes = writes,
+      .person = person,
+      .at_ms = uv_now(b->loop),
+  };
+}
+
+// Uses up the oldest approval of session's current turn that covers the
+// command (cmd) or one of the paths (p1, p2; for a write, writes: only an
+// approval of a kind that may write), by the person only when person;
+// returns whether there was one.
+static bool approval_take(struct broker *b, struct acp_conn *c,
+                          const char *session, const char *cmd, const char *p1,
+                          const char *p2, bool writes, bool person) {
+  struct client_state *s = state(b);
+  uint64_t now = uv_now(b->loop);
+  uint64_t turn = acp_conn_turn(c, session);
+  for (size_t i = 0; i < s->napprovals;) {
+    struct approval *a = &s->approvals[i];
+    if (now - a->at_ms > CLIENT_APPROVAL_MS) {
+      approval_drop(s, i);
+      continue;
+    }
+    bool mine = a->serial == acp_conn_serial(c) &&
+                strcmp(a->session, session) == 0 && a->turn == turn &&
+                (a->person || !person);
+    bool covers = false;
+    if (mine && cmd && a->execute)
+      covers = a->command ? strcmp(a->command, cmd) == 0 : true;
+    if (mine && (p1 || p2) && (a->writes || !writes))
+      for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++) {
+        const char *ap = json_string_value(json_array_get(a->paths, k));
+        covers = ap && ((p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2)));
+      }
+    if (covers) {
+      approval_drop(s, i);
+      return true;
+    }
+    i++;
+  }
+  return false;
+}
+
+// ---- the policy's view of an fs access or a command ----
+
+// Asks the gate about a request the agent did not make: kind with a path
+// or a command, as tool call tcid. Fills v (free v->info; v->option_id is
+// not kept: the options are the broker's own, allow_once and reject_once).
+static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
+                      const char *cwd, const char *kind, const char *path,
+                      const char *cmd, const char *tcid,
+                      struct gate_verdict *v) {
+  json_t *tc = json_pack("{s:s,s:s,s:s}", "toolCallId", tcid, "kind", kind,
+                         "title", path ? path : cmd);
+  if (path) {
+    json_object_set_new(tc, "locations", json_pack("[{s:s}]", "path", path));
+    json_object_set_new(tc, "rawInput", json_pack("{s:s}", "file_path", path));
+  } else {
+    json_object_set_new(tc, "rawInput", json_pack("{s:s}", "command", cmd));
+  }
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", session, "toolCall",
+                             tc, "options", broker_own_options());
+  gate_decide(b->gate, acp_conn_name(c), session, cwd ? cwd : "/", params, v);
+  json_decref(params);
+  v->option_id = NULL; // it pointed into params
+}
+
+// Why the gate decided as it did ("" when it did not say).
+static const char *reason_of(const struct gate_verdict *v) {
+  const char *r = json_string_value(json_object_get(v->info, "reason"));
+  return r ? r : "";
+}
+
+static bool by_rule(const struct gate_verdict *v) {
+  const char *by = json_string_value(json_object_get(v->info, "by"));
+  return v->decision == POLICY_ALLOW && by &&
+         (strcmp(by, "rule") == 0 || strcmp(by, "memory") == 0);
+}
+
+// Tells Lua how a tool call of the broker's own (a prompt for an unasked
+// write or terminal) went on, as a tool_call_update (content stolen, or
+// NULL), so that the chat shows it like the agent's.
+static void own_update(struct broker *b, struct acp_conn *c,
+                       const char *session, const char *tcid,
+                       const char *status, json_t *content) {
+  broker_send_event(b, "update",
+                    json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o?}}", "agent",
+                              acp_conn_name(c), "session", session, "update",
+                              "sessionUpdate", "tool_call_update", "toolCallId",
+                              tcid, "status", status, "content", content),
+                    NULL);
+}
+
+// ---- fs ----
+
+static void fs_call_free(struct fs_call *f) {
+  json_decref(f->id);
+  free(f->session);
+  json_decref(f->content);
+  free(f->resolved);
+  free(f->within);
+  free(f->tcid);
+  free(f);
+}
+
+// Tells Lua what the agent read or wrote (for the chat and tests).
+static void fs_done(struct acp_conn *c, struct fs_call *f, const char *via) {
+  broker_send_event(f->b, "fs",
+                    json_pack("{s:s,s:s,s:s,s:s,s:s}", "agent",
+                              acp_conn_name(c), "session", f->session, "op",
+                              f->write ? "write" : "read", "path", f->resolved,
+                              "via", via),
+                    NULL);
+  if (f->tcid)
+    own_update(f->b, c, f->session, f->tcid, "completed", NULL);
+}
+
+static void fs_answer_error(struct acp_conn *c, const json_t *id, int rc,
+                            const char *err) {
+  acp_conn_respond_error(
+      c, id, rc == ENOENT ? ACP_RESOURCE_NOT_FOUND : JSONRPC_INTERNAL_ERROR,
+      err);
+}
+
+static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
+  char err[PATH_LEN_MAX + 200];
+  if (f->write) {
+    const char *text = json_string_value(f->content);
+    int rc = fs_write(f->resolved, f->within, text,
+                      json_string_length(f->content), err, sizeof(err));
+    if (rc != 0) {
+      fs_answer_error(c, f->id, rc, err);
+      if (f->tcid)
+        own_update(f->b, c, f->session, f->tcid, "failed", NULL);
+    } else {
+      acp_conn_respond(c, f->id, json_object());
+      fs_done(c, f, "disk");
+    }
+    return;
+  }
+  char *text;
+  size_t len;
+  int rc = fs_read(f->resolved, f->within, &text, &len, err, sizeof(err));
+  if (rc == ENOENT && f->within) {
+    // A new file inside the project reads as empty (agents that can only
+    // write what they read create files this way).
+    acp_conn_respond(c, f->id, json_pack("{s:s}", "content", ""));
+    fs_done(c, f, "missing");
+    return;
+  }
+  if (rc != 0) {
+    fs_answer_error(c, f->id, rc, err);
+    return;
+  }
+  size_t start, end;
+  fs_slice_lines(text, len, f->line, f->limit, &start, &end);
+  acp_conn_respond(c, f->id,
+                   json_pack("{s:s%}", "content", text + start, end - start));
+  free(text);
+  fs_done(c, f, "disk");
+}
+
+// Neovim's answer: the buffer's text (read), true (the buffer took the
+// write), or nil/false (no buffer: disk).
+static void fs_lua_cb(void *ud, const msgpack_object *error,
+                      const msgpack_object *result) {
+  struct fs_call *f = ud;
+  struct acp_conn *c = conn_by_serial(f->b, f->serial);
+  bool nvim_ok = error && error->type == MSGPACK_OBJECT_NIL;
+  if (!c) {
+    fs_call_free(f);
+    return;
+  }
+  if (!nvim_ok && error)
+    LOG_W("Neovim failed an fs call for %s; using the disk", f->resolved);
+  if (nvim_ok && !f->write && result->type == MSGPACK_OBJECT_STR &&
+      utf8_valid(result->via.str.ptr, result->via.str.size)) {
+    acp_conn_respond(c, f->id,
+                     json_pack("{s:s%}", "content", result->via.str.ptr,
+                               (size_t)result->via.str.size));
+    fs_done(c, f, "buffer");
+  } else if (nvim_ok && f->write && result->type == MSGPACK_OBJECT_BOOLEAN &&
+             result->via.boolean) {
+    acp_conn_respond(c, f->id, json_object());
+    fs_done(c, f, "buffer");
+  } else if (nvim_ok && result->type == MSGPACK_OBJECT_STR && f->write) {
+    // The buffer refused (e.g. 'nomodifiable'): the person reads why.
+    char msg[600];
+    snprintf(msg, sizeof(msg), "%.*s",
+             (int)(result->via.str.size > 500 ? 500 : result->via.str.size),
+             result->via.str.ptr);
+    acp_conn_respond_error(c, f->id, JSONRPC_INTERNAL_ERROR, msg);
+    if (f->tcid)
+      own_update(f->b, c, f->session, f->tcid, "failed", NULL);
+  } else {
+    fs_from_disk(c, f);
+  }
+  fs_call_free(f);
+}
+
+// Hands the call to Neovim (the loaded buffer), else to the disk; f is
+// taken.
+static void fs_go(struct broker *b, struct acp_conn *c, struct fs_call *f) {
+  json_t *args =
+      f->write ? json_pack("[s,s,O]", "write", f->resolved, f->content)
+               : json_pack("[s,s,i,i]", "read", f->resolved, f->line, f->limit);
+  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
+                       fs_lua_cb, f)) {
+    fs_from_disk(c, f);
+    fs_call_free(f);
+  }
+}
+
+// ---- calls the agent did not ask about, asked by the broker ----
+
+static void hold_free(struct client_state *s, struct hold *h) {
+  for (struct hold **pp = &s->holds; *pp; pp = &(*pp)->next)
+    if (*pp == h) {
+      *pp = h->next;
+      s->nholds--;
+      s->hold_bytes -= h->bytes;
+      break;
+    }
+  if (h->f)
+    fs_call_free(h->f);
+  json_decref(h->info);
+  json_decref(h->id);
+  json_decref(h->params);
+  free(h->line);
+  free(h->tcid);
+  free(h);
+}
+
+// A new hold of bytes bytes, or NULL (with the reason in why) when too
+// many wait already.
+static struct hold *hold_new(struct broker *b, struct acp_conn *c, size_t bytes,
+                             json_t *info, char *why, size_t whylen) {
+  struct client_state *s = state(b);
+  if (s->nholds >= CLIENT_MAX_HOLDS ||
+      bytes > CLIENT_HOLD_BYTES - s->hold_bytes) {
+    snprintf(why, whylen,
+             "too many calls the agent did not ask about wait for your "
+             "answer");
+    return NULL;
+  }
+  struct hold *h = xcalloc(1, sizeof(*h));
+  *h = (struct hold){.next = s->holds,
+                     .b = b,
+                     .serial = acp_conn_serial(c),
+                     .info = info,
+                     .bytes = bytes};
+  s->holds = h;
+  s->nholds++;
+  s->hold_bytes += bytes;
+  return h;
+}
+
+// The answer to an fs call or terminal the broker cannot ask about.
+static void hold_refuse(struct broker *b, struct acp_conn *c, struct hold *h,
+                        const char *what, const char *why) {
+  json_t *id = h->f ? h->f->id : h->id;
+  if (h->info)
+    broker_audit(b, h->info, "ask", "error", NULL);
+  refuse(b, c, id, what, why);
+  hold_free(state(b), h);
+}
+
+// Shows the prompt of h: toolCall (taken) with the broker's options.
+static void hold_ask(struct broker *b, struct acp_conn *c, struct hold *h,
+                     const char *sid, json_t *tc) {
+  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
+  json_t *params = tc ? json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall",
+                                  tc, "options", broker_own_options())
+                      : NULL;
+  if (!params) {
+    hold_refuse(b, c, h, what, "the prompt could not be made (see the log)");
+    return;
+  }
+  uint64_t token = broker_ask(b, c, h->f ? h->f->id : h->id, params, h->info);
+  json_decref(params);
+  if (token == 0) {
+    hold_refuse(b, c, h, what,
+                "too many permission requests wait for your answer");
+    return;
+  }
+  h->info = NULL; // the pending entry has it
+  h->token = token;
+  if (b->shutting_down)
+    broker_resolve(b, token, NULL, "cancel");
+}
+
+// "Write src/new.c (not asked by the agent)": the path relative to root
+// when it is inside.
+static char *write_title(const char *root, const char *resolved) {
+  size_t n = root ? strlen(root) : 0;
+  const char *shown = resolved;
+  if (n && strncmp(resolved, root, n) == 0 && resolved[n] == '/')
+    shown = resolved + n + 1;
+  size_t len = strlen(shown) + 40;
+  char *t = xmalloc(len);
+  snprintf(t, len, "Write %s (not asked by the agent)", shown);
+  return t;
+}
+
+// Neovim's answer to reading what the person has of the file (the loaded
+// buffer; nil: none); then the prompt, showing the diff.
+static void hold_old_cb(void *ud, const msgpack_object *error,
+                        const msgpack_object *result) {
+  struct hold *h = ud;
+  struct broker *b = h->b;
+  struct fs_call *f = h->f;
+  struct acp_conn *c = conn_by_serial(b, h->serial);
+  if (!c || h->answered) {
+    hold_free(state(b), h);
+    return;
+  }
+  if (!error && !result) {
+    hold_refuse(b, c, h, "fs/write_text_file",
+                "the agent did not ask to write it, and Neovim is gone: "
+                "nobody can be asked");
+    return;
+  }
+  bool nvim_ok = error && error->type == MSGPACK_OBJECT_NIL;
+  char *old = NULL;
+  size_t oldlen = 0;
+  char note[PATH_LEN_MAX + 300] = "";
+  if (nvim_ok && result && result->type == MSGPACK_OBJECT_STR) {
+    old = xstrndup(result->via.str.ptr, result->via.str.size);
+    oldlen = result->via.str.size;
+    if (!utf8_valid(old, oldlen)) {
+      free(old);
+      old = NULL;
+      snprintf(note, sizeof(note),
+               "(the buffer of this file holds text that is not UTF-8: it "
+               "cannot be shown)");
+    }
+  } else {
+    char err[PATH_LEN_MAX + 200];
+    int rc = fs_read(f->resolved, f->within, &old, &oldlen, err, sizeof(err));
+    if (rc != 0 && rc != ENOENT)
+      snprintf(note, sizeof(note), "(its current content cannot be read: %s)",
+               err);
+    if (rc != 0)
+      old = NULL;
+  }
+  size_t newlen = json_string_length(f->content);
+  json_t *content = json_array();
+  if (note[0])
+    json_array_append_new(content,
+                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
+                                    "content", "type", "text", "text", note));
+  if (oldlen + newlen > CLIENT_DIFF_MAX) {
+    char big[200];
+    snprintf(big, sizeof(big),
+             "(too large to show here: %zu bytes now, %zu bytes to write)",
+             oldlen, newlen);
+    json_array_append_new(content,
+                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
+                                    "content", "type", "text", "text", big));
+  } else {
+    json_array_append_new(
+        content, json_pack("{s:s,s:s,s:s?,s:O}", "type", "diff", "path",
+                           f->resolved, "oldText", old, "newText", f->content));
+  }
+  free(old);
+  json_t *info = h->info;
+  json_t *tc =
+      json_pack("{s:O,s:O,s:s,s:s,s:[{s:s}],s:{s:s},s:o}", "toolCallId",
+                json_object_get(info, "toolCallId"), "title",
+                json_object_get(info, "title"), "kind", "edit", "status",
+                "pending", "locations", "path", f->resolved, "rawInput",
+                "file_path", f->resolved, "content", content);
+  hold_ask(b, c, h, f->session, tc);
+}
+
+// Asks the person about a write the agent did not ask for (f and info
+// taken): first what the person has of the file, for the diff.
+static void hold_write(struct broker *b, struct acp_conn *c, struct fs_call *f,
+                       json_t *info) {
+  char why[200];
+  struct hold *h =
+      hold_new(b, c, json_string_length(f->content), info, why, sizeof(why));
+  if (!h) {
+    broker_audit(b, info, "ask", "error", NULL);
+    json_decref(info);
+    refuse(b, c, f->id, "fs/write_text_file", why);
+    fs_call_free(f);
+    return;
+  }
+  h->f = f;
+  f->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
+  json_t *args = json_pack("[s,s,i,i]", "read", f->resolved, 0, 0);
+  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
+                       hold_old_cb, h))
+    hold_refuse(b, c, h, "fs/write_text_file",
+                "the agent did not ask to write it, and Neovim is gone: "
+                "nobody can be asked");
+}
+
+static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                       bool write, json_t *params) {
+  const char *what = write ? "fs/write_text_file" : "fs/read_text_file";
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *path = json_string_value(json_object_get(params, "path"));
+  json_t *content = json_object_get(params, "content");
+  json_t *line = json_object_get(params, "line");
+  json_t *limit = json_object_get(params, "limit");
+  if (!path || path[0] != '/' || (write && !json_is_string(content)) ||
+      (line && !json_is_null(line) && !json_is_integer(line)) ||
+      (limit && !json_is_null(limit) && !json_is_integer(limit))) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           write ? "an absolute path and a content string "
+                                   "are needed"
+                                 : "an absolute path is needed");
+    return;
+  }
+  const char *cwd = acp_conn_session_cwd(c, sid);
+  char tcid[64];
+  snprintf(tcid, sizeof(tcid), "acp-broker-%s-%llu", write ? "write" : "read",
+           (unsigned long long)++state(b)->checks);
+  struct gate_verdict v;
+  synthetic(b, c, sid, cwd, write ? "edit" : "read", path, NULL, tcid, &v);
+  const char *root = json_string_value(json_object_get(v.info, "root"));
+  bool inside = false;
+  char *resolved = fs_resolve(root, path, &inside);
+  if (write && resolved) {
+    char *title = write_title(root, resolved);
+    json_object_set_new(v.info, "title", json_string(title));
+    free(title);
+  }
+  bool protect = inside && v.decision == POLICY_ASK &&
+                 strstr(reason_of(&v), "protected") != NULL;
+  bool ask = false; // the person is asked (a write only)
+  char why[PATH_LEN_MAX + 300] = "";
+  if (!resolved) {
+    snprintf(why, sizeof(why), "%s cannot be resolved", path);
+  } else if (v.decision == POLICY_DENY) {
+    snprintf(why, sizeof(why), "%s", reason_of(&v));
+    if (write)
+      broker_audit(b, v.info, "deny",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "reject_once");
+  } else if (!inside) {
+    // Outside the project: an Edit/Read rule, or the person's answer to a
+    // request of this turn naming it.
+    bool linked = approval_take(b, c, sid, NULL, resolved, path, write, true);
+    if (!linked && by_rule(&v) && write)
+      broker_audit(b, v.info, "allow",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "allow_once");
+    else if (!linked && !by_rule(&v))
+      snprintf(why, sizeof(why),
+               "%s is outside the project %s (a %s rule, or your answer to a "
+               "request naming it, can allow it)",
+               resolved, root, write ? "Edit" : "Read");
+  } else if (write) {
+    // Inside: an allowed request of this turn naming the path (the agent
+    // asked first, as Gemini does), else what the policy says of the edit
+    // itself. A protected file only after the person's answer.
+    bool linked = approval_take(b, c, sid, NULL, resolved, path, true, protect);
+    if (!linked && protect)
+      snprintf(why, sizeof(why),
+               "%s is protected and no answer of yours allowed writing it",
+               resolved);
+    else if (!linked && v.decision == POLICY_ALLOW)
+      broker_audit(b, v.info, "allow",
+                   json_string_value(json_object_get(v.info, "by")),
+                   "allow_once");
+    else if (!linked)
+      ask = true;
+  }
+  if (why[0]) {
+    // A write the broker's confinement refused (outside the project, a
+    // protected file, a path it cannot resolve) is audited like a denial
+    // (a deny rule's refusal was audited above).
+    if (write && v.decision != POLICY_DENY)
+      broker_audit(b, v.info, "deny", "confinement", NULL);
+    refuse(b, c, id, what, why);
+    free(resolved);
+    json_decref(v.info);
+    return;
+  }
+  struct fs_call *f = xcalloc(1, sizeof(*f));
+  *f = (struct fs_call){
+      .b = b,
+      .serial = acp_conn_serial(c),
+      .id = json_deep_copy(id),
+      .session = xstrdup(sid),
+      .write = write,
+      .resolved = resolved,
+      .within = inside ? xstrdup(root) : NULL,
+      .content = write ? json_incref(content) : NULL,
+      .line = (uint32_t)(json_integer_value(line) > 0 ? json_integer_value(line)
+                                                      : 0),
+      .limit =
+          (uint32_t)(json_integer_value(limit) > 0 ? json_integer_value(limit)
+                                                   : 0),
+  };
+  if (ask) {
+    char reason[1200];
+    snprintf(reason, sizeof(reason), "the agent wrote without asking first; %s",
+             reason_of(&v));
+    json_object_set_new(v.info, "reason", json_string(reason));
+    hold_write(b, c, f, v.info);
+    return;
+  }
+  json_decref(v.info);
+  fs_go(b, c, f);
+}
+
+// ---- terminals ----
+
+static struct client_term *term_find(struct broker *b, struct acp_conn *c,
+                                     json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tid = json_string_value(json_object_get(params, "terminalId"));
+  if (!tid)
+    return NULL;
+  for (struct client_term *t = state(b)->terms; t; t = t->next)
+    if (!t->released && t->serial == acp_conn_serial(c) &&
+        strcmp(t->session, sid) == 0 && strcmp(t->id, tid) == 0)
+      return t;
+  return NULL;
+}
+
+static void term_event(struct client_term *ct) {
+  bool truncated;
+  json_t *out = term_output(ct->t, CLIENT_EVENT_TAIL, &truncated);
+  json_t *st = term_exit_status(ct->t);
+  ct->event_due = false;
+  broker_send_event(ct->b, "terminal",
+                    json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:b,s:o?}", "agent",
+                              acp_conn_name(ct->conn), "session", ct->session,
+                              "terminalId", ct->id, "command", ct->command,
+                              "pid", term_pid(ct->t), "output", out,
+                              "truncated", truncated, "exitStatus", st),
+                    NULL);
+}
+
+static void term_timer_cb(uv_timer_t *h) {
+  struct client_term *ct = h->data;
+  if (ct->event_due && !ct->released)
+    term_event(ct);
+}
+
+static void on_term_output(void *ud) {
+  struct client_term *ct = ud;
+  if (ct->event_due)
+    return;
+  ct->event_due = true;
+  uv_timer_start(&ct->timer, term_timer_cb, CLIENT_EVENT_MS, 0);
+}
+
+static void on_term_done(void *ud) {
+  struct client_term *ct = ud;
+  uv_timer_stop(&ct->timer);
+  term_event(ct);
+  json_t *st = term_exit_status(ct->t);
+  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
+    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
+                     json_deep_copy(st));
+  json_array_clear(ct->waiters);
+  if (ct->tcid) {
+    json_t *code = json_object_get(st, "exitCode");
+    own_update(ct->b, ct->conn, ct->session, ct->tcid,
+               json_is_integer(code) && json_integer_value(code) == 0
+                   ? "completed"
+                   : "failed",
+               NULL);
+  }
+  json_decref(st);
+}
+
+static void ct_free(uv_handle_t *h) {
+  struct client_term *ct = h->data;
+  free(ct->session);
+  free(ct->id);
+  free(ct->command);
+  free(ct->tcid);
+  json_decref(ct->waiters);
+  free(ct);
+}
+
+static void on_term_closed(void *ud) {
+  struct client_term *ct = ud;
+  uv_close((uv_handle_t *)&ct->timer, ct_free);
+}
+
+static const struct term_ops term_ops = {on_term_output, on_term_done,
+                                         on_term_closed};
+
+// Takes ct out of the list and ends it; pending waiters learn it was
+// killed.
+static void term_release(struct broker *b, struct client_term *ct) {
+  struct client_state *s = state(b);
+  for (struct client_term **pp = &s->terms; *pp; pp = &(*pp)->next)
+    if (*pp == ct) {
+      *pp = ct->next;
+      s->nterms--;
+      break;
+    }
+  ct->released = true;
+  uv_timer_stop(&ct->timer);
+  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
+    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
+                     json_pack("{s:n,s:s}", "exitCode", "signal", "SIGKILL"));
+  json_array_clear(ct->waiters);
+  term_close(ct->t);
+}
+
+// The command line a terminal runs, as the policy sees it: the script of
+// `sh -c SCRIPT`, else the words joined (quoted when needed).
+static char *command_line(const char *command, json_t *args) {
+  size_t n = json_array_size(args);
+  const char *base = strrchr(command, '/');
+  base = base ? base + 1 : command;
+  bool shell = !strcmp(base, "sh") || !strcmp(base, "bash") ||
+               !strcmp(base, "dash") || !strcmp(base, "zsh");
+  if (n == 0)
+    return xstrdup(command);
+  const char *a0 = json_string_value(json_array_get(args, 0));
+  if (shell && n == 2 && a0 && strcmp(a0, "-c") == 0)
+    return xstrdup(json_string_value(json_array_get(args, 1)));
+  size_t cap = strlen(command) + 1;
+  for (size_t i = 0; i < n; i++)
+    cap += strlen(json_string_value(json_array_get(args, i))) * 4 + 3;
+  char *out = xmalloc(cap);
+  size_t o = 0;
+  for (size_t i = 0; i <= n; i++) {
+    const char *w =
+        i ? json_string_value(json_array_get(args, i - 1)) : command;
+    bool plain = w[0] != '\0';
+    for (const char *p = w; *p && plain; p++)
+      plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789-_./=:,+@%",
+                     *p) != NULL;
+    if (i)
+      out[o++] = ' ';
+    if (plain) {
+      memcpy(out + o, w, strlen(w));
+      o += strlen(w);
+      continue;
+    }
+    out[o++] = '\'';
+    for (const char *p = w; *p; p++) {
+      if (*p == '\'') {
+        memcpy(out + o, "'\\''", 4);
+        o += 4;
+      } else {
+        out[o++] = *p;
+      }
+    }
+    out[o++] = '\'';
+  }
+  out[o] = '\0';
+  return out;
+}
+
+static bool strings_array(json_t *a) {
+  if (!a || json_is_null(a))
+    return true;
+  if (!json_is_array(a))
+    return false;
+  for (size_t i = 0; i < json_array_size(a); i++)
+    if (!json_is_string(json_array_get(a, i)))
+      return false;
+  return true;
+}
+
+// environ with the request's {name, value} pairs over it.
+static char **term_env(json_t *env) {
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  size_t extra = json_array_size(env);
+  char **out = xcalloc(n + extra + 1, sizeof(*out));
+  size_t o = 0;
+  for (size_t i = 0; i < extra; i++) {
+    json_t *e = json_array_get(env, i);
+    const char *k = json_string_value(json_object_get(e, "name"));
+    const char *v = json_string_value(json_object_get(e, "value"));
+    if (!k || !v || !k[0] || strchr(k, '='))
+      continue;
+    size_t len = strlen(k) + strlen(v) + 2;
+    out[o] = xmalloc(len);
+    snprintf(out[o++], len, "%s=%s", k, v);
+  }
+  for (size_t i = 0; i < n; i++) {
+    bool overridden = false;
+    for (size_t k = 0; k < o && !overridden; k++) {
+      size_t kl = (size_t)(strchr(out[k], '=') - out[k]);
+      overridden = !strncmp(environ[i], out[k], kl + 1);
+    }
+    if (!overridden)
+      out[o++] = xstrdup(environ[i]);
+  }
+  return out;
+}
+
+static void free_strv(char **v) {
+  for (size_t i = 0; v && v[i]; i++)
+    free(v[i]);
+  free(v);
+}
+
+// Starts the terminal of an allowed terminal/create (params borrowed, its
+// command line taken); tcid: the broker's own tool call that asked, or
+// NULL.
+static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
+                       json_t *params, char *line, const char *tcid) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *command = json_string_value(json_object_get(params, "command"));
+  json_t *args = json_object_get(params, "args");
+  json_t *env = json_object_get(params, "env");
+  json_t *limit = json_object_get(params, "outputByteLimit");
+  const char *cwd = json_string_value(json_object_get(params, "cwd"));
+  if (!cwd)
+    cwd = acp_conn_session_cwd(c, sid);
+  struct client_state *s = state(b);
+  if (s->nterms >= CLIENT_MAX_TERMS) {
+    refuse(b, c, id, "terminal/create",
+           "too many terminals are open (release some)");
+    free(line);
+    return;
+  }
+  size_t nargs = json_array_size(args);
+  const char **argv = xcalloc(nargs + 4, sizeof(*argv));
+  if (nargs == 0) {
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = command;
+  } else {
+    argv[0] = command;
+    for (size_t i = 0; i < nargs; i++)
+      argv[i + 1] = json_string_value(json_array_get(args, i));
+  }
+  char **envv = term_env(env);
+  struct client_term *ct = xcalloc(1, sizeof(*ct));
+  char tid[32];
+  snprintf(tid, sizeof(tid), "term-%llu", (unsigned long long)++s->next_term);
+  *ct = (struct client_term){.b = b,
+                             .conn = c,
+                             .serial = acp_conn_serial(c),
+                             .session = xstrdup(sid),
+                             .id = xstrdup(tid),
+                             .command = line,
+                             .waiters = json_array()};
+  struct proc_spawn ps = {argv, envv, cwd, "terminal"};
+  char err[600];
+  ct->t =
+      term_spawn(b->loop, &ps, limit ? (size_t)json_integer_value(limit) : 0,
+                 &term_ops, ct, err, sizeof(err));
+  free(argv);
+  free_strv(envv);
+  if (!ct->t) {
+    acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR, err);
+    if (tcid)
+      own_update(b, c, sid, tcid, "failed", NULL);
+    free(ct->session);
+    free(ct->id);
+    free(ct->command);
+    json_decref(ct->waiters);
+    free(ct);
+    return;
+  }
+  uv_timer_init(b->loop, &ct->timer);
+  ct->timer.data = ct;
+  ct->next = s->terms;
+  s->terms = ct;
+  s->nterms++;
+  LOG_I("%s: terminal %s (pid %d): %s", acp_conn_name(c), tid, term_pid(ct->t),
+        line);
+  acp_conn_respond(c, id, json_pack("{s:s}", "terminalId", tid));
+  term_event(ct);
+  if (tcid) {
+    ct->tcid = xstrdup(tcid);
+    own_update(b, c, sid, tcid, "in_progress",
+               json_pack("[{s:s,s:s}]", "type", "terminal", "terminalId", tid));
+  }
+}
+
+// Asks the person about a command the agent runs without having asked
+// (info taken, line taken).
+static void hold_term(struct broker *b, struct acp_conn *c, const json_t *id,
+                      json_t *params, const char *cwd, char *line,
+                      json_t *info) {
+  char why[200];
+  struct hold *h = hold_new(b, c, strlen(line), info, why, sizeof(why));
+  if (!h) {
+    broker_audit(b, info, "ask", "error", NULL);
+    json_decref(info);
+    refuse(b, c, id, "terminal/create", why);
+    free(line);
+    return;
+  }
+  h->id = json_deep_copy(id);
+  h->params = json_deep_copy(params);
+  h->line = line;
+  h->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  json_t *tc =
+      json_pack("{s:O,s:O,s:s,s:s,s:{s:s,s:s?}}", "toolCallId",
+                json_object_get(info, "toolCallId"), "title",
+                json_object_get(info, "title"), "kind", "execute", "status",
+                "pending", "rawInput", "command", line, "cwd", cwd);
+  hold_ask(b, c, h, sid, tc);
+}
+
+static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
+                        json_t *params) {
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *command = json_string_value(json_object_get(params, "command"));
+  json_t *args = json_object_get(params, "args");
+  json_t *env = json_object_get(params, "env");
+  json_t *cwdj = json_object_get(params, "cwd");
+  json_t *limit = json_object_get(params, "outputByteLimit");
+  const char *cwd = json_string_value(cwdj);
+  if (!command || !command[0] || !strings_array(args) ||
+      (env && !json_is_null(env) && !json_is_array(env)) ||
+      (cwdj && !json_is_null(cwdj) && (!cwd || cwd[0] != '/')) ||
+      (limit && !json_is_null(limit) &&
+       (!json_is_integer(limit) || json_integer_value(limit) < 0))) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           "terminal/create needs a command (args: strings, "
+                           "cwd: absolute, outputByteLimit: >= 0)");
+    return;
+  }
+  if (!cwd)
+    cwd = acp_conn_session_cwd(c, sid);
+  struct client_state *s = state(b);
+  if (s->nterms >= CLIENT_MAX_TERMS) {
+    refuse(b, c, id, "terminal/create",
+           "too many terminals are open (release some)");
+    return;
+  }
+  char *line = command_line(command, json_is_array(args) ? args : NULL);
+  char tcid[64];
+  snprintf(tcid, sizeof(tcid), "acp-broker-terminal-%llu",
+           (unsigned long long)++s->checks);
+  struct gate_verdict v;
+  synthetic(b, c, sid, cwd, "execute", NULL, line, tcid, &v);
+  char title[400];
+  snprintf(title, sizeof(title), "Run %.300s%s (not asked by the agent)", line,
+           strlen(line) > 300 ? "…" : "");
+  json_object_set_new(v.info, "title", json_string(title));
+  const char *by = json_string_value(json_object_get(v.info, "by"));
+  if (v.decision == POLICY_DENY) {
+    char why[1000];
+    snprintf(why, sizeof(why), "%s", reason_of(&v));
+    broker_audit(b, v.info, "deny", by, "reject_once");
+    json_decref(v.info);
+    refuse(b, c, id, "terminal/create", why);
+    free(line);
+    return;
+  }
+  // An allowed request of this turn for the command (the agent asked
+  // first), else what the policy says of the command itself, else the
+  // person.
+  if (approval_take(b, c, sid, line, NULL, NULL, false, false)) {
+    json_decref(v.info);
+  } else if (v.decision == POLICY_ALLOW) {
+    broker_audit(b, v.info, "allow", by, "allow_once");
+    json_decref(v.info);
+  } else {
+    char reason[1200];
+    snprintf(reason, sizeof(reason),
+             "the agent ran it without asking first; %s", reason_of(&v));
+    json_object_set_new(v.info, "reason", json_string(reason));
+    hold_term(b, c, id, params, cwd, line, v.info);
+    return;
+  }
+  term_start(b, c, id, params, line, NULL);
+}
+
+static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                         const char *method, json_t *params) {
+  if (strcmp(method, "terminal/create") == 0) {
+    term_create(b, c, id, params);
+    return;
+  }
+  struct client_term *ct = term_find(b, c, params);
+  if (!ct) {
+    acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
+                           "unknown or released terminalId");
+    return;
+  }
+  if (strcmp(method, "terminal/output") == 0) {
+    bool truncated;
+    json_t *out = term_output(ct->t, 0, &truncated);
+    acp_conn_respond(c, id,
+                     json_pack("{s:o,s:b,s:o?}", "output", out, "truncated",
+                               truncated, "exitStatus",
+                               term_exit_status(ct->t)));
+  } else if (strcmp(method, "terminal/wait_for_exit") == 0) {
+    if (term_done(ct->t))
+      acp_conn_respond(c, id, term_exit_status(ct->t));
+    else if (json_array_size(ct->waiters) >= CLIENT_MAX_WAITERS)
+      acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR,
+                             "too many wait_for_exit calls on this terminal");
+    else
+      json_array_append_new(ct->waiters, json_deep_copy(id));
+  } else if (strcmp(method, "terminal/kill") == 0) {
+    term_kill(ct->t);
+    acp_conn_respond(c, id, json_object());
+  } else { // terminal/release
+    term_release(b, ct);
+    acp_conn_respond(c, id, json_object());
+  }
+}
+
+// ---- public ----
+
+void client_request(struct broker *b, struct acp_conn *c, const json_t *id,
+                    const char *method, json_t *params) {
+  if (strncmp(method, "fs/", 3) == 0)
+    fs_request(b, c, id, strcmp(method, "fs/write_text_file") == 0, params);
+  else
+    term_request(b, c, id, method, params);
+}
+
+bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
+                     bool allow, const char *by) {
+  struct client_state *s = b->client;
+  struct hold *h = s ? s->holds : NULL;
+  while (h && h->token != token)
+    h = h->next;
+  if (!h)
+    return false;
+  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
+  if (allow && acp_conn_alive(c)) {
+    if (h->f) {
+      fs_go(b, c, h->f);
+      h->f = NULL;
+    } else {
+      term_start(b, c, h->id, h->params, h->line, h->tcid);
+      h->line = NULL;
+    }
+  } else {
+    char msg[300];
+    snprintf(msg, sizeof(msg), "%s refused: %s", what,
+             strcmp(by, "person") == 0
+                 ? "you were asked, as the agent had not asked first, and "
+                   "rejected it"
+             : strcmp(by, "error") == 0
+                 ? "the agent had not asked first, and the prompt could not "
+                   "be shown"
+                 : "the agent had not asked first, and the prompt was "
+                   "cancelled before an answer");
+    LOG_I("%s: %s", acp_conn_name(c), msg);
+    acp_conn_respond_error(c, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED, msg);
+  }
+  hold_free(s, h);
+  return true;
+}
+
+void client_cancel(struct broker *b, struct acp_conn *c) {
+  for (struct hold *h = b->client ? b->client->holds : NULL; h; h = h->next) {
+    if (h->token || h->answered || (c && h->serial != acp_conn_serial(c)))
+      continue;
+    struct acp_conn *hc = c ? c : conn_by_serial(b, h->serial);
+    h->answered = true;
+    broker_audit(b, h->info, "ask", "cancel", NULL);
+    if (hc)
+      acp_conn_respond_error(hc, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED,
+                             "fs/write_text_file refused: the agent had not "
+                             "asked first, and the turn was cancelled before "
+                             "you could be asked");
+  }
+}
+
+void client_conn_gone(struct broker *b, struct acp_conn *c) {
+  if (!b->client)
+    return;
+  struct client_state *s = b->client;
+  for (struct client_term *t = s->terms, *next; t; t = next) {
+    next = t->next;
+    if (t->conn == c)
+      term_release(b, t);
+  }
+  for (size_t i = 0; i < s->napprovals;)
+    if (s->approvals[i].serial == acp_conn_serial(c))
+      approval_drop(s, i);
+    else
+      i++;
+}
+
+void client_free(struct broker *b) {
+  if (!b->client)
+    return;
+  for (size_t i = 0; i < b->client->napprovals; i++)
+    approval_clear(&b->client->approvals[i]);
+  while (b->client->holds)
+    hold_free(b->client, b->client->holds);
+  free(b->client);
+  b->client = NULL;
+}

@@ -1,0 +1,156 @@
+#include "pending.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+static bool search(const struct pending *p, uint64_t token, size_t *at);
+static void compact(struct pending *p);
+static const char *option_str(const json_t *opt, const char *key);
+static bool option_valid(const json_t *opt);
+
+void pending_init(struct pending *p, size_t max) {
+  *p = (struct pending){.max = max, .next_token = 1};
+}
+
+void pending_free(struct pending *p) {
+  // Tombstones own nothing, so clearing every slot is safe.
+  for (size_t i = 0; i < p->len; i++)
+    pending_entry_clear(&p->v[i]);
+  free(p->v);
+  *p = (struct pending){.max = p->max, .next_token = p->next_token};
+}
+
+uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
+                     char *session, char *tool_call_id, json_t *options,
+                     uint64_t now_ms) {
+  struct pending_entry e = {.live = true,
+                            .conn = conn,
+                            .agent_id = agent_id,
+                            .session = session,
+                            .tool_call_id = tool_call_id,
+                            .options = options,
+                            .added_ms = now_ms};
+  if (p->live >= p->max) {
+    pending_entry_clear(&e); // we own the arguments on every path
+    return 0;
+  }
+  if (p->len == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    p->v = xrealloc(p->v, cap * sizeof(*p->v)); // bounded by 2 * max + 1
+    p->cap = cap;
+  }
+  e.token = p->next_token++;
+  p->v[p->len++] = e;
+  p->live++;
+  return e.token;
+}
+
+struct pending_entry *pending_find(struct pending *p, uint64_t token) {
+  size_t i;
+  return search(p, token, &i) && p->v[i].live ? &p->v[i] : NULL;
+}
+
+struct pending_entry *pending_find_agent_id(struct pending *p, const void *conn,
+                                            const json_t *id) {
+  // Linear, oldest first: rare (only for $/cancel_request) and small.
+  for (size_t i = 0; i < p->len; i++) {
+    struct pending_entry *e = &p->v[i];
+    // json_equal compares type first, so 0 and "0" stay distinct.
+    if (e->live && e->conn == conn && id && json_equal(e->agent_id, id))
+      return e;
+  }
+  return NULL;
+}
+
+bool pending_take(struct pending *p, uint64_t token,
+                  struct pending_entry *out) {
+  size_t i;
+  if (!search(p, token, &i) || !p->v[i].live)
+    return false;
+  *out = p->v[i];
+  // The slot keeps its token so that the binary search stays valid.
+  p->v[i] = (struct pending_entry){.token = token, .live = false};
+  p->live--;
+  if ((p->len - p->live) * 2 > p->len)
+    compact(p);
+  return true;
+}
+
+void pending_entry_clear(struct pending_entry *e) {
+  json_decref(e->agent_id);
+  json_decref(e->options);
+  json_decref(e->info);
+  free(e->session);
+  free(e->tool_call_id);
+  e->agent_id = e->options = e->info = NULL;
+  e->session = e->tool_call_id = NULL;
+  e->live = false;
+}
+
+const json_t *pending_offered(const struct pending_entry *e,
+                              const char *option_id) {
+  size_t i;
+  const json_t *opt;
+  if (!option_id)
+    return NULL;
+  json_array_foreach(e->options, i, opt) {
+    if (option_valid(opt) &&
+        strcmp(option_str(opt, "optionId"), option_id) == 0)
+      return opt;
+  }
+  return NULL;
+}
+
+const json_t *pending_first_of_kind(const struct pending_entry *e,
+                                    const char *kind) {
+  size_t i;
+  const json_t *opt;
+  if (!kind)
+    return NULL;
+  json_array_foreach(e->options, i, opt) {
+    if (option_valid(opt) && strcmp(option_str(opt, "kind"), kind) == 0)
+      return opt;
+  }
+  return NULL;
+}
+
+size_t pending_count(const struct pending *p) {
+  return p->live;
+}
+
+// Finds the slot holding token (live or tombstone); tokens are increasing.
+static bool search(const struct pending *p, uint64_t token, size_t *at) {
+  size_t lo = 0, hi = p->len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->v[mid].token < token)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *at = lo;
+  return lo < p->len && p->v[lo].token == token;
+}
+
+// Drops tombstones, keeping arrival order. Run only when they are more than
+// half of the slots, so its cost is amortised over the takes that made them.
+static void compact(struct pending *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->len; i++)
+    if (p->v[i].live)
+      p->v[n++] = p->v[i];
+  p->len = n;
+}
+
+static const char *option_str(const json_t *opt, const char *key) {
+  return json_string_value(json_object_get(opt, key));
+}
+
+// An option is {"optionId": string, "name": string, "kind": string, ...};
+// anything else the agent sent is ignored rather than trusted.
+static bool option_valid(const json_t *opt) {
+  return json_is_object(opt) && option_str(opt, "optionId") &&
+         option_str(opt, "name") && option_str(opt, "kind");
+}

@@ -1,0 +1,503 @@
+#include "path.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/mem.h"
+
+#define LINKS_MAX 40
+#define SEGS_MAX (PATH_LEN_MAX / 2 + 1)
+
+struct seg {
+  const char *s;
+  size_t n;
+};
+
+struct buf {
+  char s[PATH_LEN_MAX + 1];
+  size_t n;
+  bool over;
+};
+
+static bool collapse(const char *in, struct buf *out);
+static void buf_add(struct buf *b, const char *s, size_t n);
+static void buf_pop(struct buf *b);
+static size_t split(const char *p, struct seg *v, size_t max);
+static size_t slashes(const char *p);
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
+                      bool fold);
+static bool one_match(const char *p, size_t pn, char c, bool fold, size_t *adv);
+static bool class_match(const char *p, size_t pn, char c, bool fold,
+                        size_t *adv);
+static bool is_starstar(struct seg g);
+static char *relative_pattern(const char *spec, const char *root,
+                              bool for_allow);
+static char *join3(const char *a, const char *b, const char *c);
+
+char *path_absolute(const char *base, const char *p, const char *home) {
+  if (!p || !*p)
+    return NULL;
+  if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
+    return join3(home, "/", p + 1);
+  if (p[0] == '/')
+    return xstrdup(p);
+  if (base && base[0] == '/')
+    return join3(base, "/", p);
+  return NULL;
+}
+
+char *path_normalize(const char *base, const char *p, const char *home) {
+  char *full = path_absolute(base, p, home);
+  if (!full)
+    return NULL;
+  struct buf *b = xmalloc(sizeof(*b));
+  char *r = collapse(full, b) ? xstrdup(b->s) : NULL;
+  free(b);
+  free(full);
+  return r;
+}
+
+// ---- what lstat and readlink said, remembered for one epoch ----
+
+#define PROBE_SLOTS 256
+
+struct probe {
+  uint64_t epoch; // 0: empty
+  uint64_t hash;
+  char *path;
+  int kind;     // PROBE_MISSING, PROBE_OTHER or PROBE_LINK
+  char *target; // PROBE_LINK: readlink's answer
+};
+
+enum { PROBE_MISSING, PROBE_OTHER, PROBE_LINK, PROBE_FAILED };
+
+static struct probe probes[PROBE_SLOTS];
+static uint64_t probe_epoch;
+
+void path_cache_epoch(uint64_t epoch) {
+  probe_epoch = epoch;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603u;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+// lstat (and readlink for a link) of path, from the cache when `cached` and
+// looked at in this epoch. target gets a link's target.
+static int probe(const char *path, bool cached, char *target, size_t cap) {
+  struct probe *slot = NULL;
+  uint64_t h = 0;
+  if (cached && probe_epoch) {
+    h = fnv1a(path);
+    slot = &probes[h % PROBE_SLOTS];
+    if (slot->epoch == probe_epoch && slot->hash == h &&
+        strcmp(slot->path, path) == 0) {
+      if (slot->kind == PROBE_LINK)
+        snprintf(target, cap, "%s", slot->target);
+      return slot->kind;
+    }
+  }
+  struct stat st;
+  int kind = PROBE_OTHER;
+  if (lstat(path, &st) != 0) {
+    kind = PROBE_MISSING;
+  } else if (S_ISLNK(st.st_mode)) {
+    ssize_t tn = readlink(path, target, cap - 1);
+    if (tn <= 0)
+      return PROBE_FAILED;
+    target[tn] = '\0';
+    kind = PROBE_LINK;
+  }
+  if (slot) {
+    free(slot->path);
+    free(slot->target);
+    *slot = (struct probe){probe_epoch, h, xstrdup(path), kind,
+                           kind == PROBE_LINK ? xstrdup(target) : NULL};
+  }
+  return kind;
+}
+
+void path_cache_free(void) {
+  for (size_t i = 0; i < PROBE_SLOTS; i++) {
+    free(probes[i].path);
+    free(probes[i].target);
+    probes[i] = (struct probe){0};
+  }
+}
+
+static char *resolve(const char *abs, bool cached);
+
+char *path_resolve(const char *abs) {
+  return resolve(abs, false);
+}
+
+char *path_resolve_cached(const char *abs) {
+  return resolve(abs, true);
+}
+
+static char *resolve(const char *abs, bool cached) {
+  if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
+    return NULL;
+  // The components still to walk, as a path: links are spliced in front.
+  char *todo = xstrdup(abs);
+  struct buf out_s;
+  struct buf *out = &out_s;
+  out->s[0] = '\0';
+  out->n = 0;
+  out->over = false;
+  bool missing = false;
+  int links = 0;
+  char *rest = todo;
+  while (*rest && !out->over) {
+    while (*rest == '/')
+      rest++;
+    size_t n = strcspn(rest, "/");
+    if (!n)
+      break;
+    const char *name = rest;
+    rest += n;
+    if (n == 1 && name[0] == '.')
+      continue;
+    if (n == 2 && name[0] == '.' && name[1] == '.') {
+      buf_pop(out);
+      continue;
+    }
+    size_t mark = out->n;
+    buf_add(out, "/", 1);
+    buf_add(out, name, n);
+    if (missing || out->over)
+      continue;
+    char target[PATH_LEN_MAX + 1];
+    int kind = probe(out->s, cached, target, sizeof(target));
+    if (kind == PROBE_MISSING) {
+      missing = true; // a new file (or unreadable): the rest as written
+      continue;
+    }
+    if (kind == PROBE_OTHER)
+      continue;
+    if (kind == PROBE_FAILED || ++links > LINKS_MAX) {
+      free(todo);
+      return NULL;
+    }
+    out->n = target[0] == '/' ? 0 : mark;
+    out->s[out->n] = '\0';
+    char *next = join3(target, "/", rest);
+    free(todo);
+    todo = rest = next;
+  }
+  char *r = out->over ? NULL : xstrdup(out->n ? out->s : "/");
+  free(todo);
+  return r;
+}
+
+bool path_within(const char *path, const char *dir) {
+  if (!path || !dir)
+    return false;
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/')
+    n--;
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool path_match(const char *pattern, const char *path, bool fold,
+                bool dir_self) {
+  if (!pattern || !path || pattern[0] != '/' || path[0] != '/')
+    return false;
+  // Sized by the slashes (a segment follows at least one): most paths fit
+  // on the stack, and nothing is zeroed that split() fills anyway.
+  enum { SMALL = 64 };
+  struct seg pv_s[SMALL], sv_s[SMALL];
+  bool cur_s[SMALL + 1], next_s[SMALL + 1];
+  size_t pmax = slashes(pattern), smax = slashes(path);
+  if (pmax > SEGS_MAX)
+    pmax = SEGS_MAX;
+  if (smax > SEGS_MAX)
+    smax = SEGS_MAX;
+  struct seg *pv = pmax <= SMALL ? pv_s : xmalloc(pmax * sizeof(*pv));
+  struct seg *sv = smax <= SMALL ? sv_s : xmalloc(smax * sizeof(*sv));
+  size_t m = split(pattern, pv, pmax), n = split(path, sv, smax);
+  bool *cur = n <= SMALL ? cur_s : xmalloc((n + 1) * sizeof(*cur));
+  bool *next = n <= SMALL ? next_s : xmalloc((n + 1) * sizeof(*next));
+  memset(cur, 0, (n + 1) * sizeof(*cur));
+  memset(next, 0, (n + 1) * sizeof(*next));
+  bool *cur0 = cur, *next0 = next;
+  // cur[j]: the pattern segments so far match the first j path segments.
+  cur[0] = true;
+  for (size_t i = 0; i < m; i++) {
+    if (is_starstar(pv[i])) {
+      // Zero or more segments; a trailing one needs at least one.
+      bool need_one = i + 1 == m && !dir_self, any = false;
+      for (size_t j = 0; j <= n; j++) {
+        if (need_one)
+          next[j] = any;
+        any = any || cur[j];
+        if (!need_one)
+          next[j] = any;
+      }
+    } else {
+      next[0] = false;
+      for (size_t j = 0; j < n; j++)
+        next[j + 1] =
+            cur[j] && seg_match(pv[i].s, pv[i].n, sv[j].s, sv[j].n, fold);
+    }
+    bool *t = cur;
+    cur = next;
+    next = t;
+  }
+  bool r = cur[n];
+  if (pv != pv_s)
+    free(pv);
+  if (sv != sv_s)
+    free(sv);
+  if (cur0 != cur_s)
+    free(cur0);
+  if (next0 != next_s)
+    free(next0);
+  return r;
+}
+
+char *path_rule_pattern(const char *spec, const char *root, const char *home,
+                        bool for_allow, char *err, size_t errlen) {
+  const char *why = NULL;
+  char *pat = NULL;
+  if (!spec || !*spec)
+    why = "empty path";
+  else if (strlen(spec) > PATH_LEN_MAX)
+    why = "path too long";
+  else if (spec[0] == '/' && spec[1] == '/')
+    pat = xstrdup(spec + 1);
+  else if (spec[0] == '~' && (spec[1] == '/' || !spec[1])) {
+    if (home && home[0] == '/')
+      pat = join3(home, "", spec + 1);
+    else
+      why = "no home directory for ~/";
+  } else if (spec[0] == '~')
+    why = "~user is not supported: write ~/path or //absolute/path";
+  else if (!root || root[0] != '/')
+    why = "no project root for a root-relative path";
+  else if (spec[0] == '/')
+    pat = join3(root, "", spec);
+  else
+    pat = relative_pattern(spec, root, for_allow);
+  if (why) {
+    snprintf(err, errlen, "%s", why);
+    return NULL;
+  }
+  // A trailing slash names a directory: everything below it.
+  size_t n = strlen(pat);
+  if (n && pat[n - 1] == '/') {
+    pat[n - 1] = '\0';
+    char *t = join3(pat, "/", "**");
+    free(pat);
+    pat = t;
+  }
+  struct buf *b = xmalloc(sizeof(*b));
+  char *r = collapse(pat, b) ? xstrdup(b->s) : NULL;
+  free(b);
+  free(pat);
+  if (!r)
+    snprintf(err, errlen, "path too long");
+  return r;
+}
+
+char *path_escape(const char *path) {
+  size_t n = strlen(path);
+  char *r = xmalloc(2 * n + 1), *o = r;
+  for (const char *p = path; *p; p++) {
+    if (strchr("*?[]\\", *p))
+      *o++ = '\\';
+    *o++ = *p;
+  }
+  *o = '\0';
+  return r;
+}
+
+// Collapses "//", "." and ".." of an absolute path into out.
+static bool collapse(const char *in, struct buf *out) {
+  out->n = 0;
+  out->over = false;
+  out->s[0] = '\0';
+  if (in[0] != '/')
+    return false;
+  for (const char *p = in; *p;) {
+    while (*p == '/')
+      p++;
+    size_t n = strcspn(p, "/");
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      buf_pop(out);
+    else if (n && !(n == 1 && p[0] == '.')) {
+      buf_add(out, "/", 1);
+      buf_add(out, p, n);
+    }
+    p += n;
+  }
+  if (!out->n)
+    buf_add(out, "/", 1);
+  return !out->over;
+}
+
+static void buf_add(struct buf *b, const char *s, size_t n) {
+  if (b->over || b->n + n > PATH_LEN_MAX) {
+    b->over = true;
+    return;
+  }
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = '\0';
+}
+
+// Drops the last component ("/a/b" -> "/a"; "/a" -> "").
+static void buf_pop(struct buf *b) {
+  while (b->n && b->s[b->n - 1] != '/')
+    b->n--;
+  if (b->n)
+    b->n--;
+  b->s[b->n] = '\0';
+}
+
+// The number of '/' in p: a bound on its segments.
+static size_t slashes(const char *p) {
+  size_t n = 0;
+  for (; *p; p++)
+    n += *p == '/';
+  return n;
+}
+
+static size_t split(const char *p, struct seg *v, size_t max) {
+  size_t n = 0;
+  while (*p && n < max) {
+    while (*p == '/')
+      p++;
+    size_t len = strcspn(p, "/");
+    if (len)
+      v[n++] = (struct seg){p, len};
+    p += len;
+  }
+  return n;
+}
+
+static bool is_starstar(struct seg g) {
+  return g.n == 2 && g.s[0] == '*' && g.s[1] == '*';
+}
+
+// One segment against one glob segment: `*` backtracks to the last star.
+static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
+                      bool fold) {
+  size_t pi = 0, si = 0, star = SIZE_MAX, star_s = 0;
+  while (si < sn) {
+    size_t adv = 0;
+    if (pi < pn && p[pi] == '*') {
+      star = ++pi;
+      star_s = si;
+    } else if (pi < pn && one_match(p + pi, pn - pi, s[si], fold, &adv)) {
+      pi += adv;
+      si++;
+    } else if (star != SIZE_MAX) {
+      pi = star;
+      si = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (pi < pn && p[pi] == '*')
+    pi++;
+  return pi == pn;
+}
+
+static char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool one_match(const char *p, size_t pn, char c, bool fold,
+                      size_t *adv) {
+  *adv = 1;
+  if (p[0] == '?')
+    return true;
+  if (p[0] == '[' && class_match(p, pn, c, fold, adv))
+    return true;
+  if (p[0] == '[' && *adv > 1)
+    return false; // a well-formed class that does not hold c
+  *adv = 1;
+  char want = p[0];
+  if (p[0] == '\\' && pn > 1) {
+    want = p[1];
+    *adv = 2;
+  }
+  return fold ? lower(want) == lower(c) : want == c;
+}
+
+// A bracket class at p. *adv is its length when it is well formed (else 1:
+// the `[` is then literal).
+static bool class_match(const char *p, size_t pn, char c, bool fold,
+                        size_t *adv) {
+  size_t i = 1;
+  bool neg = i < pn && (p[i] == '!' || p[i] == '^');
+  if (neg)
+    i++;
+  bool hit = false;
+  size_t first = i;
+  for (; i < pn && (p[i] != ']' || i == first); i++) {
+    char lo = p[i], hi = lo;
+    if (i + 2 < pn && p[i + 1] == '-' && p[i + 2] != ']') {
+      hi = p[i + 2];
+      i += 2;
+    }
+    char x = fold ? lower(c) : c;
+    if ((c >= lo && c <= hi) || (fold && x >= lower(lo) && x <= lower(hi)))
+      hit = true;
+  }
+  if (i >= pn) {
+    *adv = 1;
+    return false;
+  }
+  *adv = i + 1;
+  return hit != neg;
+}
+
+// A relative specifier (`./x` or bare `x`) made absolute under root.
+static char *relative_pattern(const char *spec, const char *root,
+                              bool for_allow) {
+  while (spec[0] == '.' && spec[1] == '/')
+    spec += 2;
+  char *s = xstrdup(spec);
+  size_t n = strlen(s);
+  bool dir = false;
+  while (n && s[n - 1] == '/') {
+    s[--n] = '\0';
+    dir = true;
+  }
+  if (dir) {
+    char *t = join3(s, "/", "**");
+    free(s);
+    s = t;
+  }
+  char *slash = strchr(s, '/');
+  bool single_dir = slash && strcmp(slash, "/**") == 0 && slash != s;
+  const char *mid = "/";
+  if (!*s)
+    mid = "/**";
+  else if (!slash || (single_dir && !for_allow))
+    mid = "/**/";
+  char *r = join3(root, mid, s);
+  free(s);
+  return r;
+}
+
+static char *join3(const char *a, const char *b, const char *c) {
+  size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+  char *r = xmalloc(na + nb + nc + 1);
+  memcpy(r, a, na);
+  memcpy(r + na, b, nb);
+  memcpy(r + na + nb, c, nc + 1);
+  return r;
+}

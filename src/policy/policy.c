@@ -1,0 +1,1397 @@
+#include "policy.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/mem.h"
+#include "path.h"
+#include "policy/shell/shell.h"
+#include "request.h"
+#include "rules.h"
+
+#define POLICY_RULES_MAX 4096 // rules past this are ignored with a warning
+#define NARROW_MAX 32         // more narrow rules: none (too wide a request)
+// bash_cannot_match leaves longer patterns x texts to the matcher: far
+// below the work past which it answers "maybe" (shell_match.c, 1 << 24).
+#define PREFILTER_WORK_MAX (1 << 16)
+
+struct prule {
+  struct rules_rule r;
+  enum policy_list list;
+  char *text;
+  char *source;
+  char *pat; // READ, EDIT with a specifier: the absolute pattern
+  // BASH: the pattern's literal start (before its first `*`, a trailing
+  // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
+  char *lit;
+  size_t nlit, npat;
+};
+
+struct protect {
+  char *pat;
+  int tier; // 1: always ask; 2: ask unless yolo
+};
+
+struct policy {
+  struct prule *rules;
+  size_t nrules;
+  // The rules of each list (indices into rules, in order): a decision
+  // looks at one list at a time.
+  size_t *of_list[3];
+  size_t nof_list[3];
+  enum policy_mode mode;
+  bool yolo;
+  char *root, *home;
+  struct protect *prot;
+  size_t nprot;
+  // Protected places by their exact path (the pattern-free ones): an edit
+  // of a directory that CONTAINS one of them (rm -rf ~/.config, mv .acp x,
+  // cp -r evil/.acp .) could replace it, so it is protected too.
+  struct protect *locs;
+  size_t nlocs;
+};
+
+struct policy_request {
+  struct request r;
+};
+
+// One decision in progress.
+struct eval {
+  const struct policy *p, *mem;
+  const struct request *r;
+  struct policy_result *out;
+};
+
+struct warnings {
+  char **v;
+  size_t n;
+};
+
+// Tier 1: files that govern permissions (an agent writing them could
+// loosen its own rules). Under the project root at any depth, and in home.
+static const char *const tier1_dirs[] = {".gemini", ".claude", ".codex",
+                                         ".acp"};
+static const char *const tier1_home[] = {".gemini/**", ".claude/**",
+                                         ".codex/**"};
+// Tier 2: files that run code or hold secrets (Claude Code's protected
+// directories, shell start-up files, ssh).
+static const char *const tier2_dirs[] = {".git",   ".vscode", ".idea",
+                                         ".husky", ".cargo",  ".devcontainer",
+                                         ".yarn",  ".mvn"};
+static const char *const tier2_home[] = {
+    ".bashrc", ".bash_profile", ".bash_login",    ".bash_logout",   ".profile",
+    ".zshrc",  ".zshenv",       ".zprofile",      ".zlogin",        ".zlogout",
+    ".ssh/**", ".gitconfig",    ".config/git/**", ".config/fish/**"};
+
+static void compile_rule(struct policy *p, const struct policy_rule_text *t,
+                         struct warnings *w);
+static void compile_protect(struct policy *p, const struct policy_input *in);
+static void add_protect(struct policy *p, const char *a, const char *b,
+                        const char *c, const char *d, int tier);
+static void warn(struct warnings *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static bool step_deny(struct eval *e);
+static bool step_ask(struct eval *e);
+static bool step_opaque(struct eval *e);
+static bool step_protected(struct eval *e);
+static bool step_switch_mode(struct eval *e);
+static bool step_plan(struct eval *e);
+static bool step_breaker(struct eval *e);
+static bool step_allow(struct eval *e);
+struct tally;
+static void count(const struct eval *e, struct tally *t);
+static void step_default(struct eval *e);
+static const struct prule *first_hit(const struct policy *p,
+                                     enum policy_list list,
+                                     const struct request *r,
+                                     enum shell_match want,
+                                     const struct request_atom **atom);
+static enum shell_match hit(const struct prule *pr,
+                            const struct request_atom *a);
+static bool bash_cannot_match(const struct prule *pr,
+                              const struct shell_atom *cmd, bool for_allow);
+static bool allows(const struct prule *pr, const struct request_atom *a,
+                   const char *path);
+static const struct prule *find_allow(const struct eval *e,
+                                      const struct request_atom *a,
+                                      const char *path, bool *memory);
+static const struct prule *covered(const struct eval *e,
+                                   const struct request_atom *a, bool *memory);
+static bool mode_covers(const struct eval *e, const struct request_atom *a);
+static bool needs_cover(const struct request_atom *a);
+static bool names_match(const char *glob, const struct request_atom *a,
+                        bool for_allow);
+static int tier_of(const struct policy *p, const struct request_atom *a);
+static int tier_of_path(const struct policy *p, const char *path);
+static int tier_of_pattern(const struct policy *p, const char *path);
+static const char *critical(const struct policy *p, const char *path);
+static const char *glob_critical(const struct policy *p, const char *glob,
+                                 char *buf, size_t n);
+static void result(struct eval *e, enum policy_decision d, enum policy_by by,
+                   const struct prule *pr, const char *source, const char *fmt,
+                   ...) __attribute__((format(printf, 6, 7)));
+static void describe(const struct eval *e, const struct request_atom *a,
+                     char *buf, size_t n);
+static const char *shown(const struct policy *p, const char *path, char *buf,
+                         size_t n);
+static void command_text(const struct shell_atom *a, char *buf, size_t n);
+static void quoted_command(const struct shell_atom *a, const char *home,
+                           char *buf, size_t n);
+static char *narrow_rule(const struct request_atom *a, const char *path);
+static bool narrow_covers(char **rules, size_t n, const struct request *r);
+
+struct policy *policy_new(const struct policy_input *in, char ***warnings,
+                          size_t *nwarnings) {
+  struct policy *p = xcalloc(1, sizeof(*p));
+  struct warnings w = {0};
+  p->mode = in->mode;
+  p->yolo = in->yolo || in->mode == POLICY_MODE_YOLO;
+  p->root = in->root ? path_normalize(NULL, in->root, NULL) : NULL;
+  p->home = in->home ? path_normalize(NULL, in->home, NULL) : NULL;
+  size_t n = in->nrules;
+  if (n > POLICY_RULES_MAX) {
+    warn(&w, "%zu rules: only the first %d are used", n, POLICY_RULES_MAX);
+    n = POLICY_RULES_MAX;
+  }
+  p->rules = xcalloc(n, sizeof(*p->rules));
+  for (size_t i = 0; i < n; i++)
+    compile_rule(p, &in->rules[i], &w);
+  for (int l = 0; l < 3; l++)
+    p->of_list[l] = xcalloc(p->nrules + 1, sizeof(size_t));
+  for (size_t i = 0; i < p->nrules; i++) {
+    enum policy_list l = p->rules[i].list;
+    p->of_list[l][p->nof_list[l]++] = i;
+  }
+  compile_protect(p, in);
+  if (warnings)
+    *warnings = w.v;
+  else {
+    for (size_t i = 0; i < w.n; i++)
+      free(w.v[i]);
+    free(w.v);
+  }
+  if (nwarnings)
+    *nwarnings = w.n;
+  return p;
+}
+
+void policy_free(struct policy *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nrules; i++) {
+    rules_rule_free(&p->rules[i].r);
+    free(p->rules[i].text);
+    free(p->rules[i].source);
+    free(p->rules[i].pat);
+    free(p->rules[i].lit);
+  }
+  for (size_t i = 0; i < p->nprot; i++)
+    free(p->prot[i].pat);
+  for (size_t i = 0; i < p->nlocs; i++)
+    free(p->locs[i].pat);
+  free(p->rules);
+  for (int l = 0; l < 3; l++)
+    free(p->of_list[l]);
+  free(p->prot);
+  free(p->locs);
+  free(p->root);
+  free(p->home);
+  free(p);
+}
+
+int policy_rule_check(const char *text, char *err, size_t errlen) {
+  struct rules_rule r;
+  if (rules_parse(text, &r, err, errlen) != 0)
+    return -1;
+  rules_rule_free(&r);
+  return 0;
+}
+
+int policy_rule_check_list(const char *text, enum policy_list list, char *err,
+                           size_t errlen) {
+  struct rules_rule r;
+  if (rules_parse(text, &r, err, errlen) != 0)
+    return -1;
+  int rc = 0;
+  if (list == POLICY_LIST_ALLOW && r.unanchored) {
+    snprintf(err, errlen,
+             "an allow rule cannot use a tool-name pattern "
+             "unless it starts with mcp__<server>__");
+    rc = -1;
+  } else if (list == POLICY_LIST_ALLOW && r.no_allow) {
+    snprintf(err, errlen, "PowerShell rules are for deny and ask only");
+    rc = -1;
+  }
+  rules_rule_free(&r);
+  return rc;
+}
+
+struct policy_request *policy_request_new(const json_t *params, const char *cwd,
+                                          const char *home) {
+  struct policy_request *r = xcalloc(1, sizeof(*r));
+  request_init(&r->r, params, cwd, home);
+  return r;
+}
+
+void policy_request_free(struct policy_request *r) {
+  if (!r)
+    return;
+  request_clear(&r->r);
+  free(r);
+}
+
+const char *policy_request_command(const struct policy_request *r) {
+  return r->r.command;
+}
+
+json_t *policy_request_paths(const struct policy_request *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->r.natoms; i++) {
+    const struct request_atom *at = &r->r.atoms[i];
+    const char *v[2] = {at->lex, at->res};
+    for (size_t k = 0; k < 2; k++) {
+      bool dup = !v[k];
+      for (size_t j = 0; !dup && j < json_array_size(a); j++)
+        dup = strcmp(json_string_value(json_array_get(a, j)), v[k]) == 0;
+      if (!dup)
+        json_array_append_new(a, json_string(v[k]));
+    }
+  }
+  return a;
+}
+
+// A command's words as a shell would need them typed: a word with a
+// character outside a safe set is single-quoted (a dynamic word is shown
+// as the analyser saw it, expansion and all).
+static void quoted_command(const struct shell_atom *a, const char *home,
+                           char *buf, size_t n) {
+  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+                             "TUVWXYZ0123456789@%+=:,./_-";
+  size_t used = 0;
+  bool cut = false;
+#define PUT(c)                                                                 \
+  do {                                                                         \
+    if (used + 4 < n)                                                          \
+      buf[used++] = (c);                                                       \
+    else                                                                       \
+      cut = true;                                                              \
+  } while (0)
+  for (size_t i = 0; i < a->nwords && !cut; i++) {
+    const char *w = a->words[i].text;
+    bool plain = *w && strspn(w, safe) == strlen(w);
+    if (i)
+      PUT(' ');
+    // The analyser expanded a leading ~: show it as typed.
+    size_t hl = home ? strlen(home) : 0;
+    if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
+        (w[hl] == '/' || !w[hl])) {
+      PUT('~');
+      w += hl;
+    }
+    if (!plain && !a->words[i].dynamic)
+      PUT('\'');
+    for (const char *c = w; *c && !cut; c++) {
+      if (*c == '\'' && !plain && !a->words[i].dynamic) {
+        PUT('\'');
+        PUT('\\');
+        PUT('\'');
+      }
+      PUT(*c);
+    }
+    if (!plain && !a->words[i].dynamic)
+      PUT('\'');
+  }
+#undef PUT
+  if (cut) {
+    // Never end inside a UTF-8 sequence: drop its bytes, then say "...".
+    while (used > 0 && ((unsigned char)buf[used - 1] & 0xC0) == 0x80)
+      used--;
+    if (used > 0 && ((unsigned char)buf[used - 1] & 0x80))
+      used--;
+    memcpy(buf + used, "...", 3); // used + 4 <= n: PUT kept the room
+    used += 3;
+  }
+  buf[used] = '\0';
+  if (!a->nwords)
+    snprintf(buf, n, "(assignment)");
+}
+
+json_t *policy_request_atoms(const struct policy *p,
+                             const struct policy_request *rq) {
+  static const char *const cls_name[] = {
+      [REQUEST_BASH] = "command",  [REQUEST_READ] = "read",
+      [REQUEST_EDIT] = "edit",     [REQUEST_FETCH] = "fetch",
+      [REQUEST_SEARCH] = "search", [REQUEST_MCP] = "mcp",
+      [REQUEST_KIND] = "other",
+  };
+  const struct request *r = &rq->r;
+  struct eval e = {.p = p, .r = r};
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->natoms && i < POLICY_ATOMS_SHOWN; i++) {
+    const struct request_atom *at = &r->atoms[i];
+    char text[512];
+    describe(&e, at, text, sizeof(text));
+    json_t *o = json_object();
+    json_object_set_new_nocheck(o, "kind", json_string(cls_name[at->cls]));
+    // Only valid UTF-8 goes into an event: a word the agent sent that is
+    // not, or a text cut inside a character, loses its last bytes.
+    json_t *t = json_string(text);
+    for (size_t len = strlen(text); !t && len > 0 && strlen(text) - len < 4;)
+      t = json_stringn(text, --len);
+    json_object_set_new_nocheck(o, "text", t ? t : json_string("(not UTF-8)"));
+    if (at->deny_only)
+      json_object_set_new_nocheck(o, "inner", json_true());
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+char **policy_request_narrow_rules(const struct policy_request *rq, size_t *n) {
+  const struct request *r = &rq->r;
+  *n = 0;
+  if (r->opaque)
+    return NULL;
+  char **v = xcalloc(NARROW_MAX, sizeof(*v));
+  size_t k = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+                 a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
+    for (int t = 0; ok && t < (twice ? 2 : 1); t++) {
+      char *rule = narrow_rule(a, t ? a->res : a->lex);
+      bool dup = !rule;
+      for (size_t j = 0; rule && j < k && !dup; j++)
+        dup = strcmp(v[j], rule) == 0;
+      ok = rule && (dup || k < NARROW_MAX);
+      if (ok && !dup)
+        v[k++] = rule;
+      else
+        free(rule);
+    }
+  }
+  if (!ok || !k || !narrow_covers(v, k, r)) {
+    for (size_t i = 0; i < k; i++)
+      free(v[i]);
+    free(v);
+    return NULL;
+  }
+  *n = k;
+  return v;
+}
+
+void policy_decide(const struct policy *p, const struct policy *memory,
+                   const struct policy_request *r, struct policy_result *out) {
+  static const struct policy none = {0}; // read-only: a policy of no rules
+  *out =
+      (struct policy_result){.decision = POLICY_ASK, .by = POLICY_BY_DEFAULT};
+  if (!r) {
+    snprintf(out->reason, sizeof(out->reason), "no request");
+    return;
+  }
+  struct eval e = {.p = p ? p : &none, .mem = memory, .r = &r->r, .out = out};
+  if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
+      step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
+      step_allow(&e))
+    return;
+  step_default(&e);
+}
+
+const char *policy_pick_option(const json_t *options,
+                               enum policy_decision *decision) {
+  static const char *const want[][2] = {
+      [POLICY_ALLOW] = {"allow_once", NULL},
+      [POLICY_ASK] = {NULL, NULL},
+      [POLICY_DENY] = {"reject_once", "reject_always"}};
+  if ((unsigned)*decision > POLICY_DENY)
+    *decision = POLICY_ASK;
+  for (int pass = 0; pass < 2; pass++) {
+    const char *kind = want[*decision][pass];
+    size_t i;
+    const json_t *o;
+    json_array_foreach(options, i, o) {
+      const char *id = json_string_value(json_object_get(o, "optionId"));
+      const char *k = json_string_value(json_object_get(o, "kind"));
+      if (kind && id && k && strcmp(k, kind) == 0)
+        return id;
+    }
+  }
+  if (*decision == POLICY_ALLOW)
+    *decision = POLICY_ASK; // never a silent allow_always
+  return NULL;
+}
+
+const char *policy_decision_name(enum policy_decision d) {
+  static const char *const names[] = {"allow", "ask", "deny"};
+  return (unsigned)d < 3 ? names[d] : "ask";
+}
+
+const char *policy_mode_name(enum policy_mode m) {
+  static const char *const names[] = {"default", "acceptEdits", "plan", "yolo"};
+  return (unsigned)m < 4 ? names[m] : "default";
+}
+
+const char *policy_by_name(enum policy_by b) {
+  static const char *const names[] = {"rule", "memory", "mode", "yolo",
+                                      "default"};
+  return (unsigned)b < 5 ? names[b] : "default";
+}
+
+int policy_mode_parse(const char *s, enum policy_mode *out) {
+  static const struct {
+    const char *name;
+    enum policy_mode mode;
+  } modes[] = {{"default", POLICY_MODE_DEFAULT},
+               {"acceptEdits", POLICY_MODE_ACCEPT_EDITS},
+               {"plan", POLICY_MODE_PLAN},
+               {"yolo", POLICY_MODE_YOLO},
+               {"bypassPermissions", POLICY_MODE_YOLO}};
+  for (size_t i = 0; s && i < sizeof(modes) / sizeof(*modes); i++) {
+    if (strcmp(s, modes[i].name) == 0) {
+      *out = modes[i].mode;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+// ---------------------------------------------------------------------------
+// Compiling
+
+static void compile_rule(struct policy *p, const struct policy_rule_text *t,
+                         struct warnings *w) {
+  const char *src = t->source ? t->source : "?";
+  char err[512];
+  struct prule pr = {.list = t->list};
+  if (rules_parse(t->text, &pr.r, err, sizeof(err)) != 0) {
+    warn(w, "%s: %s (%s)", t->text ? t->text : "(null)", err, src);
+    return;
+  }
+  if (pr.r.note)
+    warn(w, "%s: %s (%s)", t->text, pr.r.note, src);
+  const char *skip = NULL;
+  if (t->list == POLICY_LIST_ALLOW && pr.r.unanchored)
+    skip = "allow rules take tool-name patterns only after a literal "
+           "mcp__<server>__; ignored";
+  else if (t->list == POLICY_LIST_ALLOW && pr.r.no_allow)
+    skip = "PowerShell rules are for deny and ask only; ignored";
+  else if ((pr.r.cls == RULES_READ || pr.r.cls == RULES_EDIT) && pr.r.spec &&
+           !(pr.pat = path_rule_pattern(pr.r.spec, p->root, p->home,
+                                        t->list == POLICY_LIST_ALLOW, err,
+                                        sizeof(err))))
+    skip = err;
+  if (skip) {
+    warn(w, "%s: %s (%s)", t->text, skip, src);
+    rules_rule_free(&pr.r);
+    return;
+  }
+  if (pr.r.cls == RULES_BASH) {
+    const char *pat = pr.r.spec ? pr.r.spec : "*";
+    pr.npat = strlen(pat);
+    pr.nlit = strcspn(pat, "*");
+    pr.lit = xstrndup(pat, pr.nlit);
+    if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
+      pr.lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
+  }
+  pr.text = xstrdup(t->text);
+  pr.source = xstrdup(src);
+  p->rules[p->nrules++] = pr;
+}
+
+static void add_loc(struct policy *p, const char *dir, const char *name,
+                    int tier) {
+  char *s = name[0] ? path_normalize(dir, name, NULL) : xstrdup(dir);
+  if (s)
+    p->locs[p->nlocs++] = (struct protect){.pat = s, .tier = tier};
+}
+
+// The name of a tier-1 home pattern without its "/**".
+static void home_dir_of(const char *pattern, char *out, size_t len) {
+  size_t n = strcspn(pattern, "/");
+  snprintf(out, len, "%.*s", (int)n, pattern);
+}
+
+static void compile_protect(struct policy *p, const struct policy_input *in) {
+  size_t n1 = sizeof(tier1_dirs) / sizeof(*tier1_dirs);
+  size_t n2 = sizeof(tier2_dirs) / sizeof(*tier2_dirs);
+  size_t h1 = sizeof(tier1_home) / sizeof(*tier1_home);
+  size_t h2 = sizeof(tier2_home) / sizeof(*tier2_home);
+  size_t np = in->protect ? in->nprotect : 0;
+  p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + 2 * np, sizeof(*p->prot));
+  p->locs = xcalloc(n1 + n2 + h1 + 1 + 2 * np, sizeof(*p->locs));
+  for (size_t i = 0; p->root && i < n1; i++) {
+    add_protect(p, p->root, "/**/", tier1_dirs[i], "/**", 1);
+    add_loc(p, p->root, tier1_dirs[i], 1);
+  }
+  for (size_t i = 0; p->home && i < h1; i++) {
+    char dir[64];
+    add_protect(p, p->home, "/", tier1_home[i], "", 1);
+    home_dir_of(tier1_home[i], dir, sizeof(dir));
+    add_loc(p, p->home, dir, 1);
+  }
+  // The broker's own files, and the whole directories that hold them: a
+  // copy into the directory or a move of it replaces the file as surely as
+  // a write to it does.
+  for (size_t i = 0; i < np; i++) {
+    char *lex =
+        in->protect[i] ? path_normalize(NULL, in->protect[i], NULL) : NULL;
+    char *dir = lex ? path_normalize(lex, "..", NULL) : NULL;
+    char *esc = lex ? path_escape(lex) : NULL;
+    char *desc = dir ? path_escape(dir) : NULL;
+    if (esc)
+      add_protect(p, esc, "", "", "", 1);
+    if (desc && strcmp(dir, "/") != 0) {
+      add_protect(p, desc, "/**", "", "", 1);
+      add_loc(p, dir, "", 1);
+    }
+    free(esc);
+    free(desc);
+    free(dir);
+    free(lex);
+  }
+  for (size_t i = 0; p->root && i < n2; i++) {
+    add_protect(p, p->root, "/**/", tier2_dirs[i], "/**", 2);
+    add_loc(p, p->root, tier2_dirs[i], 2);
+  }
+  if (p->root)
+    add_protect(p, p->root, "/**/", ".envrc", "", 2);
+  for (size_t i = 0; p->home && i < h2; i++)
+    add_protect(p, p->home, "/", tier2_home[i], "", 2);
+  if (p->home)
+    add_loc(p, p->home, ".ssh", 2);
+}
+
+static void add_protect(struct policy *p, const char *a, const char *b,
+                        const char *c, const char *d, int tier) {
+  size_t n = strlen(a) + strlen(b) + strlen(c) + strlen(d) + 1;
+  char *s = xmalloc(n);
+  snprintf(s, n, "%s%s%s%s", a, b, c, d);
+  p->prot[p->nprot++] = (struct protect){.pat = s, .tier = tier};
+}
+
+static void warn(struct warnings *w, const char *fmt, ...) {
+  char buf[RULES_TEXT_MAX + 1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  w->v = xrealloc(w->v, (w->n + 1) * sizeof(*w->v));
+  w->v[w->n++] = xstrdup(buf);
+}
+
+// ---------------------------------------------------------------------------
+// Deciding (permission-rules §5.6, in this order)
+
+static bool step_deny(struct eval *e) {
+  const struct request_atom *a;
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++) {
+    const struct prule *pr =
+        first_hit(ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
+    if (pr) {
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_DENY, i ? POLICY_BY_MEMORY : POLICY_BY_RULE, pr, NULL,
+             "denied by %s: %s", pr->text, what);
+      return true;
+    }
+  }
+  return false;
+}
+
+// An ask rule that matches, or a deny or ask rule that might match.
+static bool step_ask(struct eval *e) {
+  static const struct {
+    enum policy_list list;
+    enum shell_match want;
+  } order[] = {{POLICY_LIST_ASK, SHELL_YES},
+               {POLICY_LIST_DENY, SHELL_MAYBE},
+               {POLICY_LIST_ASK, SHELL_MAYBE}};
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (size_t k = 0; k < sizeof(order) / sizeof(*order); k++) {
+    for (int i = 0; i < 2; i++) {
+      const struct request_atom *a;
+      const struct prule *pr =
+          first_hit(ps[i], order[k].list, e->r, order[k].want, &a);
+      if (!pr)
+        continue;
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
+      if (k == 0)
+        result(e, POLICY_ASK, by, pr, NULL, "ask rule %s: %s", pr->text, what);
+      else
+        result(e, POLICY_ASK, by, pr, NULL, "might match %s rule %s: %s",
+               k == 1 ? "deny" : "ask", pr->text, what);
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool step_opaque(struct eval *e) {
+  if (!e->r->opaque)
+    return false;
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "%s", e->r->reason);
+  return true;
+}
+
+// True when the circuit breaker fires for this request (nothing written).
+static bool breaker_fires(const struct eval *e) {
+  struct policy_result scratch;
+  struct eval probe = *e;
+  probe.out = &scratch;
+  return step_breaker(&probe);
+}
+
+// An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
+static bool step_protected(struct eval *e) {
+  for (int tier = 1; tier <= 2; tier++) {
+    if (tier == 2 && e->p->yolo)
+      break;
+    for (size_t i = 0; i < e->r->natoms; i++) {
+      const struct request_atom *a = &e->r->atoms[i];
+      if (a->cls != REQUEST_EDIT || tier_of(e->p, a) != tier)
+        continue;
+      // Only protected because it holds a protected place (rm -rf ~): when
+      // the circuit breaker asks anyway, its reason says more, and plan
+      // mode still denies first.
+      if (a->where == REQUEST_KNOWN && !tier_of_pattern(e->p, a->lex) &&
+          !tier_of_pattern(e->p, a->res) && breaker_fires(e))
+        continue;
+      char buf[PATH_LEN_MAX + 1];
+      if (a->where != REQUEST_KNOWN)
+        result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+               "writes to %s, which could be a protected file",
+               a->text && *a->text ? a->text : "a path that cannot be known");
+      else
+        result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+               "protected path %s%s%s", shown(e->p, a->lex, buf, sizeof(buf)),
+               tier_of_pattern(e->p, a->lex) || tier_of_pattern(e->p, a->res)
+                   ? ""
+                   : " (it holds protected files)",
+               tier == 1 ? " (permission settings: always asked)"
+                         : " (asked unless yolo)");
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool step_switch_mode(struct eval *e) {
+  bool mode_change = false;
+  for (size_t i = 0; i < e->r->natoms; i++)
+    mode_change =
+        mode_change || (e->r->atoms[i].cls == REQUEST_KIND &&
+                        strcmp(e->r->atoms[i].kind, "switch_mode") == 0);
+  if (!mode_change)
+    return false;
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++)
+    for (size_t j = 0; ps[i] && j < ps[i]->nrules; j++) {
+      const struct prule *pr = &ps[i]->rules[j];
+      if (pr->list == POLICY_LIST_ALLOW && pr->r.cls == RULES_KIND &&
+          strcmp(pr->r.spec, "switch_mode") == 0)
+        return false;
+    }
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+         "mode change (switch_mode): always asked unless "
+         "Kind(switch_mode) is allowed");
+  return true;
+}
+
+// Plan mode denies edits and commands that are not read-only, before any
+// allow rule is looked at.
+static bool step_plan(struct eval *e) {
+  if (e->p->mode != POLICY_MODE_PLAN)
+    return false;
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (a->guessed)
+      continue;
+    if (a->cls == REQUEST_EDIT || (a->cls == REQUEST_BASH && !a->read_only)) {
+      char what[160];
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_DENY, POLICY_BY_MODE, NULL, "plan", "plan mode: %s (%s)",
+             a->cls == REQUEST_EDIT ? "no edits" : "not a read-only command",
+             what);
+      return true;
+    }
+  }
+  // What is only guessed to write (an MCP or unknown tool's path or
+  // command: it may only read) is asked.
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (a->guessed &&
+        (a->cls == REQUEST_EDIT || (a->cls == REQUEST_BASH && !a->read_only))) {
+      char what[160];
+      const char *tool = e->r->tool;
+      for (size_t j = 0; !tool && j < e->r->natoms; j++)
+        tool = e->r->atoms[j].cls == REQUEST_MCP ? e->r->atoms[j].name : NULL;
+      describe(e, a, what, sizeof(what));
+      result(e, POLICY_ASK, POLICY_BY_MODE, NULL, "plan",
+             "plan mode: %s may write (%s)", tool ? tool : "the tool", what);
+      return true;
+    }
+  }
+  return false;
+}
+
+// rm, rmdir, mv, chmod -R, chown -R, chgrp -R, find -delete/-exec whose
+// target is /, $HOME, the project root or a parent of them: asked in every
+// mode, whatever the rules say.
+static bool step_breaker(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    for (size_t j = 0; j < a->ntargets; j++) {
+      const struct request_target *t = &a->targets[j];
+      const char *what = NULL;
+      char desc[128];
+      if (t->where == REQUEST_UNKNOWN)
+        what = "a target that cannot be known";
+      else if (t->where == REQUEST_GLOB)
+        what = glob_critical(e->p, t->lex, desc, sizeof(desc));
+      else if (!(what = critical(e->p, t->lex)))
+        what = critical(e->p, t->res);
+      if (!what)
+        continue;
+      char cmd[120], buf[PATH_LEN_MAX + 1];
+      command_text(a->cmd, cmd, sizeof(cmd));
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
+             "circuit breaker: %s: %s (%s)", cmd, what,
+             t->where == REQUEST_KNOWN ? shown(e->p, t->lex, buf, sizeof(buf))
+                                       : t->text);
+      return true;
+    }
+  }
+  return false;
+}
+
+// How the atoms of a request are covered.
+struct tally {
+  size_t need, by_mode, by_mem;
+  bool all;
+  const struct prule *first;
+  char rules[256]; // the covering rules, ", "-separated
+};
+
+static void count(const struct eval *e, struct tally *t) {
+  *t = (struct tally){.all = true};
+  for (size_t i = 0; i < e->r->natoms && t->all; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    t->need++;
+    bool mem = false;
+    const struct prule *pr = covered(e, a, &mem);
+    if (!pr) {
+      t->all = mode_covers(e, a);
+      t->by_mode += t->all;
+      continue;
+    }
+    t->by_mem += mem;
+    t->first = t->first ? t->first : pr;
+    size_t used = strlen(t->rules);
+    if (!strstr(t->rules, pr->text) &&
+        used + strlen(pr->text) + 3 < sizeof(t->rules))
+      snprintf(t->rules + used, sizeof(t->rules) - used, "%s%s",
+               used ? ", " : "", pr->text);
+  }
+}
+
+// True when the request holds a tool nobody knows (kind other, not MCP)
+// that no rule names: not understood, so at most ask — yolo included.
+static bool unknown_tool(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    bool mem;
+    if (a->cls == REQUEST_KIND && strcmp(a->kind, "other") == 0 &&
+        !covered(e, a, &mem))
+      return true;
+  }
+  return false;
+}
+
+// Every atom covered by allow rules (or the session's memory); else yolo
+// (for what is understood); else every atom covered by rules or by the
+// mode (reads inside the project; edits inside it in acceptEdits).
+static bool step_allow(struct eval *e) {
+  struct tally t;
+  count(e, &t);
+  bool all = t.all && t.need;
+  if (all && !t.by_mode) {
+    result(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
+           t.first, NULL, "allowed by %s", t.rules);
+  } else if (e->p->yolo && !unknown_tool(e)) {
+    result(e, POLICY_ALLOW, POLICY_BY_YOLO, NULL, "yolo", "yolo");
+  } else if (all && !t.first) {
+    result(e, POLICY_ALLOW, POLICY_BY_MODE, NULL, policy_mode_name(e->p->mode),
+           e->p->mode == POLICY_MODE_ACCEPT_EDITS
+               ? "%s inside the project (acceptEdits)"
+               : "%s inside the project",
+           e->p->mode == POLICY_MODE_ACCEPT_EDITS ? "edits and reads"
+                                                  : "reads");
+  } else if (all) {
+    result(e, POLICY_ALLOW, POLICY_BY_MODE, t.first, NULL,
+           "allowed by %s, the rest inside the project (%s)", t.rules,
+           policy_mode_name(e->p->mode));
+  } else {
+    return false;
+  }
+  if (t.first && all)
+    snprintf(e->out->rule, sizeof(e->out->rule), "%s", t.rules);
+  return true;
+}
+
+static void step_default(struct eval *e) {
+  for (size_t i = 0; i < e->r->natoms; i++) {
+    const struct request_atom *a = &e->r->atoms[i];
+    bool mem;
+    if (!needs_cover(a) || covered(e, a, &mem) || mode_covers(e, a))
+      continue;
+    char what[160];
+    describe(e, a, what, sizeof(what));
+    if (a->cls == REQUEST_KIND && strcmp(a->kind, "other") == 0)
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "unknown tool: %s",
+             a->name ? a->name : "?");
+    else
+      result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "no rule matched: %s",
+             what);
+    return;
+  }
+  result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "", "no rule matched");
+}
+
+// ---------------------------------------------------------------------------
+// Matching
+
+// The first rule of list (in order) that gives want on some atom.
+static const struct prule *first_hit(const struct policy *p,
+                                     enum policy_list list,
+                                     const struct request *r,
+                                     enum shell_match want,
+                                     const struct request_atom **atom) {
+  for (size_t i = 0; p && i < p->nof_list[list]; i++) {
+    const struct prule *pr = &p->rules[p->of_list[list][i]];
+    for (size_t j = 0; j < r->natoms; j++) {
+      if (hit(pr, &r->atoms[j]) == want) {
+        *atom = &r->atoms[j];
+        return pr;
+      }
+    }
+  }
+  return NULL;
+}
+
+// A deny or ask rule against an atom: the wide semantics (every atom,
+// either path of a symlink, case folded, unknown paths "maybe").
+static enum shell_match hit(const struct prule *pr,
+                            const struct request_atom *a) {
+  const char *spec = pr->r.spec;
+  switch (pr->r.cls) {
+  case RULES_BASH:
+    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false))
+      return SHELL_NO;
+    return shell_pattern_match(spec ? spec : "*", a->cmd, false);
+  case RULES_READ:
+  case RULES_EDIT:
+    if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
+      return SHELL_NO;
+    if (!spec)
+      return SHELL_YES;
+    if (a->where != REQUEST_KNOWN)
+      return SHELL_MAYBE;
+    return path_match(pr->pat, a->lex, true, true) ||
+                   path_match(pr->pat, a->res, true, true)
+               ? SHELL_YES
+               : SHELL_NO;
+  case RULES_WEBFETCH:
+    return a->cls == REQUEST_FETCH && (!spec || rules_host_match(spec, a->name))
+               ? SHELL_YES
+               : SHELL_NO;
+  case RULES_WEBSEARCH:
+    return a->cls == REQUEST_SEARCH ? SHELL_YES : SHELL_NO;
+  case RULES_TOOL:
+    return names_match(spec, a, false) ? SHELL_YES : SHELL_NO;
+  case RULES_KIND:
+    return strcmp(spec, a->kind) == 0 ? SHELL_YES : SHELL_NO;
+  }
+  return SHELL_NO;
+}
+
+// True when pr's literal start cannot match the command, so that
+// shell_pattern_match would answer SHELL_NO: a policy has many rules and
+// most are about other commands, and this test costs a few compares where
+// the matcher builds the atom's text and runs its glob.
+//
+// It follows shell_match.c. The text is the command name, then each word
+// after one space; the name is compared case-folded for deny and ask. The
+// pattern's bytes before its first `*` can only meet the text's first bytes
+// one to one: a literal byte that differs makes the answer SHELL_NO, one
+// that meets a dynamic word "maybe" (then nothing is decided here), and
+// the end of the text only matches the space of a trailing ` *`. Deny and
+// ask also try the name's basename, folded. Long patterns and texts are
+// left to the matcher, which answers "maybe" when a glob is too much work.
+static bool lit_rejects(const struct prule *pr, const struct shell_atom *a,
+                        const char *name, bool fold) {
+  size_t k = 0;
+  for (size_t i = 0; i < a->nwords; i++) {
+    if (i > 0 && a->words[i].dynamic)
+      return false;
+    if (i > 0 && k < pr->nlit && pr->lit[k++] != ' ')
+      return true;
+    for (const char *c = i == 0 ? name : a->words[i].text; *c; c++) {
+      if (k == pr->nlit)
+        return false;
+      char p = pr->lit[k++], t = *c;
+      if (fold && i == 0 && p >= 'A' && p <= 'Z')
+        p = (char)(p + 'a' - 'A');
+      if (fold && i == 0 && t >= 'A' && t <= 'Z')
+        t = (char)(t + 'a' - 'A');
+      if (p != t)
+        return true;
+    }
+  }
+  return k < pr->nlit && !(pr->lit[k] == ' ' && k + 2 == pr->npat);
+}
+
+static bool bash_cannot_match(const struct prule *pr,
+                              const struct shell_atom *cmd, bool for_allow) {
+  if (!pr->lit || pr->nlit == 0 || !cmd || cmd->kind != SHELL_CMD ||
+      cmd->nwords == 0 || cmd->words[0].dynamic)
+    return false;
+  const char *name = cmd->words[0].text;
+  if (!lit_rejects(pr, cmd, name, !for_allow))
+    return false;
+  if (for_allow)
+    return true; // "maybe" (too much work) does not allow either
+  size_t tn = strlen(name);
+  for (size_t i = 1; i < cmd->nwords; i++)
+    tn += 1 + strlen(cmd->words[i].text);
+  if (pr->npat + 1 > PREFILTER_WORK_MAX / (tn + 1))
+    return false;
+  const char *base = strrchr(name, '/');
+  return !(base && base[1]) || lit_rejects(pr, cmd, base + 1, true);
+}
+
+// An allow rule against an atom (path: the lexical or the resolved path of
+// a Read/Edit atom, or NULL): the narrow semantics.
+static bool allows(const struct prule *pr, const struct request_atom *a,
+                   const char *path) {
+  const char *spec = pr->r.spec;
+  if (pr->list != POLICY_LIST_ALLOW)
+    return false;
+  if (a->cls == REQUEST_BASH && a->cmd->never_allow)
+    return false; // find -exec/-delete: no allow rule covers it
+  switch (pr->r.cls) {
+  case RULES_BASH:
+    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true) &&
+           shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
+  case RULES_READ:
+  case RULES_EDIT:
+    if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
+      return false;
+    return !spec || (path && path_match(pr->pat, path, false, false));
+  case RULES_WEBFETCH:
+    return a->cls == REQUEST_FETCH &&
+           (!spec || rules_host_match(spec, a->name));
+  case RULES_WEBSEARCH:
+    return a->cls == REQUEST_SEARCH;
+  case RULES_TOOL:
+    return !pr->r.unanchored && names_match(spec, a, true);
+  case RULES_KIND:
+    if (strcmp(spec, a->kind) != 0)
+      return false;
+    return a->cls != REQUEST_BASH ||
+           shell_pattern_match("*", a->cmd, true) == SHELL_YES;
+  }
+  return false;
+}
+
+static const struct prule *find_allow(const struct eval *e,
+                                      const struct request_atom *a,
+                                      const char *path, bool *memory) {
+  const struct policy *ps[2] = {e->p, e->mem};
+  for (int i = 0; i < 2; i++)
+    for (size_t j = 0; ps[i] && j < ps[i]->nof_list[POLICY_LIST_ALLOW]; j++) {
+      const struct prule *pr =
+          &ps[i]->rules[ps[i]->of_list[POLICY_LIST_ALLOW][j]];
+      if (allows(pr, a, path)) {
+        *memory = *memory || i == 1;
+        return pr;
+      }
+    }
+  return NULL;
+}
+
+// The allow rule that covers an atom, or NULL. A known path needs both its
+// lexical and its resolved form allowed (a symlink and its target).
+static const struct prule *covered(const struct eval *e,
+                                   const struct request_atom *a, bool *memory) {
+  *memory = false;
+  bool path = a->cls == REQUEST_READ || a->cls == REQUEST_EDIT;
+  if (!path || a->where != REQUEST_KNOWN)
+    return find_allow(e, a, NULL, memory);
+  const struct prule *lex = find_allow(e, a, a->lex, memory);
+  return lex && find_allow(e, a, a->res, memory) ? lex : NULL;
+}
+
+// Reads inside the project, in every mode; edits inside it in acceptEdits.
+static bool mode_covers(const struct eval *e, const struct request_atom *a) {
+  const struct policy *p = e->p;
+  bool read = a->cls == REQUEST_READ;
+  bool edit = a->cls == REQUEST_EDIT && p->mode == POLICY_MODE_ACCEPT_EDITS;
+  return (read || edit) && a->where == REQUEST_KNOWN && p->root &&
+         path_within(a->lex, p->root) && path_within(a->res, p->root);
+}
+
+// Atoms an allow must cover: not the deny-only ones (the full command
+// carries the allow), nor a harmless bare assignment.
+static bool needs_cover(const struct request_atom *a) {
+  if (a->deny_only)
+    return false;
+  return !(a->cls == REQUEST_BASH && !a->cmd->nwords && !a->cmd->unsafe_assign);
+}
+
+// A tool-name glob against an atom's names. A Gemini MCP name
+// mcp_<server>_<tool> splits at any `_`: deny needs one split to match,
+// allow every split.
+static bool names_match(const char *glob, const struct request_atom *a,
+                        bool for_allow) {
+  if (strcmp(glob, "*") == 0)
+    return !for_allow;
+  if (a->cls == REQUEST_MCP && a->gemini_name) {
+    const char *rest = a->name + 4;
+    bool any = false, all = true;
+    for (const char *u = strchr(rest, '_'); u; u = strchr(u + 1, '_')) {
+      char name[RULES_TEXT_MAX + 8];
+      snprintf(name, sizeof(name), "mcp__%.*s__%s", (int)(u - rest), rest,
+               u + 1);
+      bool m = u > rest && u[1] && rules_glob(glob, name, !for_allow);
+      any = any || m;
+      all = all && m;
+    }
+    return for_allow ? any && all : any;
+  }
+  if (a->cls == REQUEST_MCP || a->cls == REQUEST_KIND)
+    return a->name && rules_glob(glob, a->name, !for_allow);
+  static const enum rules_class cls_of[] = {[REQUEST_BASH] = RULES_BASH,
+                                            [REQUEST_READ] = RULES_READ,
+                                            [REQUEST_EDIT] = RULES_EDIT,
+                                            [REQUEST_FETCH] = RULES_WEBFETCH,
+                                            [REQUEST_SEARCH] = RULES_WEBSEARCH};
+  const char *names[16];
+  size_t n = rules_class_names(cls_of[a->cls], names, 16);
+  for (size_t i = 0; i < n; i++)
+    if (rules_glob(glob, names[i], !for_allow))
+      return true;
+  return false;
+}
+
+// The protection tier of an Edit atom (0: none). An unknown path could be
+// anything (tier 1); a glob is probed with its wildcard segments replaced
+// by a plain name, since a shell glob never matches a leading dot.
+static int tier_of(const struct policy *p, const struct request_atom *a) {
+  if (a->where == REQUEST_UNKNOWN)
+    return 1;
+  if (a->where == REQUEST_KNOWN) {
+    int t1 = tier_of_path(p, a->lex), t2 = tier_of_path(p, a->res);
+    return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
+  }
+  char probe[PATH_LEN_MAX + 1] = "";
+  size_t n = 0;
+  for (const char *s = a->lex; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    bool glob = strcspn(s, "*?[") < len;
+    if (glob && s[0] == '.')
+      return 1;
+    if (len && n + len + 2 < sizeof(probe))
+      n += (size_t)snprintf(probe + n, sizeof(probe) - n, "/%.*s",
+                            glob ? 1 : (int)len, glob ? "x" : s);
+    s += len;
+  }
+  return tier_of_path(p, n ? probe : "/");
+}
+
+static int tier_of_path(const struct policy *p, const char *path) {
+  int best = tier_of_pattern(p, path);
+  // A directory holding a protected place, up to the filesystem root.
+  for (size_t i = 0; path && i < p->nlocs; i++)
+    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
+      best = p->locs[i].tier;
+  return best;
+}
+
+// The tier of path from the protected patterns alone (not what it holds).
+static int tier_of_pattern(const struct policy *p, const char *path) {
+  int best = 0;
+  for (size_t i = 0; path && i < p->nprot; i++)
+    if ((!best || p->prot[i].tier < best) &&
+        path_match(p->prot[i].pat, path, true, true))
+      best = p->prot[i].tier;
+  return best;
+}
+
+// What a target path is, when the breaker must fire for it.
+static const char *critical(const struct policy *p, const char *path) {
+  if (!path)
+    return NULL;
+  if (strcmp(path, "/") == 0)
+    return "the filesystem root";
+  if (p->root && strcmp(path, p->root) == 0)
+    return "the project root";
+  if (p->home && strcmp(path, p->home) == 0)
+    return "the home directory";
+  if (path_within(p->root, path))
+    return "a parent of the project root";
+  if (path_within(p->home, path))
+    return "a parent of the home directory";
+  return NULL;
+}
+
+// A glob segment that matches (nearly) every name: nothing in it but glob
+// characters, bracket expressions, braces and dots (`*`, `?*`, `.[!.]*`,
+// `[a-z]*`, `*.*`, `{.,}*`).
+static bool segment_all(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '[') {
+      const char *e = memchr(s + i + 1, ']', n - i - 1);
+      if (!e)
+        return false;
+      i = (size_t)(e - s);
+    } else if (!strchr("*?.{},", s[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A glob below a critical directory whose every segment after its literal
+// part matches nearly everything (~/?*, ~/*/*, ./[!.]*): it empties that
+// directory. Returns the description (into buf), or NULL.
+static const char *glob_everything(const struct policy *p, const char *glob,
+                                   char *buf, size_t n) {
+  size_t lit = 0, i = 0;
+  bool globbed = false, all = true;
+  while (glob[i]) {
+    while (glob[i] == '/')
+      i++;
+    size_t e = i + strcspn(glob + i, "/");
+    if (e == i)
+      break;
+    bool g = memchr(glob + i, '*', e - i) || memchr(glob + i, '?', e - i) ||
+             memchr(glob + i, '[', e - i);
+    if (!globbed && !g)
+      lit = e;
+    globbed = globbed || g;
+    if (globbed && !segment_all(glob + i, e - i))
+      all = false;
+    i = e;
+  }
+  if (!globbed || !all || lit >= PATH_LEN_MAX)
+    return NULL;
+  char dir[PATH_LEN_MAX + 1];
+  snprintf(dir, sizeof(dir), "%.*s", lit ? (int)lit : 1, lit ? glob : "/");
+  const char *what = critical(p, dir);
+  if (!what)
+    return NULL;
+  snprintf(buf, n, "everything in %s", what);
+  return buf;
+}
+
+// A glob target is critical when it can match a critical directory, or
+// when its last segment is a bare `*` (or `.*`) in one: everything in it.
+// Returns the description (into buf), or NULL.
+static const char *glob_critical(const struct policy *p, const char *glob,
+                                 char *buf, size_t n) {
+  const char *dirs[3] = {p->root, p->home, "/"};
+  const char *last = strrchr(glob, '/');
+  bool all = last && (strcmp(last, "/*") == 0 || strcmp(last, "/.*") == 0 ||
+                      strcmp(last, "/**") == 0);
+  char parent[PATH_LEN_MAX + 1];
+  snprintf(parent, sizeof(parent), "%.*s",
+           last && last != glob ? (int)(last - glob) : 1, glob);
+  for (int i = 0; i < 3; i++) {
+    // Every ancestor of the root and of home (and / itself) is critical.
+    char c[PATH_LEN_MAX + 1];
+    snprintf(c, sizeof(c), "%s", dirs[i] ? dirs[i] : "/");
+    for (;;) {
+      bool self = path_match(glob, c, false, false);
+      if (self || (all && path_match(parent, c, false, false))) {
+        snprintf(buf, n, "%s%s", self ? "" : "everything in ", critical(p, c));
+        return buf;
+      }
+      char *s = strrchr(c, '/');
+      if (!s || c[1] == '\0')
+        break;
+      s[s == c ? 1 : 0] = '\0';
+    }
+  }
+  return glob_everything(p, glob, buf, n);
+}
+
+// ---------------------------------------------------------------------------
+// Results and texts
+
+static void result(struct eval *e, enum policy_decision d, enum policy_by by,
+                   const struct prule *pr, const char *source, const char *fmt,
+                   ...) {
+  struct policy_result *out = e->out;
+  out->decision = d;
+  out->by = by;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  va_end(ap);
+  snprintf(out->rule, sizeof(out->rule), "%s", pr ? pr->text : "");
+  snprintf(out->source, sizeof(out->source), "%s",
+           source ? source
+           : pr   ? pr->source
+                  : "");
+  if (pr) {
+    char buf[PATH_LEN_MAX + 1];
+    size_t n = strlen(out->reason);
+    snprintf(out->reason + n, sizeof(out->reason) - n, " (%s)",
+             shown(e->p, pr->source, buf, sizeof(buf)));
+  }
+}
+
+// A short text for an atom, for reasons.
+static void describe(const struct eval *e, const struct request_atom *a,
+                     char *buf, size_t n) {
+  char path[PATH_LEN_MAX + 1];
+  const char *where = a->where == REQUEST_KNOWN
+                          ? shown(e->p, a->lex, path, sizeof(path))
+                      : a->text && *a->text ? a->text
+                                            : "(path unknown)";
+  switch (a->cls) {
+  case REQUEST_BASH:
+    quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
+    return;
+  case REQUEST_READ:
+  case REQUEST_EDIT:
+    snprintf(buf, n, "%s %s", a->cls == REQUEST_READ ? "read" : "edit", where);
+    return;
+  case REQUEST_FETCH:
+    snprintf(buf, n, "fetch %s", a->name);
+    return;
+  case REQUEST_SEARCH:
+    snprintf(buf, n, "web search");
+    return;
+  case REQUEST_MCP:
+    snprintf(buf, n, "%s", a->name);
+    return;
+  case REQUEST_KIND:
+    snprintf(buf, n, "%s%s%s", a->kind, a->name ? " " : "",
+             a->name ? a->name : "");
+    return;
+  }
+}
+
+// A path as a person reads it: relative to the project root, ~/ for home.
+static const char *shown(const struct policy *p, const char *path, char *buf,
+                         size_t n) {
+  const char *dirs[2] = {p->root, p->home};
+  for (int i = 0; path && i < 2; i++) {
+    size_t len = dirs[i] ? strlen(dirs[i]) : 0;
+    if (len > 1 && path_within(path, dirs[i])) {
+      snprintf(buf, n, "%s%s", i ? "~" : ".", path + len);
+      if (!i && path[len] == '/')
+        snprintf(buf, n, "%s", path + len + 1);
+      return buf;
+    }
+  }
+  snprintf(buf, n, "%s", path ? path : "?");
+  return buf;
+}
+
+static void command_text(const struct shell_atom *a, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < a->nwords && used + 4 < n; i++)
+    used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "",
+                             a->words[i].text);
+  if (used >= n - 1 && n > 4)
+    memcpy(buf + n - 4, "...", 4);
+  if (!a->nwords)
+    snprintf(buf, n, "(assignment)");
+}
+
+// ---------------------------------------------------------------------------
+// Narrow rules
+
+// The exact rule for one atom (path: for Read/Edit, the path to name), or
+// NULL when no rule can name exactly this.
+static char *narrow_rule(const struct request_atom *a, const char *path) {
+  char buf[RULES_TEXT_MAX + 1];
+  size_t used = 0;
+  switch (a->cls) {
+  case REQUEST_BASH:
+    if (a->cmd->never_allow || !a->cmd->nwords)
+      return NULL;
+    used = (size_t)snprintf(buf, sizeof(buf), "Bash(");
+    for (size_t i = 0; i < a->cmd->nwords; i++) {
+      const struct shell_word *w = &a->cmd->words[i];
+      // A `*` would widen the rule; a dynamic word has no exact text.
+      if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
+        return NULL;
+      used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+                               i ? " " : "", w->text);
+    }
+    if (used + 2 > sizeof(buf))
+      return NULL;
+    snprintf(buf + used, sizeof(buf) - used, ")");
+    return xstrdup(buf);
+  case REQUEST_READ:
+  case REQUEST_EDIT: {
+    if (a->where != REQUEST_KNOWN)
+      return NULL;
+    char *esc = path_escape(path);
+    snprintf(buf, sizeof(buf), "%s(/%s)",
+             a->cls == REQUEST_READ ? "Read" : "Edit", esc);
+    free(esc);
+    return xstrdup(buf);
+  }
+  case REQUEST_FETCH:
+    snprintf(buf, sizeof(buf), "WebFetch(domain:%s)", a->name);
+    return xstrdup(buf);
+  case REQUEST_SEARCH:
+    return xstrdup("WebSearch");
+  case REQUEST_MCP:
+    return xstrdup(a->name);
+  case REQUEST_KIND:
+    if (strcmp(a->kind, "other") == 0)
+      return NULL; // Kind(other) would allow every unknown tool
+    snprintf(buf, sizeof(buf), "Kind(%s)", a->kind);
+    return xstrdup(buf);
+  }
+  return NULL;
+}
+
+// True when the rules, compiled as allow rules, cover every atom that
+// needs it (so a rule that would not parse or not match is never offered).
+static bool narrow_covers(char **rules, size_t n, const struct request *r) {
+  struct policy_rule_text *t = xcalloc(n, sizeof(*t));
+  for (size_t i = 0; i < n; i++)
+    t[i] = (struct policy_rule_text){rules[i], POLICY_LIST_ALLOW, "session"};
+  struct policy_input in = {.rules = t, .nrules = n};
+  size_t nw = 0;
+  struct policy *p = policy_new(&in, NULL, &nw);
+  struct eval e = {.p = p, .r = r};
+  bool ok = nw == 0 && p->nrules == n;
+  for (size_t i = 0; ok && i < r->natoms; i++) {
+    bool mem;
+    ok = !needs_cover(&r->atoms[i]) || covered(&e, &r->atoms[i], &mem);
+  }
+  policy_free(p);
+  free(t);
+  return ok;
+}

@@ -1,0 +1,91 @@
+#pragma once
+// The atoms of one session/request_permission (permission-rules §5.5):
+// which tool it is (Claude adapter, claude-code-acp 0.16, Gemini CLI,
+// codex-acp, a generic agent, MCP tools), its shell command split by the
+// shell analyser, its paths normalised and resolved, its URL hosts.
+//
+// Every field that could act is read, whatever the kind and title say
+// (doc/threat-model.md): rawInput.command and a title showing another
+// command, new content or a destination (an edit), the paths an MCP tool
+// names (atoms its own rule carries), the URLs (read as src/policy/url.c reads
+// them). Reads the filesystem only to resolve symlinks (path_resolve).
+// What cannot be understood makes the request opaque; it never fails.
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/shell/shell.h"
+
+#define REQUEST_ATOMS_MAX 256     // more atoms: opaque
+#define REQUEST_PATHS_MAX 64      // more paths in one tool call: opaque
+#define REQUEST_URLS_MAX 16       // more URLs in one fetch: opaque
+#define REQUEST_COMMAND_MAX 65536 // a longer command: opaque
+
+enum request_class {
+  REQUEST_BASH,   // a simple shell command
+  REQUEST_READ,   // a file read (a tool, a `< f` redirect, a cat operand)
+  REQUEST_EDIT,   // a file write (a tool, a `> f` redirect, an rm operand)
+  REQUEST_FETCH,  // a URL host
+  REQUEST_SEARCH, // a web search
+  REQUEST_MCP,    // an MCP tool
+  REQUEST_KIND,   // anything else, known only by its ACP kind
+};
+
+enum request_where {
+  REQUEST_KNOWN,   // lex and res are set
+  REQUEST_GLOB,    // lex is an absolute glob (a shell pattern, no variable)
+  REQUEST_UNKNOWN, // cannot be known (a variable, a `cd` before it, ...)
+};
+
+// An operand of rm, rmdir, mv, chmod -R, chown -R, chgrp -R or of find
+// with -delete/-exec, for the circuit breaker.
+struct request_target {
+  enum request_where where;
+  char *lex, *res; // as in request_atom
+  char *text;      // as written
+};
+
+struct request_atom {
+  enum request_class cls;
+  const char *kind; // its ACP kind for Kind(...) rules (borrowed)
+  bool deny_only;   // only deny and ask rules look at it
+  // What the tool does there is a guess (a path an MCP tool or a tool of
+  // no file kind names, taken as an edit): plan mode asks, not denies.
+  bool guessed;
+  const struct shell_atom *cmd; // BASH (borrowed from the analysis)
+  bool read_only;               // BASH: a command plan mode lets run
+  enum request_where where;     // READ, EDIT
+  char *lex;        // READ, EDIT: the normalised path (GLOB: the pattern)
+  char *res;        // READ, EDIT: lex with symlinks resolved
+  char *text;       // READ, EDIT: the path as written
+  char *name;       // MCP: the tool name; FETCH: the host; KIND: the tool
+  bool gemini_name; // MCP: name is Gemini's mcp_<server>_<tool>
+  struct request_target *targets; // BASH
+  size_t ntargets;
+};
+
+struct request {
+  char *kind;    // the ACP kind, as sent or inferred ("other" if neither)
+  char *tool;    // the tool's name when the request tells it, or NULL
+  char *command; // the shell script, or NULL
+  char *cwd;     // the session cwd (NULL when not absolute)
+  bool opaque;   // not understood: never allowed without asking
+  char reason[192];
+  struct shell_result sh; // the analysis of command
+  bool analysed;
+  // A second command the request shows (a title that is not
+  // rawInput.command): judged too.
+  char *alt_command;
+  struct shell_result alt_sh;
+  bool alt_analysed;
+  struct request_atom *atoms;
+  size_t natoms;
+};
+
+// Extracts the atoms of a session/request_permission params object; cwd is
+// the session cwd, home expands `~`. Never fails.
+void request_init(struct request *r, const json_t *params, const char *cwd,
+                  const char *home);
+// Frees what request_init allocated.
+void request_clear(struct request *r);

@@ -1,0 +1,187 @@
+// The Bash rule matcher (permission-rules §5.3): a pattern against the
+// canonical string of a command atom, its words joined by one space.
+//
+// A glob over the text and a per-byte mask, evaluated for every alignment
+// at once (dynamic programming, no exponential backtracking). A dynamic
+// word's bytes may only be covered by a `*`; a literal pattern byte that
+// meets one makes the answer "maybe". The work is bounded; running out is
+// "maybe" too (deny/ask: ask; allow: no).
+
+#include "shell.h"
+
+#include "base/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  WORK_LIMIT = 1 << 24, // pattern bytes times text bytes
+};
+
+enum {
+  M_DYN = 1,  // a byte of a dynamic word
+  M_FOLD = 2, // compared case-insensitively (deny/ask command name)
+  M_SEP = 4,  // the space between two words
+};
+
+// Results in a row: their order is also their strength.
+enum { R_NO, R_MAYBE, R_YES };
+
+struct glob {
+  const char *p; // the pattern, a trailing `:*` already ` *`
+  size_t pn;
+  bool trail; // the pattern ends in ` *`, which also matches the end
+  const char *t;
+  const unsigned char *mask;
+  size_t tn;
+};
+
+static char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
+}
+
+static unsigned char best(unsigned char a, unsigned char b) {
+  return a > b ? a : b;
+}
+
+// The row past the pattern's end: the text must be used up, or be only
+// dynamic words and the spaces between them (they may expand to nothing).
+static void last_row(const struct glob *g, unsigned char *row) {
+  bool rest_dynamic = true;
+  row[g->tn] = R_YES;
+  for (size_t ti = g->tn; ti-- > 0;) {
+    rest_dynamic = rest_dynamic && (g->mask[ti] & (M_DYN | M_SEP));
+    row[ti] = rest_dynamic ? R_MAYBE : R_NO;
+  }
+}
+
+// row[ti] = how p[pi..] matches t[ti..], from next = the same for pi + 1.
+static void one_row(const struct glob *g, size_t pi, const unsigned char *next,
+                    unsigned char *row) {
+  char c = g->p[pi];
+  if (c == '*') {
+    row[g->tn] = next[g->tn];
+    for (size_t ti = g->tn; ti-- > 0;)
+      row[ti] = best(next[ti], row[ti + 1]);
+    return;
+  }
+  // `ls *` also matches `ls`: the trailing space may meet the end.
+  row[g->tn] = g->trail && pi + 2 == g->pn ? R_YES : R_NO;
+  for (size_t ti = 0; ti < g->tn; ti++) {
+    unsigned char m = g->mask[ti];
+    char t = g->t[ti];
+    if (m & M_DYN)
+      row[ti] = R_MAYBE; // a literal against an unknown word
+    else if (m & M_FOLD ? lower(c) == lower(t) : c == t)
+      row[ti] = next[ti + 1];
+    else
+      row[ti] = R_NO;
+  }
+}
+
+// Every alignment of pattern and text, one pattern byte at a time from the
+// end: O(pattern x text) with two rows, whatever the `*` do.
+static enum shell_match run(const struct glob *g) {
+  if (g->pn + 1 > WORK_LIMIT / (g->tn + 1))
+    return SHELL_MAYBE; // too much work: unknown
+  unsigned char *next = xmalloc(g->tn + 1), *row = xmalloc(g->tn + 1);
+  last_row(g, next);
+  for (size_t pi = g->pn; pi-- > 0;) {
+    one_row(g, pi, next, row);
+    unsigned char *tmp = next;
+    next = row;
+    row = tmp;
+  }
+  unsigned char r = next[0];
+  free(next);
+  free(row);
+  return r == R_YES ? SHELL_YES : r == R_MAYBE ? SHELL_MAYBE : SHELL_NO;
+}
+
+// The canonical string, with name in place of the first word.
+static void build_text(const struct shell_atom *a, const char *name, bool fold,
+                       char **text, unsigned char **mask, size_t *len) {
+  size_t n = strlen(name);
+  for (size_t i = 1; i < a->nwords; i++)
+    n += 1 + strlen(a->words[i].text);
+  char *t = xmalloc(n + 1);
+  unsigned char *m = xcalloc(n + 1, 1);
+  size_t k = 0;
+  for (size_t i = 0; i < a->nwords; i++) {
+    const char *w = i == 0 ? name : a->words[i].text;
+    size_t wn = strlen(w);
+    if (i > 0) {
+      m[k] = M_SEP;
+      t[k++] = ' ';
+    }
+    memcpy(t + k, w, wn);
+    unsigned char bits =
+        (a->words[i].dynamic ? M_DYN : 0) | (i == 0 && fold ? M_FOLD : 0);
+    memset(m + k, bits, wn);
+    k += wn;
+  }
+  t[k] = '\0';
+  *text = t;
+  *mask = m;
+  *len = k;
+}
+
+static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
+                                   const struct shell_atom *a, const char *name,
+                                   bool fold) {
+  struct glob g = {.p = pattern, .pn = pn, .trail = trail};
+  char *text;
+  unsigned char *mask;
+  build_text(a, name, fold, &text, &mask, &g.tn);
+  g.t = text;
+  g.mask = mask;
+  enum shell_match r = run(&g);
+  free(text);
+  free(mask);
+  return r;
+}
+
+static int rank(enum shell_match m) {
+  return m == SHELL_YES ? 2 : m == SHELL_MAYBE ? 1 : 0;
+}
+
+enum shell_match shell_pattern_match(const char *pattern,
+                                     const struct shell_atom *atom,
+                                     bool for_allow) {
+  if (!pattern || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
+    return SHELL_NO;
+  const struct shell_word *cmd = &atom->words[0];
+  if (for_allow && (atom->deny_only || atom->unsafe_assign ||
+                    atom->never_allow || cmd->dynamic))
+    return SHELL_NO;
+  size_t pn = strlen(pattern);
+  char *p = xstrdup(pattern);
+  bool trail =
+      pn >= 2 && p[pn - 1] == '*' && (p[pn - 2] == ' ' || p[pn - 2] == ':');
+  if (trail)
+    p[pn - 2] = ' ';
+  enum shell_match r = match_name(p, pn, trail, atom, cmd->text, !for_allow);
+  const char *base = strrchr(cmd->text, '/');
+  if (!for_allow && r != SHELL_YES && !cmd->dynamic && base && base[1]) {
+    enum shell_match b = match_name(p, pn, trail, atom, base + 1, true);
+    r = rank(b) > rank(r) ? b : r;
+  }
+  free(p);
+  if (for_allow && r != SHELL_YES)
+    return SHELL_NO;
+  return r;
+}
+
+bool shell_pattern_narrows(const char *p) {
+  for (size_t i = 0; p[i]; i++) {
+    if (p[i] == '[') {
+      const char *e = strchr(p + i + 1, ']');
+      if (!e)
+        return false;
+      i = (size_t)(e - p);
+    } else if (p[i] == '\\' || !strchr("*?.{},", p[i])) {
+      return true;
+    }
+  }
+  return false;
+}
