@@ -27,6 +27,8 @@ static const char lua_events[] = "return require('acp.broker')._on_events(...)";
 static void shutdown_begin(struct broker *b, const char *why);
 static void shown_cb(void *ud, const msgpack_object *error,
                      const msgpack_object *result);
+static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
+                    json_t *params, json_t *info);
 
 // ---- events to Lua ----
 
@@ -60,14 +62,15 @@ void broker_send_event(struct broker *b, const char *name, json_t *data,
   json_decref(data);
 }
 
-bool broker_call_lua(struct broker *b, const char *code, json_t *args,
-                     nvim_rpc_response_cb cb, void *ud) {
+static bool call_lua(void *ud, const char *code, json_t *args,
+                     nvim_rpc_response_cb cb, void *cb_ud) {
+  struct broker *b = ud;
   if (!args || b->rpc_closed || b->shutting_down) {
     json_decref(args);
     return false;
   }
   msgpack_packer *pk =
-      nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, cb, ud);
+      nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, cb, cb_ud);
   jsonpack_str(pk, code);
   jsonpack_pack(pk, args);
   nvim_rpc_end(b->rpc, false);
@@ -78,7 +81,7 @@ bool broker_call_lua(struct broker *b, const char *code, json_t *args,
 static void report_unasked(struct broker *b, const char *agent, const char *cwd,
                            json_t *found);
 
-static const char *str(json_t *info, const char *key);
+static const char *str(const json_t *info, const char *key);
 
 // Watches tool calls for acting unasked (unasked.h): updates after they
 // reach Lua, turn ends before. Other updates pay a compare and a lookup.
@@ -143,14 +146,14 @@ void broker_emit_error(struct broker *b, const char *agent, const char *msg) {
 
 // ---- pending permissions ----
 
-static const char *str(json_t *info, const char *key) {
+static const char *str(const json_t *info, const char *key) {
   return json_string_value(json_object_get(info, key));
 }
 
 static void audit_failed(struct broker *b);
 
 // Appends a decision to the audit log; tells the person once if it cannot.
-static void audit(struct broker *b, json_t *info, const char *decision,
+static void audit(struct broker *b, const json_t *info, const char *decision,
                   const char *by, const char *option_id, long long wait_ms) {
   struct audit_entry a = {
       .root = str(info, "root"),
@@ -231,7 +234,7 @@ static void report_unasked(struct broker *b, const char *agent, const char *cwd,
     found = one;
   }
   // What the policy would say, with the options every agent offers.
-  json_t *options = broker_own_options();
+  json_t *options = client_own_options();
   size_t i;
   json_t *params;
   json_array_foreach(found, i, params) {
@@ -293,14 +296,14 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   bool allow = kind && strncmp(kind, "allow_", 6) == 0;
   // A prompt the broker made for an fs/* or terminal/* call the agent did
   // not ask about: the answer completes or refuses that call.
-  if (!client_answered(b, c, token, allow, by)) {
+  if (!client_answered(b->client, c, token, allow, by)) {
     json_t *outcome =
         option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
                               "optionId", option_id)
                   : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
     acp_conn_respond(c, e.agent_id, outcome);
     if (allow)
-      client_approved(b, c, e.info, strcmp(by, "person") == 0);
+      client_approved(b->client, c, e.info, strcmp(by, "person") == 0);
   }
   LOG_I("%s: permission %llu (%s) answered %s by %s", acp_conn_name(c),
         (unsigned long long)token, e.tool_call_id,
@@ -317,21 +320,10 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   pending_entry_clear(&e);
 }
 
-json_t *broker_own_options(void) {
-  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
-                   "name", "Allow", "kind", "allow_once", "optionId",
-                   "reject_once", "name", "Reject", "kind", "reject_once");
-}
-
-void broker_audit(struct broker *b, json_t *info, const char *decision,
-                  const char *by, const char *option_id) {
-  audit(b, info, decision, by, option_id, 0);
-}
-
 // Answers `cancelled` to every pending request of c (all when c is NULL).
 void broker_cancel_pending(struct broker *b, struct acp_conn *c,
                            const char *by) {
-  client_cancel(b, c); // the broker's own prompts not shown yet
+  client_cancel(b->client, c); // the broker's own prompts not shown yet
   // Collect first: broker_resolve() edits the table.
   size_t n = 0;
   uint64_t *tokens = xcalloc(pending_count(&b->pending) + 1, sizeof(*tokens));
@@ -375,7 +367,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
                    : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
   acp_conn_respond(c, id, outcome);
   if (v->decision == POLICY_ALLOW)
-    client_approved(b, c, v->info, false);
+    client_approved(b->client, c, v->info, false);
   const char *decision = str(v->info, "decision");
   LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
         decision, str(v->info, "by"), str(v->info, "reason"));
@@ -411,7 +403,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
     answer_decided(b, c, id, &v);
     return;
   }
-  uint64_t token = broker_ask(b, c, id, params, v.info);
+  uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond(c, id,
                      json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
@@ -426,8 +418,15 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
     broker_resolve(b, token, NULL, "cancel");
 }
 
-uint64_t broker_ask(struct broker *b, struct acp_conn *c, const json_t *id,
+// Shows a prompt for a request of c that the person must answer: adds it
+// to the pending table and sends the `permission` event. params is
+// {sessionId, toolCall, options} (borrowed); info (the gate's info) is
+// taken on success. Returns the token, or 0 when the table is full (info
+// not taken, nothing answered). The caller resolves it at once when the
+// broker is shutting down.
+static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
                     json_t *params, json_t *info) {
+  struct broker *b = ud;
   json_t *tc = json_object_get(params, "toolCall");
   json_t *options = json_object_get(params, "options");
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
@@ -472,7 +471,8 @@ static void host_withdraw(void *ud, struct acp_conn *c, const json_t *id) {
 
 static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
                                 const char *method, json_t *params) {
-  client_request(ud, c, id, method, params);
+  struct broker *b = ud;
+  client_request(b->client, c, id, method, params);
 }
 
 static void host_gone(void *ud, struct acp_conn *c, bool exited) {
@@ -487,7 +487,7 @@ static void host_gone(void *ud, struct acp_conn *c, bool exited) {
   }
   json_decref(found);
   broker_cancel_pending(b, c, exited ? "agent_exit" : "cancel");
-  client_conn_gone(b, c);
+  client_conn_gone(b->client, c);
   gate_forget(b->gate, acp_conn_name(c));
 }
 
@@ -607,16 +607,61 @@ static void epoch_cb(uv_prepare_t *h) {
     audit_failed(b);
 }
 
+// ---- what the client services (client.h) reach ----
+
+static struct acp_conn *cl_conn(void *ud, uint64_t serial) {
+  struct broker *b = ud;
+  for (size_t i = 0; i < b->nconns; i++)
+    if (acp_conn_serial(b->conns[i]) == serial && acp_conn_alive(b->conns[i]))
+      return b->conns[i];
+  return NULL;
+}
+
+static void cl_emit(void *ud, const char *event, json_t *data) {
+  broker_send_event(ud, event, data, NULL);
+}
+
+static void cl_error(void *ud, const char *agent, const char *msg) {
+  broker_emit_error(ud, agent, msg);
+}
+
+static void cl_judge(void *ud, const char *agent, const char *session,
+                     const char *cwd, json_t *params, struct gate_verdict *v) {
+  struct broker *b = ud;
+  gate_decide(b->gate, agent, session, cwd, params, v);
+}
+
+static void cl_resolve(void *ud, uint64_t token, const char *option_id,
+                       const char *by) {
+  broker_resolve(ud, token, option_id, by);
+}
+
+static void cl_audit(void *ud, const json_t *info, const char *decision,
+                     const char *by, const char *option_id) {
+  audit(ud, info, decision, by, option_id, 0);
+}
+
+static bool cl_closing(void *ud) {
+  struct broker *b = ud;
+  return b->shutting_down;
+}
+
+static const struct client_host client_host = {
+    cl_conn, cl_emit,    cl_error, call_lua,  cl_judge,
+    ask,     cl_resolve, cl_audit, cl_closing};
+
 struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   struct broker *b = xcalloc(1, sizeof(*b));
   b->loop = loop;
   pending_init(&b->pending, BROKER_MAX_PENDING);
   b->gate = gate_new();
   b->unasked = unasked_new(0, 0, 0);
+  b->client = client_new(loop, &client_host, b);
   b->rpc = nvim_rpc_open(loop, 0, 1, &rpc_ops, b, err, errlen);
   if (!b->rpc) {
     gate_free(b->gate);
     unasked_free(b->unasked);
+    client_free(b->client);
     pending_free(&b->pending);
     free(b);
     return NULL;
@@ -642,7 +687,7 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
 }
 
 void broker_free(struct broker *b) {
-  client_free(b);
+  client_free(b->client);
   gate_free(b->gate);
   unasked_free(b->unasked);
   audit_close();

@@ -7,14 +7,13 @@
 
 #include "acp/acp.h"
 #include "acp/jsonrpc.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/utf8.h"
-#include "broker_priv.h"
 #include "codec/jsonpack.h"
 #include "fs.h"
 #include "io/term.h"
-#include "policy/gate.h"
 #include "policy/path.h"
 
 extern char **environ;
@@ -45,7 +44,7 @@ struct approval {
 
 struct client_term {
   struct client_term *next;
-  struct broker *b;
+  struct client *cl;
   struct acp_conn *conn;
   uint64_t serial;
   char *session;
@@ -61,12 +60,15 @@ struct client_term {
 
 struct fs_call;
 
+// What Neovim runs for fs/*: the loaded buffer's text, or a write into it.
+static const char lua_fs[] = "return require('acp.fs').handle(...)";
+
 // An fs/write_text_file or terminal/create the agent did not ask about and
 // the policy leaves to the person: waits for the answer to the broker's
 // own prompt (a pending entry), which completes or refuses it.
 struct hold {
   struct hold *next;
-  struct broker *b;
+  struct client *cl;
   uint64_t serial;   // the connection's
   uint64_t token;    // the prompt's; 0 while the current text is read
   json_t *info;      // the gate's info, until the prompt takes it
@@ -79,7 +81,10 @@ struct hold {
   bool answered;     // refused before its prompt was shown (client_cancel)
 };
 
-struct client_state {
+struct client {
+  uv_loop_t *loop;
+  const struct client_host *host;
+  void *ud;
   struct client_term *terms;
   size_t nterms;
   uint64_t next_term;
@@ -92,7 +97,7 @@ struct client_state {
 
 // A Lua call for fs/*: what to do with the answer.
 struct fs_call {
-  struct broker *b;
+  struct client *cl;
   uint64_t serial;
   json_t *id; // the agent's request id
   char *session;
@@ -104,27 +109,27 @@ struct fs_call {
   char *tcid; // the broker's own tool call (an unasked write), or NULL
 };
 
-static struct client_state *state(struct broker *b) {
-  if (!b->client)
-    b->client = xcalloc(1, sizeof(*b->client));
-  return b->client;
-}
-
 // The live connection with this serial (its pointer may have been reused).
-static struct acp_conn *conn_by_serial(struct broker *b, uint64_t serial) {
-  for (size_t i = 0; i < b->nconns; i++)
-    if (acp_conn_serial(b->conns[i]) == serial && acp_conn_alive(b->conns[i]))
-      return b->conns[i];
-  return NULL;
+static struct acp_conn *conn_by_serial(struct client *cl, uint64_t serial) {
+  return cl->host->conn(cl->ud, serial);
 }
 
-static void refuse(struct broker *b, struct acp_conn *c, const json_t *id,
+static void emit(struct client *cl, const char *event, json_t *data) {
+  cl->host->emit(cl->ud, event, data);
+}
+
+static void audit(struct client *cl, const json_t *info, const char *decision,
+                  const char *by, const char *option_id) {
+  cl->host->audit(cl->ud, info, decision, by, option_id);
+}
+
+static void refuse(struct client *cl, struct acp_conn *c, const json_t *id,
                    const char *what, const char *why) {
   char msg[1200];
   snprintf(msg, sizeof(msg), "%s refused: %s", what, why);
   LOG_W("%s: %s", acp_conn_name(c), msg);
   acp_conn_respond_error(c, id, CLIENT_ERR_REFUSED, msg);
-  broker_emit_error(b, acp_conn_name(c), msg);
+  cl->host->error(cl->ud, acp_conn_name(c), msg);
 }
 
 // ---- approvals ----
@@ -136,18 +141,17 @@ static void approval_clear(struct approval *a) {
   memset(a, 0, sizeof(*a));
 }
 
-static void approval_drop(struct client_state *s, size_t i) {
-  approval_clear(&s->approvals[i]);
-  memmove(s->approvals + i, s->approvals + i + 1,
-          (s->napprovals - i - 1) * sizeof(*s->approvals));
-  s->napprovals--;
+static void approval_drop(struct client *cl, size_t i) {
+  approval_clear(&cl->approvals[i]);
+  memmove(cl->approvals + i, cl->approvals + i + 1,
+          (cl->napprovals - i - 1) * sizeof(*cl->approvals));
+  cl->napprovals--;
 }
 
-void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
+void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
                      bool person) {
-  struct client_state *s = state(b);
-  if (s->napprovals == CLIENT_MAX_APPROVALS)
-    approval_drop(s, 0);
+  if (cl->napprovals == CLIENT_MAX_APPROVALS)
+    approval_drop(cl, 0);
   const char *session = json_string_value(json_object_get(info, "session"));
   // A command read from a title is a guess: such an approval covers the
   // one command the agent runs next, whatever it is.
@@ -164,7 +168,7 @@ void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
   bool writes = true;
   for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
     writes = writes && strcmp(kind, looks[i]) != 0;
-  s->approvals[s->napprovals++] = (struct approval){
+  cl->approvals[cl->napprovals++] = (struct approval){
       .serial = acp_conn_serial(c),
       .session = xstrdup(session ? session : ""),
       .turn = session ? acp_conn_turn(c, session) : 0,
@@ -173,7 +177,7 @@ void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
       .execute = kind && strcmp(kind, "execute") == 0,
       .writes = writes,
       .person = person,
-      .at_ms = uv_now(b->loop),
+      .at_ms = uv_now(cl->loop),
   };
 }
 
@@ -181,16 +185,15 @@ void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
 // command (cmd) or one of the paths (p1, p2; for a write, writes: only an
 // approval of a kind that may write), by the person only when person;
 // returns whether there was one.
-static bool approval_take(struct broker *b, struct acp_conn *c,
+static bool approval_take(struct client *cl, struct acp_conn *c,
                           const char *session, const char *cmd, const char *p1,
                           const char *p2, bool writes, bool person) {
-  struct client_state *s = state(b);
-  uint64_t now = uv_now(b->loop);
+  uint64_t now = uv_now(cl->loop);
   uint64_t turn = acp_conn_turn(c, session);
-  for (size_t i = 0; i < s->napprovals;) {
-    struct approval *a = &s->approvals[i];
+  for (size_t i = 0; i < cl->napprovals;) {
+    struct approval *a = &cl->approvals[i];
     if (now - a->at_ms > CLIENT_APPROVAL_MS) {
-      approval_drop(s, i);
+      approval_drop(cl, i);
       continue;
     }
     bool mine = a->serial == acp_conn_serial(c) &&
@@ -205,7 +208,7 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
         covers = ap && ((p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2)));
       }
     if (covers) {
-      approval_drop(s, i);
+      approval_drop(cl, i);
       return true;
     }
     i++;
@@ -218,9 +221,9 @@ static bool approval_take(struct broker *b, struct acp_conn *c,
 // Asks the gate about a request the agent did not make: kind with a path
 // or a command, as tool call tcid. Fills v (free v->info; v->option_id is
 // not kept: the options are the broker's own, allow_once and reject_once).
-static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
-                      const char *cwd, const char *kind, const char *path,
-                      const char *cmd, const char *tcid,
+static void synthetic(struct client *cl, struct acp_conn *c,
+                      const char *session, const char *cwd, const char *kind,
+                      const char *path, const char *cmd, const char *tcid,
                       struct gate_verdict *v) {
   json_t *tc = json_pack("{s:s,s:s,s:s}", "toolCallId", tcid, "kind", kind,
                          "title", path ? path : cmd);
@@ -231,8 +234,9 @@ static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
     json_object_set_new(tc, "rawInput", json_pack("{s:s}", "command", cmd));
   }
   json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", session, "toolCall",
-                             tc, "options", broker_own_options());
-  gate_decide(b->gate, acp_conn_name(c), session, cwd ? cwd : "/", params, v);
+                             tc, "options", client_own_options());
+  cl->host->judge(cl->ud, acp_conn_name(c), session, cwd ? cwd : "/", params,
+                  v);
   json_decref(params);
   v->option_id = NULL; // it pointed into params
 }
@@ -241,6 +245,14 @@ static void synthetic(struct broker *b, struct acp_conn *c, const char *session,
 static const char *reason_of(const struct gate_verdict *v) {
   const char *r = json_string_value(json_object_get(v->info, "reason"));
   return r ? r : "";
+}
+
+// Audits what the gate decided by itself (by the rule, mode or memory it
+// names) as decision, answered with option_id.
+static void audit_verdict(struct client *cl, const struct gate_verdict *v,
+                          const char *decision, const char *option_id) {
+  audit(cl, v->info, decision,
+        json_string_value(json_object_get(v->info, "by")), option_id);
 }
 
 static bool by_rule(const struct gate_verdict *v) {
@@ -252,15 +264,14 @@ static bool by_rule(const struct gate_verdict *v) {
 // Tells Lua how a tool call of the broker's own (a prompt for an unasked
 // write or terminal) went on, as a tool_call_update (content stolen, or
 // NULL), so that the chat shows it like the agent's.
-static void own_update(struct broker *b, struct acp_conn *c,
+static void own_update(struct client *cl, struct acp_conn *c,
                        const char *session, const char *tcid,
                        const char *status, json_t *content) {
-  broker_send_event(b, "update",
-                    json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o?}}", "agent",
-                              acp_conn_name(c), "session", session, "update",
-                              "sessionUpdate", "tool_call_update", "toolCallId",
-                              tcid, "status", status, "content", content),
-                    NULL);
+  emit(cl, "update",
+       json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:o?}}", "agent", acp_conn_name(c),
+                 "session", session, "update", "sessionUpdate",
+                 "tool_call_update", "toolCallId", tcid, "status", status,
+                 "content", content));
 }
 
 // ---- fs ----
@@ -277,14 +288,12 @@ static void fs_call_free(struct fs_call *f) {
 
 // Tells Lua what the agent read or wrote (for the chat and tests).
 static void fs_done(struct acp_conn *c, struct fs_call *f, const char *via) {
-  broker_send_event(f->b, "fs",
-                    json_pack("{s:s,s:s,s:s,s:s,s:s}", "agent",
-                              acp_conn_name(c), "session", f->session, "op",
-                              f->write ? "write" : "read", "path", f->resolved,
-                              "via", via),
-                    NULL);
+  emit(f->cl, "fs",
+       json_pack("{s:s,s:s,s:s,s:s,s:s}", "agent", acp_conn_name(c), "session",
+                 f->session, "op", f->write ? "write" : "read", "path",
+                 f->resolved, "via", via));
   if (f->tcid)
-    own_update(f->b, c, f->session, f->tcid, "completed", NULL);
+    own_update(f->cl, c, f->session, f->tcid, "completed", NULL);
 }
 
 static void fs_answer_error(struct acp_conn *c, const json_t *id, int rc,
@@ -303,7 +312,7 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
     if (rc != 0) {
       fs_answer_error(c, f->id, rc, err);
       if (f->tcid)
-        own_update(f->b, c, f->session, f->tcid, "failed", NULL);
+        own_update(f->cl, c, f->session, f->tcid, "failed", NULL);
     } else {
       acp_conn_respond(c, f->id, json_object());
       fs_done(c, f, "disk");
@@ -337,7 +346,7 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
 static void fs_lua_cb(void *ud, const msgpack_object *error,
                       const msgpack_object *result) {
   struct fs_call *f = ud;
-  struct acp_conn *c = conn_by_serial(f->b, f->serial);
+  struct acp_conn *c = conn_by_serial(f->cl, f->serial);
   bool nvim_ok = error && error->type == MSGPACK_OBJECT_NIL;
   if (!c) {
     fs_call_free(f);
@@ -363,7 +372,7 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
              result->via.str.ptr);
     acp_conn_respond_error(c, f->id, JSONRPC_INTERNAL_ERROR, msg);
     if (f->tcid)
-      own_update(f->b, c, f->session, f->tcid, "failed", NULL);
+      own_update(f->cl, c, f->session, f->tcid, "failed", NULL);
   } else {
     fs_from_disk(c, f);
   }
@@ -372,12 +381,11 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
 
 // Hands the call to Neovim (the loaded buffer), else to the disk; f is
 // taken.
-static void fs_go(struct broker *b, struct acp_conn *c, struct fs_call *f) {
+static void fs_go(struct client *cl, struct acp_conn *c, struct fs_call *f) {
   json_t *args =
       f->write ? json_pack("[s,s,O]", "write", f->resolved, f->content)
                : json_pack("[s,s,i,i]", "read", f->resolved, f->line, f->limit);
-  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
-                       fs_lua_cb, f)) {
+  if (!cl->host->call_lua(cl->ud, lua_fs, args, fs_lua_cb, f)) {
     fs_from_disk(c, f);
     fs_call_free(f);
   }
@@ -385,12 +393,12 @@ static void fs_go(struct broker *b, struct acp_conn *c, struct fs_call *f) {
 
 // ---- calls the agent did not ask about, asked by the broker ----
 
-static void hold_free(struct client_state *s, struct hold *h) {
-  for (struct hold **pp = &s->holds; *pp; pp = &(*pp)->next)
+static void hold_free(struct client *cl, struct hold *h) {
+  for (struct hold **pp = &cl->holds; *pp; pp = &(*pp)->next)
     if (*pp == h) {
       *pp = h->next;
-      s->nholds--;
-      s->hold_bytes -= h->bytes;
+      cl->nholds--;
+      cl->hold_bytes -= h->bytes;
       break;
     }
   if (h->f)
@@ -403,62 +411,70 @@ static void hold_free(struct client_state *s, struct hold *h) {
   free(h);
 }
 
-// A new hold of bytes bytes, or NULL (with the reason in why) when too
-// many wait already.
-static struct hold *hold_new(struct broker *b, struct acp_conn *c, size_t bytes,
-                             json_t *info, char *why, size_t whylen) {
-  struct client_state *s = state(b);
-  if (s->nholds >= CLIENT_MAX_HOLDS ||
-      bytes > CLIENT_HOLD_BYTES - s->hold_bytes) {
-    snprintf(why, whylen,
-             "too many calls the agent did not ask about wait for your "
-             "answer");
+// A new hold of bytes bytes for the request id (what) of c, with info
+// (taken). NULL when too many wait already: the request is then refused
+// and audited.
+static struct hold *hold_new(struct client *cl, struct acp_conn *c,
+                             const json_t *id, const char *what, size_t bytes,
+                             json_t *info) {
+  if (cl->nholds >= CLIENT_MAX_HOLDS ||
+      bytes > CLIENT_HOLD_BYTES - cl->hold_bytes) {
+    audit(cl, info, "ask", "error", NULL);
+    json_decref(info);
+    refuse(cl, c, id, what,
+           "too many calls the agent did not ask about wait for your answer");
     return NULL;
   }
   struct hold *h = xcalloc(1, sizeof(*h));
-  *h = (struct hold){.next = s->holds,
-                     .b = b,
+  *h = (struct hold){.next = cl->holds,
+                     .cl = cl,
                      .serial = acp_conn_serial(c),
                      .info = info,
                      .bytes = bytes};
-  s->holds = h;
-  s->nholds++;
-  s->hold_bytes += bytes;
+  cl->holds = h;
+  cl->nholds++;
+  cl->hold_bytes += bytes;
   return h;
 }
 
+// The method h holds.
+static const char *hold_what(const struct hold *h) {
+  return h->f ? "fs/write_text_file" : "terminal/create";
+}
+
 // The answer to an fs call or terminal the broker cannot ask about.
-static void hold_refuse(struct broker *b, struct acp_conn *c, struct hold *h,
+static void hold_refuse(struct client *cl, struct acp_conn *c, struct hold *h,
                         const char *what, const char *why) {
   json_t *id = h->f ? h->f->id : h->id;
   if (h->info)
-    broker_audit(b, h->info, "ask", "error", NULL);
-  refuse(b, c, id, what, why);
-  hold_free(state(b), h);
+    audit(cl, h->info, "ask", "error", NULL);
+  refuse(cl, c, id, what, why);
+  hold_free(cl, h);
 }
 
 // Shows the prompt of h: toolCall (taken) with the broker's options.
-static void hold_ask(struct broker *b, struct acp_conn *c, struct hold *h,
+static void hold_ask(struct client *cl, struct acp_conn *c, struct hold *h,
                      const char *sid, json_t *tc) {
-  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
+  const char *what = hold_what(h);
   json_t *params = tc ? json_pack("{s:s,s:o,s:o}", "sessionId", sid, "toolCall",
-                                  tc, "options", broker_own_options())
+                                  tc, "options", client_own_options())
                       : NULL;
   if (!params) {
-    hold_refuse(b, c, h, what, "the prompt could not be made (see the log)");
+    hold_refuse(cl, c, h, what, "the prompt could not be made (see the log)");
     return;
   }
-  uint64_t token = broker_ask(b, c, h->f ? h->f->id : h->id, params, h->info);
+  uint64_t token =
+      cl->host->ask(cl->ud, c, h->f ? h->f->id : h->id, params, h->info);
   json_decref(params);
   if (token == 0) {
-    hold_refuse(b, c, h, what,
+    hold_refuse(cl, c, h, what,
                 "too many permission requests wait for your answer");
     return;
   }
   h->info = NULL; // the pending entry has it
   h->token = token;
-  if (b->shutting_down)
-    broker_resolve(b, token, NULL, "cancel");
+  if (cl->host->closing(cl->ud))
+    cl->host->resolve(cl->ud, token, NULL, "cancel");
 }
 
 // "Write src/new.c (not asked by the agent)": the path relative to root
@@ -474,20 +490,26 @@ static char *write_title(const char *root, const char *resolved) {
   return t;
 }
 
+// A tool call content item showing text.
+static json_t *text_content(const char *text) {
+  return json_pack("{s:s,s:{s:s,s:s}}", "type", "content", "content", "type",
+                   "text", "text", text);
+}
+
 // Neovim's answer to reading what the person has of the file (the loaded
 // buffer; nil: none); then the prompt, showing the diff.
 static void hold_old_cb(void *ud, const msgpack_object *error,
                         const msgpack_object *result) {
   struct hold *h = ud;
-  struct broker *b = h->b;
+  struct client *cl = h->cl;
   struct fs_call *f = h->f;
-  struct acp_conn *c = conn_by_serial(b, h->serial);
+  struct acp_conn *c = conn_by_serial(cl, h->serial);
   if (!c || h->answered) {
-    hold_free(state(b), h);
+    hold_free(cl, h);
     return;
   }
   if (!error && !result) {
-    hold_refuse(b, c, h, "fs/write_text_file",
+    hold_refuse(cl, c, h, "fs/write_text_file",
                 "the agent did not ask to write it, and Neovim is gone: "
                 "nobody can be asked");
     return;
@@ -518,17 +540,13 @@ static void hold_old_cb(void *ud, const msgpack_object *error,
   size_t newlen = json_string_length(f->content);
   json_t *content = json_array();
   if (note[0])
-    json_array_append_new(content,
-                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
-                                    "content", "type", "text", "text", note));
+    json_array_append_new(content, text_content(note));
   if (oldlen + newlen > CLIENT_DIFF_MAX) {
     char big[200];
     snprintf(big, sizeof(big),
              "(too large to show here: %zu bytes now, %zu bytes to write)",
              oldlen, newlen);
-    json_array_append_new(content,
-                          json_pack("{s:s,s:{s:s,s:s}}", "type", "content",
-                                    "content", "type", "text", "text", big));
+    json_array_append_new(content, text_content(big));
   } else {
     json_array_append_new(
         content, json_pack("{s:s,s:s,s:s?,s:O}", "type", "diff", "path",
@@ -542,34 +560,29 @@ static void hold_old_cb(void *ud, const msgpack_object *error,
                 json_object_get(info, "title"), "kind", "edit", "status",
                 "pending", "locations", "path", f->resolved, "rawInput",
                 "file_path", f->resolved, "content", content);
-  hold_ask(b, c, h, f->session, tc);
+  hold_ask(cl, c, h, f->session, tc);
 }
 
 // Asks the person about a write the agent did not ask for (f and info
 // taken): first what the person has of the file, for the diff.
-static void hold_write(struct broker *b, struct acp_conn *c, struct fs_call *f,
+static void hold_write(struct client *cl, struct acp_conn *c, struct fs_call *f,
                        json_t *info) {
-  char why[200];
-  struct hold *h =
-      hold_new(b, c, json_string_length(f->content), info, why, sizeof(why));
+  struct hold *h = hold_new(cl, c, f->id, "fs/write_text_file",
+                            json_string_length(f->content), info);
   if (!h) {
-    broker_audit(b, info, "ask", "error", NULL);
-    json_decref(info);
-    refuse(b, c, f->id, "fs/write_text_file", why);
     fs_call_free(f);
     return;
   }
   h->f = f;
   f->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
   json_t *args = json_pack("[s,s,i,i]", "read", f->resolved, 0, 0);
-  if (!broker_call_lua(b, "return require('acp.fs').handle(...)", args,
-                       hold_old_cb, h))
-    hold_refuse(b, c, h, "fs/write_text_file",
+  if (!cl->host->call_lua(cl->ud, lua_fs, args, hold_old_cb, h))
+    hold_refuse(cl, c, h, "fs/write_text_file",
                 "the agent did not ask to write it, and Neovim is gone: "
                 "nobody can be asked");
 }
 
-static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
+static void fs_request(struct client *cl, struct acp_conn *c, const json_t *id,
                        bool write, json_t *params) {
   const char *what = write ? "fs/write_text_file" : "fs/read_text_file";
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
@@ -589,9 +602,9 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
   const char *cwd = acp_conn_session_cwd(c, sid);
   char tcid[64];
   snprintf(tcid, sizeof(tcid), "acp-broker-%s-%llu", write ? "write" : "read",
-           (unsigned long long)++state(b)->checks);
+           (unsigned long long)++cl->checks);
   struct gate_verdict v;
-  synthetic(b, c, sid, cwd, write ? "edit" : "read", path, NULL, tcid, &v);
+  synthetic(cl, c, sid, cwd, write ? "edit" : "read", path, NULL, tcid, &v);
   const char *root = json_string_value(json_object_get(v.info, "root"));
   bool inside = false;
   char *resolved = fs_resolve(root, path, &inside);
@@ -609,17 +622,13 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
   } else if (v.decision == POLICY_DENY) {
     snprintf(why, sizeof(why), "%s", reason_of(&v));
     if (write)
-      broker_audit(b, v.info, "deny",
-                   json_string_value(json_object_get(v.info, "by")),
-                   "reject_once");
+      audit_verdict(cl, &v, "deny", "reject_once");
   } else if (!inside) {
     // Outside the project: an Edit/Read rule, or the person's answer to a
     // request of this turn naming it.
-    bool linked = approval_take(b, c, sid, NULL, resolved, path, write, true);
+    bool linked = approval_take(cl, c, sid, NULL, resolved, path, write, true);
     if (!linked && by_rule(&v) && write)
-      broker_audit(b, v.info, "allow",
-                   json_string_value(json_object_get(v.info, "by")),
-                   "allow_once");
+      audit_verdict(cl, &v, "allow", "allow_once");
     else if (!linked && !by_rule(&v))
       snprintf(why, sizeof(why),
                "%s is outside the project %s (a %s rule, or your answer to a "
@@ -629,15 +638,14 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
     // Inside: an allowed request of this turn naming the path (the agent
     // asked first, as Gemini does), else what the policy says of the edit
     // itself. A protected file only after the person's answer.
-    bool linked = approval_take(b, c, sid, NULL, resolved, path, true, protect);
+    bool linked =
+        approval_take(cl, c, sid, NULL, resolved, path, true, protect);
     if (!linked && protect)
       snprintf(why, sizeof(why),
                "%s is protected and no answer of yours allowed writing it",
                resolved);
     else if (!linked && v.decision == POLICY_ALLOW)
-      broker_audit(b, v.info, "allow",
-                   json_string_value(json_object_get(v.info, "by")),
-                   "allow_once");
+      audit_verdict(cl, &v, "allow", "allow_once");
     else if (!linked)
       ask = true;
   }
@@ -646,15 +654,15 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
     // protected file, a path it cannot resolve) is audited like a denial
     // (a deny rule's refusal was audited above).
     if (write && v.decision != POLICY_DENY)
-      broker_audit(b, v.info, "deny", "confinement", NULL);
-    refuse(b, c, id, what, why);
+      audit(cl, v.info, "deny", "confinement", NULL);
+    refuse(cl, c, id, what, why);
     free(resolved);
     json_decref(v.info);
     return;
   }
   struct fs_call *f = xcalloc(1, sizeof(*f));
   *f = (struct fs_call){
-      .b = b,
+      .cl = cl,
       .serial = acp_conn_serial(c),
       .id = json_deep_copy(id),
       .session = xstrdup(sid),
@@ -673,22 +681,22 @@ static void fs_request(struct broker *b, struct acp_conn *c, const json_t *id,
     snprintf(reason, sizeof(reason), "the agent wrote without asking first; %s",
              reason_of(&v));
     json_object_set_new(v.info, "reason", json_string(reason));
-    hold_write(b, c, f, v.info);
+    hold_write(cl, c, f, v.info);
     return;
   }
   json_decref(v.info);
-  fs_go(b, c, f);
+  fs_go(cl, c, f);
 }
 
 // ---- terminals ----
 
-static struct client_term *term_find(struct broker *b, struct acp_conn *c,
+static struct client_term *term_find(struct client *cl, struct acp_conn *c,
                                      json_t *params) {
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *tid = json_string_value(json_object_get(params, "terminalId"));
   if (!tid)
     return NULL;
-  for (struct client_term *t = state(b)->terms; t; t = t->next)
+  for (struct client_term *t = cl->terms; t; t = t->next)
     if (!t->released && t->serial == acp_conn_serial(c) &&
         strcmp(t->session, sid) == 0 && strcmp(t->id, tid) == 0)
       return t;
@@ -700,13 +708,11 @@ static void term_event(struct client_term *ct) {
   json_t *out = term_output(ct->t, CLIENT_EVENT_TAIL, &truncated);
   json_t *st = term_exit_status(ct->t);
   ct->event_due = false;
-  broker_send_event(ct->b, "terminal",
-                    json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:b,s:o?}", "agent",
-                              acp_conn_name(ct->conn), "session", ct->session,
-                              "terminalId", ct->id, "command", ct->command,
-                              "pid", term_pid(ct->t), "output", out,
-                              "truncated", truncated, "exitStatus", st),
-                    NULL);
+  emit(ct->cl, "terminal",
+       json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:b,s:o?}", "agent",
+                 acp_conn_name(ct->conn), "session", ct->session, "terminalId",
+                 ct->id, "command", ct->command, "pid", term_pid(ct->t),
+                 "output", out, "truncated", truncated, "exitStatus", st));
 }
 
 static void term_timer_cb(uv_timer_t *h) {
@@ -723,18 +729,24 @@ static void on_term_output(void *ud) {
   uv_timer_start(&ct->timer, term_timer_cb, CLIENT_EVENT_MS, 0);
 }
 
+// Answers every terminal/wait_for_exit call waiting on ct with (a copy
+// of) st.
+static void answer_waiters(struct client_term *ct, const json_t *st) {
+  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
+    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
+                     json_deep_copy(st));
+  json_array_clear(ct->waiters);
+}
+
 static void on_term_done(void *ud) {
   struct client_term *ct = ud;
   uv_timer_stop(&ct->timer);
   term_event(ct);
   json_t *st = term_exit_status(ct->t);
-  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
-    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
-                     json_deep_copy(st));
-  json_array_clear(ct->waiters);
+  answer_waiters(ct, st);
   if (ct->tcid) {
     json_t *code = json_object_get(st, "exitCode");
-    own_update(ct->b, ct->conn, ct->session, ct->tcid,
+    own_update(ct->cl, ct->conn, ct->session, ct->tcid,
                json_is_integer(code) && json_integer_value(code) == 0
                    ? "completed"
                    : "failed",
@@ -743,14 +755,17 @@ static void on_term_done(void *ud) {
   json_decref(st);
 }
 
-static void ct_free(uv_handle_t *h) {
-  struct client_term *ct = h->data;
+static void ct_destroy(struct client_term *ct) {
   free(ct->session);
   free(ct->id);
   free(ct->command);
   free(ct->tcid);
   json_decref(ct->waiters);
   free(ct);
+}
+
+static void ct_free(uv_handle_t *h) {
+  ct_destroy(h->data);
 }
 
 static void on_term_closed(void *ud) {
@@ -763,20 +778,18 @@ static const struct term_ops term_ops = {on_term_output, on_term_done,
 
 // Takes ct out of the list and ends it; pending waiters learn it was
 // killed.
-static void term_release(struct broker *b, struct client_term *ct) {
-  struct client_state *s = state(b);
-  for (struct client_term **pp = &s->terms; *pp; pp = &(*pp)->next)
+static void term_release(struct client *cl, struct client_term *ct) {
+  for (struct client_term **pp = &cl->terms; *pp; pp = &(*pp)->next)
     if (*pp == ct) {
       *pp = ct->next;
-      s->nterms--;
+      cl->nterms--;
       break;
     }
   ct->released = true;
   uv_timer_stop(&ct->timer);
-  for (size_t i = 0; i < json_array_size(ct->waiters); i++)
-    acp_conn_respond(ct->conn, json_array_get(ct->waiters, i),
-                     json_pack("{s:n,s:s}", "exitCode", "signal", "SIGKILL"));
-  json_array_clear(ct->waiters);
+  json_t *killed = json_pack("{s:n,s:s}", "exitCode", "signal", "SIGKILL");
+  answer_waiters(ct, killed);
+  json_decref(killed);
   term_close(ct->t);
 }
 
@@ -841,57 +854,47 @@ static bool strings_array(json_t *a) {
 
 // environ with the request's {name, value} pairs over it.
 static char **term_env(json_t *env) {
-  size_t n = 0;
-  while (environ[n])
-    n++;
-  size_t extra = json_array_size(env);
-  char **out = xcalloc(n + extra + 1, sizeof(*out));
-  size_t o = 0;
-  for (size_t i = 0; i < extra; i++) {
-    json_t *e = json_array_get(env, i);
-    const char *k = json_string_value(json_object_get(e, "name"));
-    const char *v = json_string_value(json_object_get(e, "value"));
-    if (!k || !v || !k[0] || strchr(k, '='))
-      continue;
-    size_t len = strlen(k) + strlen(v) + 2;
-    out[o] = xmalloc(len);
-    snprintf(out[o++], len, "%s=%s", k, v);
+  struct env e;
+  env_init(&e, environ, json_array_size(env));
+  for (size_t i = 0; i < json_array_size(env); i++) {
+    json_t *pair = json_array_get(env, i);
+    const char *k = json_string_value(json_object_get(pair, "name"));
+    const char *v = json_string_value(json_object_get(pair, "value"));
+    if (k && v)
+      env_set(&e, k, v);
   }
-  for (size_t i = 0; i < n; i++) {
-    bool overridden = false;
-    for (size_t k = 0; k < o && !overridden; k++) {
-      size_t kl = (size_t)(strchr(out[k], '=') - out[k]);
-      overridden = !strncmp(environ[i], out[k], kl + 1);
-    }
-    if (!overridden)
-      out[o++] = xstrdup(environ[i]);
-  }
-  return out;
+  return env_take(&e);
 }
 
-static void free_strv(char **v) {
-  for (size_t i = 0; v && v[i]; i++)
-    free(v[i]);
-  free(v);
+// Whether one more terminal may start; else refuses the request id.
+static bool term_room(struct client *cl, struct acp_conn *c, const json_t *id) {
+  if (cl->nterms < CLIENT_MAX_TERMS)
+    return true;
+  refuse(cl, c, id, "terminal/create",
+         "too many terminals are open (release some)");
+  return false;
+}
+
+// The directory a terminal/create runs in: its cwd, else its session's.
+static const char *term_cwd(struct acp_conn *c, json_t *params) {
+  const char *cwd = json_string_value(json_object_get(params, "cwd"));
+  return cwd ? cwd
+             : acp_conn_session_cwd(
+                   c, json_string_value(json_object_get(params, "sessionId")));
 }
 
 // Starts the terminal of an allowed terminal/create (params borrowed, its
 // command line taken); tcid: the broker's own tool call that asked, or
 // NULL.
-static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
+static void term_start(struct client *cl, struct acp_conn *c, const json_t *id,
                        json_t *params, char *line, const char *tcid) {
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *command = json_string_value(json_object_get(params, "command"));
   json_t *args = json_object_get(params, "args");
   json_t *env = json_object_get(params, "env");
   json_t *limit = json_object_get(params, "outputByteLimit");
-  const char *cwd = json_string_value(json_object_get(params, "cwd"));
-  if (!cwd)
-    cwd = acp_conn_session_cwd(c, sid);
-  struct client_state *s = state(b);
-  if (s->nterms >= CLIENT_MAX_TERMS) {
-    refuse(b, c, id, "terminal/create",
-           "too many terminals are open (release some)");
+  const char *cwd = term_cwd(c, params);
+  if (!term_room(cl, c, id)) {
     free(line);
     return;
   }
@@ -909,8 +912,8 @@ static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
   char **envv = term_env(env);
   struct client_term *ct = xcalloc(1, sizeof(*ct));
   char tid[32];
-  snprintf(tid, sizeof(tid), "term-%llu", (unsigned long long)++s->next_term);
-  *ct = (struct client_term){.b = b,
+  snprintf(tid, sizeof(tid), "term-%llu", (unsigned long long)++cl->next_term);
+  *ct = (struct client_term){.cl = cl,
                              .conn = c,
                              .serial = acp_conn_serial(c),
                              .session = xstrdup(sid),
@@ -920,48 +923,40 @@ static void term_start(struct broker *b, struct acp_conn *c, const json_t *id,
   struct proc_spawn ps = {argv, envv, cwd, "terminal"};
   char err[600];
   ct->t =
-      term_spawn(b->loop, &ps, limit ? (size_t)json_integer_value(limit) : 0,
+      term_spawn(cl->loop, &ps, limit ? (size_t)json_integer_value(limit) : 0,
                  &term_ops, ct, err, sizeof(err));
   free(argv);
-  free_strv(envv);
+  strv_free(envv);
   if (!ct->t) {
     acp_conn_respond_error(c, id, JSONRPC_INTERNAL_ERROR, err);
     if (tcid)
-      own_update(b, c, sid, tcid, "failed", NULL);
-    free(ct->session);
-    free(ct->id);
-    free(ct->command);
-    json_decref(ct->waiters);
-    free(ct);
+      own_update(cl, c, sid, tcid, "failed", NULL);
+    ct_destroy(ct);
     return;
   }
-  uv_timer_init(b->loop, &ct->timer);
+  uv_timer_init(cl->loop, &ct->timer);
   ct->timer.data = ct;
-  ct->next = s->terms;
-  s->terms = ct;
-  s->nterms++;
+  ct->next = cl->terms;
+  cl->terms = ct;
+  cl->nterms++;
   LOG_I("%s: terminal %s (pid %d): %s", acp_conn_name(c), tid, term_pid(ct->t),
         line);
   acp_conn_respond(c, id, json_pack("{s:s}", "terminalId", tid));
   term_event(ct);
   if (tcid) {
     ct->tcid = xstrdup(tcid);
-    own_update(b, c, sid, tcid, "in_progress",
+    own_update(cl, c, sid, tcid, "in_progress",
                json_pack("[{s:s,s:s}]", "type", "terminal", "terminalId", tid));
   }
 }
 
 // Asks the person about a command the agent runs without having asked
 // (info taken, line taken).
-static void hold_term(struct broker *b, struct acp_conn *c, const json_t *id,
+static void hold_term(struct client *cl, struct acp_conn *c, const json_t *id,
                       json_t *params, const char *cwd, char *line,
                       json_t *info) {
-  char why[200];
-  struct hold *h = hold_new(b, c, strlen(line), info, why, sizeof(why));
+  struct hold *h = hold_new(cl, c, id, "terminal/create", strlen(line), info);
   if (!h) {
-    broker_audit(b, info, "ask", "error", NULL);
-    json_decref(info);
-    refuse(b, c, id, "terminal/create", why);
     free(line);
     return;
   }
@@ -975,10 +970,10 @@ static void hold_term(struct broker *b, struct acp_conn *c, const json_t *id,
                 json_object_get(info, "toolCallId"), "title",
                 json_object_get(info, "title"), "kind", "execute", "status",
                 "pending", "rawInput", "command", line, "cwd", cwd);
-  hold_ask(b, c, h, sid, tc);
+  hold_ask(cl, c, h, sid, tc);
 }
 
-static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
+static void term_create(struct client *cl, struct acp_conn *c, const json_t *id,
                         json_t *params) {
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *command = json_string_value(json_object_get(params, "command"));
@@ -997,60 +992,54 @@ static void term_create(struct broker *b, struct acp_conn *c, const json_t *id,
                            "cwd: absolute, outputByteLimit: >= 0)");
     return;
   }
-  if (!cwd)
-    cwd = acp_conn_session_cwd(c, sid);
-  struct client_state *s = state(b);
-  if (s->nterms >= CLIENT_MAX_TERMS) {
-    refuse(b, c, id, "terminal/create",
-           "too many terminals are open (release some)");
+  cwd = term_cwd(c, params);
+  if (!term_room(cl, c, id))
     return;
-  }
   char *line = command_line(command, json_is_array(args) ? args : NULL);
   char tcid[64];
   snprintf(tcid, sizeof(tcid), "acp-broker-terminal-%llu",
-           (unsigned long long)++s->checks);
+           (unsigned long long)++cl->checks);
   struct gate_verdict v;
-  synthetic(b, c, sid, cwd, "execute", NULL, line, tcid, &v);
+  synthetic(cl, c, sid, cwd, "execute", NULL, line, tcid, &v);
   char title[400];
   snprintf(title, sizeof(title), "Run %.300s%s (not asked by the agent)", line,
            strlen(line) > 300 ? "…" : "");
   json_object_set_new(v.info, "title", json_string(title));
-  const char *by = json_string_value(json_object_get(v.info, "by"));
   if (v.decision == POLICY_DENY) {
     char why[1000];
     snprintf(why, sizeof(why), "%s", reason_of(&v));
-    broker_audit(b, v.info, "deny", by, "reject_once");
+    audit_verdict(cl, &v, "deny", "reject_once");
     json_decref(v.info);
-    refuse(b, c, id, "terminal/create", why);
+    refuse(cl, c, id, "terminal/create", why);
     free(line);
     return;
   }
   // An allowed request of this turn for the command (the agent asked
   // first), else what the policy says of the command itself, else the
   // person.
-  if (approval_take(b, c, sid, line, NULL, NULL, false, false)) {
+  if (approval_take(cl, c, sid, line, NULL, NULL, false, false)) {
     json_decref(v.info);
   } else if (v.decision == POLICY_ALLOW) {
-    broker_audit(b, v.info, "allow", by, "allow_once");
+    audit_verdict(cl, &v, "allow", "allow_once");
     json_decref(v.info);
   } else {
     char reason[1200];
     snprintf(reason, sizeof(reason),
              "the agent ran it without asking first; %s", reason_of(&v));
     json_object_set_new(v.info, "reason", json_string(reason));
-    hold_term(b, c, id, params, cwd, line, v.info);
+    hold_term(cl, c, id, params, cwd, line, v.info);
     return;
   }
-  term_start(b, c, id, params, line, NULL);
+  term_start(cl, c, id, params, line, NULL);
 }
 
-static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
-                         const char *method, json_t *params) {
+static void term_request(struct client *cl, struct acp_conn *c,
+                         const json_t *id, const char *method, json_t *params) {
   if (strcmp(method, "terminal/create") == 0) {
-    term_create(b, c, id, params);
+    term_create(cl, c, id, params);
     return;
   }
-  struct client_term *ct = term_find(b, c, params);
+  struct client_term *ct = term_find(cl, c, params);
   if (!ct) {
     acp_conn_respond_error(c, id, JSONRPC_INVALID_PARAMS,
                            "unknown or released terminalId");
@@ -1075,94 +1064,111 @@ static void term_request(struct broker *b, struct acp_conn *c, const json_t *id,
     term_kill(ct->t);
     acp_conn_respond(c, id, json_object());
   } else { // terminal/release
-    term_release(b, ct);
+    term_release(cl, ct);
     acp_conn_respond(c, id, json_object());
   }
 }
 
 // ---- public ----
 
-void client_request(struct broker *b, struct acp_conn *c, const json_t *id,
+void client_request(struct client *cl, struct acp_conn *c, const json_t *id,
                     const char *method, json_t *params) {
   if (strncmp(method, "fs/", 3) == 0)
-    fs_request(b, c, id, strcmp(method, "fs/write_text_file") == 0, params);
+    fs_request(cl, c, id, strcmp(method, "fs/write_text_file") == 0, params);
   else
-    term_request(b, c, id, method, params);
+    term_request(cl, c, id, method, params);
 }
 
-bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
+// Why a call held for the person's answer is refused, by who ended it.
+static const char *hold_refusal(const char *by) {
+  if (strcmp(by, "person") == 0)
+    return "you were asked, as the agent had not asked first, and rejected it";
+  if (strcmp(by, "error") == 0)
+    return "the agent had not asked first, and the prompt could not be shown";
+  if (strcmp(by, "turn") == 0)
+    return "the agent had not asked first, and the turn was cancelled "
+           "before you could be asked";
+  return "the agent had not asked first, and the prompt was cancelled "
+         "before an answer";
+}
+
+// Refuses the call h holds (-32001) on c: by ended it.
+static void hold_answer_refused(struct acp_conn *c, struct hold *h,
+                                const char *by) {
+  char msg[300];
+  snprintf(msg, sizeof(msg), "%s refused: %s", hold_what(h), hold_refusal(by));
+  LOG_I("%s: %s", acp_conn_name(c), msg);
+  acp_conn_respond_error(c, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED, msg);
+}
+
+bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
                      bool allow, const char *by) {
-  struct client_state *s = b->client;
-  struct hold *h = s ? s->holds : NULL;
+  struct hold *h = cl->holds;
   while (h && h->token != token)
     h = h->next;
   if (!h)
     return false;
-  const char *what = h->f ? "fs/write_text_file" : "terminal/create";
   if (allow && acp_conn_alive(c)) {
     if (h->f) {
-      fs_go(b, c, h->f);
+      fs_go(cl, c, h->f);
       h->f = NULL;
     } else {
-      term_start(b, c, h->id, h->params, h->line, h->tcid);
+      term_start(cl, c, h->id, h->params, h->line, h->tcid);
       h->line = NULL;
     }
   } else {
-    char msg[300];
-    snprintf(msg, sizeof(msg), "%s refused: %s", what,
-             strcmp(by, "person") == 0
-                 ? "you were asked, as the agent had not asked first, and "
-                   "rejected it"
-             : strcmp(by, "error") == 0
-                 ? "the agent had not asked first, and the prompt could not "
-                   "be shown"
-                 : "the agent had not asked first, and the prompt was "
-                   "cancelled before an answer");
-    LOG_I("%s: %s", acp_conn_name(c), msg);
-    acp_conn_respond_error(c, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED, msg);
+    hold_answer_refused(c, h, by);
   }
-  hold_free(s, h);
+  hold_free(cl, h);
   return true;
 }
 
-void client_cancel(struct broker *b, struct acp_conn *c) {
-  for (struct hold *h = b->client ? b->client->holds : NULL; h; h = h->next) {
+void client_cancel(struct client *cl, struct acp_conn *c) {
+  for (struct hold *h = cl->holds; h; h = h->next) {
     if (h->token || h->answered || (c && h->serial != acp_conn_serial(c)))
       continue;
-    struct acp_conn *hc = c ? c : conn_by_serial(b, h->serial);
+    struct acp_conn *hc = c ? c : conn_by_serial(cl, h->serial);
     h->answered = true;
-    broker_audit(b, h->info, "ask", "cancel", NULL);
+    audit(cl, h->info, "ask", "cancel", NULL);
     if (hc)
-      acp_conn_respond_error(hc, h->f ? h->f->id : h->id, CLIENT_ERR_REFUSED,
-                             "fs/write_text_file refused: the agent had not "
-                             "asked first, and the turn was cancelled before "
-                             "you could be asked");
+      hold_answer_refused(hc, h, "turn");
   }
 }
 
-void client_conn_gone(struct broker *b, struct acp_conn *c) {
-  if (!b->client)
-    return;
-  struct client_state *s = b->client;
-  for (struct client_term *t = s->terms, *next; t; t = next) {
+void client_conn_gone(struct client *cl, struct acp_conn *c) {
+  for (struct client_term *t = cl->terms, *next; t; t = next) {
     next = t->next;
     if (t->conn == c)
-      term_release(b, t);
+      term_release(cl, t);
   }
-  for (size_t i = 0; i < s->napprovals;)
-    if (s->approvals[i].serial == acp_conn_serial(c))
-      approval_drop(s, i);
+  for (size_t i = 0; i < cl->napprovals;)
+    if (cl->approvals[i].serial == acp_conn_serial(c))
+      approval_drop(cl, i);
     else
       i++;
 }
 
-void client_free(struct broker *b) {
-  if (!b->client)
+struct client *client_new(uv_loop_t *loop, const struct client_host *host,
+                          void *ud) {
+  struct client *cl = xcalloc(1, sizeof(*cl));
+  cl->loop = loop;
+  cl->host = host;
+  cl->ud = ud;
+  return cl;
+}
+
+void client_free(struct client *cl) {
+  if (!cl)
     return;
-  for (size_t i = 0; i < b->client->napprovals; i++)
-    approval_clear(&b->client->approvals[i]);
-  while (b->client->holds)
-    hold_free(b->client, b->client->holds);
-  free(b->client);
-  b->client = NULL;
+  for (size_t i = 0; i < cl->napprovals; i++)
+    approval_clear(&cl->approvals[i]);
+  while (cl->holds)
+    hold_free(cl, cl->holds);
+  free(cl);
+}
+
+json_t *client_own_options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "allow_once",
+                   "name", "Allow", "kind", "allow_once", "optionId",
+                   "reject_once", "name", "Reject", "kind", "reject_once");
 }

@@ -26,29 +26,81 @@
 // kind that may write (not read, search, fetch, think, execute) cover a
 // write of a path they name.
 
+//
+// The broker reaches these services through struct client, and they reach
+// the broker only through struct client_host (as acp.c does with
+// struct acp_host): the connections, the gate, Neovim and the audit log.
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <uv.h>
 
-struct broker;
+#include "io/nvim_rpc.h"
+#include "policy/gate.h"
+
 struct acp_conn;
+struct client;
 
+// What the services need from their owner (the broker).
+struct client_host {
+  // The live connection with this serial (acp_conn_serial), or NULL.
+  struct acp_conn *(*conn)(void *ud, uint64_t serial);
+  // An event for Lua; data is stolen (NULL: it could not be built).
+  void (*emit)(void *ud, const char *event, json_t *data);
+  // Tells the person something went wrong (an `error` event; agent may be
+  // NULL).
+  void (*error)(void *ud, const char *agent, const char *msg);
+  // Calls Lua (`nvim_exec_lua(code, args)`, args stolen); the answer goes
+  // to cb. Returns false (cb never called) when Neovim is gone.
+  bool (*call_lua)(void *ud, const char *code, json_t *args,
+                   nvim_rpc_response_cb cb, void *cb_ud);
+  // Judges a request agent did not make as the gate judges
+  // session/request_permission: params ({sessionId, toolCall, options})
+  // borrowed, of a session in cwd; fills v (v->info is the caller's).
+  void (*judge)(void *ud, const char *agent, const char *session,
+                const char *cwd, json_t *params, struct gate_verdict *v);
+  // Asks the person about a request of c: a pending entry and a
+  // `permission` event (params borrowed; info taken on success). Returns
+  // its token, or 0 when the table is full (info not taken).
+  uint64_t (*ask)(void *ud, struct acp_conn *c, const json_t *id,
+                  json_t *params, json_t *info);
+  // Answers a pending entry (option_id NULL: `cancelled`); by is who.
+  void (*resolve)(void *ud, uint64_t token, const char *option_id,
+                  const char *by);
+  // Appends an audit line for a decision made without a prompt (info: the
+  // gate's info; outcome `selected` with option_id, else `cancelled`).
+  void (*audit)(void *ud, const json_t *info, const char *decision,
+                const char *by, const char *option_id);
+  // True once the broker is shutting down (a prompt is then cancelled at
+  // once).
+  bool (*closing)(void *ud);
+};
+
+// The services, running on loop, reaching their owner through host (ud is
+// passed to every callback).
+struct client *client_new(uv_loop_t *loop, const struct client_host *host,
+                          void *ud);
+// Frees what is left (terminals are released by client_conn_gone first).
+void client_free(struct client *cl);
 // Handles one client method request (see acp.h: client_request).
-void client_request(struct broker *b, struct acp_conn *c, const json_t *id,
+void client_request(struct client *cl, struct acp_conn *c, const json_t *id,
                     const char *method, json_t *params);
 // Remembers an allow answer (info: the gate's info of the request), given
 // by the person or by the policy.
-void client_approved(struct broker *b, struct acp_conn *c, const json_t *info,
+void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
                      bool person);
-// broker_resolve's hook: when token is a prompt the broker made for an
-// fs/* or terminal/* call, completes that call (allow) or refuses it, and
+// The resolve hook: when token is a prompt the services made for an fs/*
+// or terminal/* call, completes that call (allow) or refuses it, and
 // returns true (the caller then sends no outcome to the agent).
-bool client_answered(struct broker *b, struct acp_conn *c, uint64_t token,
+bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
                      bool allow, const char *by);
 // The turn of c is cancelled or c is going (all connections when NULL):
-// unasked writes whose prompt is not shown yet are refused.
-void client_cancel(struct broker *b, struct acp_conn *c);
+// unasked writes and terminals whose prompt is not shown yet are refused.
+void client_cancel(struct client *cl, struct acp_conn *c);
 // The agent is gone: its terminals are killed and released.
-void client_conn_gone(struct broker *b, struct acp_conn *c);
-// Frees what is left at exit.
-void client_free(struct broker *b);
+void client_conn_gone(struct client *cl, struct acp_conn *c);
+// The options of a request the broker judges or asks about itself (an
+// fs/* or terminal/* call the agent did not ask about, a tool call that
+// acted unasked): allow_once and reject_once (a new array).
+json_t *client_own_options(void);

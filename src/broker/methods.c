@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "acp/acp.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "broker_priv.h"
@@ -51,53 +52,21 @@ static const msgpack_object *arg(const struct nvim_rpc_msg *m, uint32_t i) {
 
 extern char **environ;
 
-// Removes NAME=... from env (NULL-terminated, n entries); returns new n.
-static size_t env_unset(char **env, size_t n, const char *name, size_t nlen) {
-  for (size_t i = 0; i < n;) {
-    if (strncmp(env[i], name, nlen) == 0 && env[i][nlen] == '=') {
-      free(env[i]);
-      env[i] = env[--n];
-      env[n] = NULL;
-    } else {
-      i++;
-    }
-  }
-  return n;
-}
-
 // The agent's environment: Neovim's (inherited by the broker), with the
 // spec's entries set, or removed where their value is false.
 static char **build_env(const msgpack_object *map) {
-  size_t n = 0, extra = 0;
-  while (environ[n])
-    n++;
-  if (map && map->type == MSGPACK_OBJECT_MAP)
-    extra = map->via.map.size;
-  char **env = xcalloc(n + extra + 1, sizeof(*env));
-  for (size_t i = 0; i < n; i++)
-    env[i] = xstrdup(environ[i]);
-  for (size_t i = 0; i < extra; i++) {
+  bool is_map = map && map->type == MSGPACK_OBJECT_MAP;
+  struct env env;
+  env_init(&env, environ, is_map ? map->via.map.size : 0);
+  for (uint32_t i = 0; is_map && i < map->via.map.size; i++) {
     char *key = mp_strdup(&map->via.map.ptr[i].key);
-    if (!key || !key[0] || strchr(key, '=')) {
-      free(key);
-      continue;
-    }
-    n = env_unset(env, n, key, strlen(key));
     char *val = mp_strdup(&map->via.map.ptr[i].val);
-    if (val) {
-      env[n] = xmalloc(strlen(key) + strlen(val) + 2);
-      sprintf(env[n++], "%s=%s", key, val);
-    }
+    if (key)
+      env_set(&env, key, val);
     free(key);
     free(val);
   }
-  return env;
-}
-
-static void free_strv(char **v) {
-  for (size_t i = 0; v && v[i]; i++)
-    free(v[i]);
-  free(v);
+  return env_take(&env);
 }
 
 static char **build_argv(const msgpack_object *cmd) {
@@ -108,7 +77,7 @@ static char **build_argv(const msgpack_object *cmd) {
   char **argv = xcalloc(n + 1, sizeof(*argv));
   for (uint32_t i = 0; i < n; i++)
     if (!(argv[i] = mp_strdup(&cmd->via.array.ptr[i]))) {
-      free_strv(argv);
+      strv_free(argv);
       return NULL;
     }
   return argv;
@@ -131,8 +100,8 @@ static void spawn_conn(struct broker *b, const char *name,
     c = acp_conn_start(b->loop, name, &ps, &broker_host, b, err, sizeof(err));
   else
     snprintf(err, sizeof(err), "too many agents running");
-  free_strv(argv);
-  free_strv(env);
+  strv_free(argv);
+  strv_free(env);
   if (!c) {
     broker_emit_error(b, name, err);
     broker_send_event(b, "agent_exit",
