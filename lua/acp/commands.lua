@@ -230,9 +230,7 @@ function M.root()
   if a and a.cwd then
     return a.cwd
   end
-  local compat, config = require('acp.compat'), require('acp.config')
-  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
-  return compat.find_up(here, config.root_markers) or here
+  return require('acp.config').project_dir()
 end
 
 --- Opens (or refreshes) the scratch buffer of :AcpRules for `rules` event

@@ -115,6 +115,17 @@ end
 
 H.handlers = {}
 
+--- A handler of events about a session: fn(s, d) with the session's mirror
+--- (created on first use); an event that names no session is ignored.
+function H.for_session(fn)
+  return function(d)
+    local s = H.session_of(d)
+    if s ~= nil then
+      return fn(s, d)
+    end
+  end
+end
+
 
 --- What the person has been told already, so each notice comes once per
 --- Neovim session: untrusted roots, settings errors and warnings by text.
@@ -178,19 +189,12 @@ function H.handlers.session_new(d)
   end
 end
 
-function H.handlers.session_loading(d)
-  local s = H.session_of(d)
-  if s ~= nil then
-    s.cwd = compat.str(d.cwd) or s.cwd
-    s.loading = true
-  end
-end
+H.handlers.session_loading = H.for_session(function(s, d)
+  s.cwd = compat.str(d.cwd) or s.cwd
+  s.loading = true
+end)
 
-function H.handlers.mode_set(d)
-  local s = H.session_of(d)
-  if s == nil then
-    return
-  end
+H.handlers.mode_set = H.for_session(function(s, d)
   s.current_mode = compat.str(d.modeId)
   if d.by == 'broker' then
     return -- the broker keeping the asking posture: the posture event tells
@@ -198,16 +202,12 @@ function H.handlers.mode_set(d)
   return function()
     vim.notify(('(acp) %s: agent mode %s'):format(tostring(d.agent), tostring(s.current_mode)), vim.log.levels.INFO)
   end
-end
+end)
 
 --- The agent's asking posture for a session (design §6): 'asking' once the
 --- broker has put it in its asking mode, else 'unverified' with a reason.
 --- The person is told before the first prompt; prompts are not blocked.
-function H.handlers.posture(d)
-  local s = H.session_of(d)
-  if s == nil then
-    return
-  end
+H.handlers.posture = H.for_session(function(s, d)
   local before = s.posture_reason
   s.posture = compat.str(d.posture) or 'unverified'
   s.posture_reason = compat.str(d.reason)
@@ -224,7 +224,7 @@ function H.handlers.posture(d)
       vim.log.levels.WARN
     )
   end
-end
+end)
 
 function H.handlers.terminal(d)
   local id = compat.str(d.terminalId)
@@ -316,11 +316,7 @@ function H.handlers.turn_end(d)
     elseif d.stopReason ~= 'error' then
       local msg = ('(acp) %s [%s] %s'):format(tostring(d.agent), tostring(d.stopReason), text.squash(reply))
       -- One screen line: a wrapped message would stop for "Press ENTER".
-      local max = vim.o.columns - 12
-      if vim.fn.strdisplaywidth(msg) > max then
-        msg = vim.fn.strcharpart(msg, 0, max - 1) .. '…'
-      end
-      vim.notify(msg, vim.log.levels.INFO)
+      vim.notify(text.truncate(msg, vim.o.columns - 12), vim.log.levels.INFO)
     end
   end
 end
@@ -670,16 +666,11 @@ function H.echo_allowed(data)
   a.timer = true
   vim.defer_fn(function()
     local last = ('%s: %s'):format(text.squash(a.last.title), format.why(a.last))
-    local text = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
+    local msg = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
     a.n, a.last, a.timer = 0, nil, false
-    local max = vim.o.columns - 12
-    if vim.fn.strdisplaywidth(text) > max then
-      text = vim.fn.strcharpart(text, 0, math.max(1, max - 1)) .. '…'
-    end
-    vim.api.nvim_echo({ { text, 'None' } }, true, {})
+    vim.api.nvim_echo({ { text.truncate(msg, vim.o.columns - 12), 'None' } }, true, {})
   end, 30)
 end
-
 
 function H.log_user(pattern, data)
   state.log(pattern, data)

@@ -209,8 +209,7 @@ function H.cwd(dir)
     end
     return compat.strip_slash(vim.fn.fnamemodify(dir, ':p'))
   end
-  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
-  return compat.find_up(here, config.root_markers) or here
+  return config.project_dir()
 end
 
 return M

@@ -167,6 +167,18 @@ function H.chat_for(d)
   return H.latest(agent)
 end
 
+--- The chat event `d` is about and its field `key` (a toolCallId, a
+--- terminalId) as a string; nil when either is missing.
+---@return acp.Chat|nil
+---@return string|nil
+function H.chat_with(d, key)
+  local chat, id = H.chat_for(d), compat.str(d[key])
+  if chat ~= nil and id ~= nil then
+    return chat, id
+  end
+  return nil, nil
+end
+
 --- The chat of the session event `d` names, or nil when it names none.
 ---@return acp.Chat|nil
 function H.session_chat(d)
@@ -362,22 +374,25 @@ end
 H.events = {}
 H.updates = {}
 
-function H.events.session_loading(d)
-  local chat = H.session_chat(d)
-  if chat == nil then
-    return
+--- A handler of events about a session: fn(chat, d) with the session's
+--- chat (created on first use); an event that names no session is ignored.
+function H.for_chat(fn)
+  return function(d)
+    local chat = H.session_chat(d)
+    if chat ~= nil then
+      fn(chat, d)
+    end
   end
+end
+
+H.events.session_loading = H.for_chat(function(chat, d)
   chat.cwd = compat.str(d.cwd) or chat.cwd
   chat.loading = true
   H.touch(chat)
   H.note(chat, 'loading the history of this session…')
-end
+end)
 
-function H.events.session_new(d)
-  local chat = H.session_chat(d)
-  if chat == nil then
-    return
-  end
+H.events.session_new = H.for_chat(function(chat, d)
   chat.cwd = compat.str(d.cwd) or chat.cwd
   chat.exited = false
   if type(d.modes) == 'table' then
@@ -389,20 +404,16 @@ function H.events.session_new(d)
     H.note(chat, 'session resumed: the history above was replayed by the agent')
   end
   H.touch(chat)
-end
+end)
 
-function H.events.posture(d)
-  local chat = H.session_chat(d)
-  if chat == nil then
-    return
-  end
+H.events.posture = H.for_chat(function(chat, d)
   local reason = compat.str(d.reason)
   H.touch(chat)
   if d.posture == 'unverified' and reason ~= nil and reason ~= chat.posture_noted then
     chat.posture_noted = reason
     H.note(chat, 'not in asking posture: ' .. reason, 'AcpChatError')
   end
-end
+end)
 
 function H.events.mode_set(d)
   local id = compat.str(d.modeId)
@@ -633,9 +644,8 @@ function H.events.permission_resolved(d)
 end
 
 function H.events.decided(d)
-  local chat = H.chat_for(d)
-  local id = compat.str(d.toolCallId)
-  if chat == nil or id == nil then
+  local chat, id = H.chat_with(d, 'toolCallId')
+  if chat == nil then
     return
   end
   local rec = chat.tools[id]
@@ -654,9 +664,8 @@ end
 --- the change, when the agent's updates did not carry it), and a red note
 --- marks the moment it was noticed.
 function H.events.unasked(d)
-  local chat = H.chat_for(d)
-  local id = compat.str(d.toolCallId)
-  if chat == nil or id == nil then
+  local chat, id = H.chat_with(d, 'toolCallId')
+  if chat == nil then
     return
   end
   local rec = H.tool(chat, id)
@@ -755,9 +764,8 @@ function H.decided_for(chat, id)
 end
 
 function H.events.terminal(d)
-  local chat = H.chat_for(d)
-  local id = compat.str(d.terminalId)
-  if chat == nil or id == nil then
+  local chat, id = H.chat_with(d, 'terminalId')
+  if chat == nil then
     return
   end
   local t = chat.terminals[id]
