@@ -41,9 +41,9 @@ function M.handle(name, data)
   end
   -- The chat buffers keep every session's history, window open or not; they
   -- only queue here and draw on a timer (lua/acp/chat/).
-  local cok, cerr = pcall(state.emit, 'event', name, data)
-  if not cok then
-    M.view_error = tostring(cerr)
+  local err = state.try_emit('event', name, data)
+  if err ~= nil then
+    M.view_error = tostring(err)
   end
   if effect == nil and #state.listeners == 0 then
     return true

@@ -130,16 +130,25 @@ end
 --- others from running, and the first error is raised at the end.
 ---@param event string
 function M.emit(event, ...)
-  local first
-  for _, fn in ipairs(H.subscribers[event] or {}) do
-    local ok, err = pcall(fn, ...)
+  local err = M.try_emit(event, ...)
+  if err ~= nil then
+    error(err, 0)
+  end
+end
+
+--- Like emit, but returns the first error instead of raising it (for
+--- events emitted inside the RPC call, where nothing may raise).
+---@param event string
+---@return any|nil err
+function M.try_emit(event, ...)
+  local list, first = H.subscribers[event], nil
+  for i = 1, list and #list or 0 do
+    local ok, err = pcall(list[i], ...)
     if not ok and first == nil then
       first = err
     end
   end
-  if first ~= nil then
-    error(first, 0)
-  end
+  return first
 end
 
 ---@param event string

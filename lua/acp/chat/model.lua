@@ -315,9 +315,10 @@ end
 --- Values the broker reports about a tool call (in a permission request,
 --- a decision, an unasked call) stand until the agent updates that field.
 function H.override(rec, u)
-  for _, k in ipairs({ 'title', 'kind', 'status' }) do
-    rec.over[k] = compat.str(u[k]) or rec.over[k]
-  end
+  local over = rec.over
+  over.title = compat.str(u.title) or over.title
+  over.kind = compat.str(u.kind) or over.kind
+  over.status = compat.str(u.status) or over.status
   if type(u.content) == 'table' then
     rec.over.content = u.content
     rec.content_dirty = true
@@ -331,10 +332,15 @@ end
 --- toolCall) into rec.tc: what it has a value for replaces what the broker
 --- reported (`content` and `locations` whole).
 function H.updated(rec, u)
-  for _, k in ipairs({ 'title', 'kind', 'status' }) do
-    if compat.str(u[k]) then
-      rec.over[k] = nil
-    end
+  local over = rec.over
+  if compat.str(u.title) then
+    over.title = nil
+  end
+  if compat.str(u.kind) then
+    over.kind = nil
+  end
+  if compat.str(u.status) then
+    over.status = nil
   end
   if type(u.content) == 'table' then
     rec.over.content = nil
