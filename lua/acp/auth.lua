@@ -4,6 +4,10 @@
 --- `authMethods`. A method that reads a key from the environment needs no
 --- question when that variable is set for the agent: it is used at once.
 
+local config = require('acp.config')
+local rpc = require('acp.rpc')
+local state = require('acp.state')
+
 local M = {}
 local H = {}
 
@@ -23,7 +27,6 @@ M.env_methods = {
 ---@param name string
 ---@param methods table[] the agent's non-terminal authMethods
 function M.choose(name, methods)
-  local broker = require('acp.broker')
   if #methods == 0 then
     vim.notify(
       ('(acp) %s needs you to log in, and offers no method this client can use: run `%s` once in a terminal and follow its login steps, then :AcpStart %s'):format(
@@ -38,7 +41,7 @@ function M.choose(name, methods)
   local env = H.env_method(name, methods)
   if env ~= nil then
     vim.notify(('(acp) %s: logging in with %s (%s is set)'):format(name, env.id, env.var), vim.log.levels.INFO)
-    broker.authenticate(name, env.id)
+    rpc.authenticate(name, env.id)
     return
   end
   vim.ui.select(methods, {
@@ -52,7 +55,7 @@ function M.choose(name, methods)
       vim.notify(('(acp) %s: no login chosen; :AcpStart %s asks again'):format(name, name), vim.log.levels.WARN)
       return
     end
-    broker.authenticate(name, choice.id)
+    rpc.authenticate(name, choice.id)
   end)
 end
 
@@ -60,7 +63,7 @@ end
 
 --- The agent's command, for the message.
 function H.command(name)
-  local spec = require('acp.config').resolve_agent(name)
+  local spec = config.resolve_agent(name)
   return spec and table.concat(spec.cmd, ' ') or name
 end
 
@@ -78,7 +81,7 @@ end
 
 --- The one method whose variable is set in the agent's environment.
 function H.env_method(name, methods)
-  local a = require('acp.state').agents[name]
+  local a = state.agents[name]
   local agent_env = a and a.env or {}
   local found
   for _, m in ipairs(methods) do
@@ -100,5 +103,7 @@ function H.env_method(name, methods)
   end
   return found
 end
+
+state.on('auth_required', M.choose)
 
 return M

@@ -1,6 +1,9 @@
 --- Implementations of the user commands (plugin/acp.lua only declares them)
 --- and their completion.
 
+local state = require('acp.state')
+local text = require('acp.text')
+
 local M = {}
 local H = {}
 
@@ -59,11 +62,7 @@ function M.pending()
   end
   local msg = ('acp: %d pending: %s'):format(#list, table.concat(parts, ' · '))
   -- One screen line, so no hit-enter prompt swallows the next key.
-  local max = vim.o.columns - 13
-  if vim.fn.strdisplaywidth(msg) > max then
-    msg = vim.fn.strcharpart(msg, 0, max - 1) .. '…'
-  end
-  H.echo(msg)
+  H.echo(text.truncate(msg, vim.o.columns - 13))
   require('acp.prompt').open()
 end
 
@@ -72,10 +71,7 @@ end
 ---@param bang boolean
 ---@param args string
 function M.allow(bang, args)
-  if args ~= nil and args:match('%S') then
-    return H.rule('allow', args)
-  end
-  local targets = H.targets(bang)
+  local targets = H.answering('allow', bang, args)
   if targets == nil then
     return
   end
@@ -102,10 +98,7 @@ end
 ---@param bang boolean
 ---@param args string
 function M.deny(bang, args)
-  if args ~= nil and args:match('%S') then
-    return H.rule('deny', args)
-  end
-  local targets = H.targets(bang)
+  local targets = H.answering('deny', bang, args)
   if targets == nil then
     return
   end
@@ -130,7 +123,7 @@ end
 function M.rules()
   local root = M.root()
   local state = require('acp.state')
-  if H.send(require('acp.broker').rules(root)) then
+  if H.send(require('acp.rpc').rules(root)) then
     state.expect('rules', root, M.show_rules)
   end
 end
@@ -145,7 +138,7 @@ function M.yolo(arg)
   end
   local root = M.root()
   local a = require('acp.state').agent()
-  if H.send(require('acp.broker').yolo(root, action, a and a.name or nil)) then
+  if H.send(require('acp.rpc').yolo(root, action, a and a.name or nil)) then
     require('acp.state').expect('settings', root, function(st)
       local msg = ('(acp) yolo is %s in %s'):format(st.yolo and 'on' or 'off', H.short(st.root))
       if st.yolo and st.yoloSource then
@@ -183,7 +176,7 @@ function M.mode(arg)
   -- `agent:` one, or a broker mode the agent also has (kept in step) —
   -- except yolo, which would make the agent stop asking the broker.
   if is_agent and (explicit or not is_broker or wanted ~= 'yolo') then
-    require('acp.broker').set_mode(a.name, a.session, wanted)
+    require('acp.rpc').set_mode(a.name, a.session, wanted)
     if not is_broker then
       return
     end
@@ -192,7 +185,7 @@ function M.mode(arg)
     H.echo(('acp: %s mode %s (modes: %s)'):format(a.name, tostring(s.current_mode or '?'), table.concat(agent_modes, ', ')))
   end
   local root = M.root()
-  if H.send(require('acp.broker').mode(root, mode)) then
+  if H.send(require('acp.rpc').mode(root, mode)) then
     require('acp.state').expect('settings', root, function(st)
       vim.notify(('(acp) mode %s in %s'):format(st.mode, H.short(st.root)), vim.log.levels.INFO)
     end)
@@ -203,7 +196,7 @@ end
 function M.trust()
   local root = M.root()
   local state = require('acp.state')
-  if not H.send(require('acp.broker').rules(root)) then
+  if not H.send(require('acp.rpc').rules(root)) then
     return
   end
   state.expect('rules', root, function(d)
@@ -237,9 +230,7 @@ function M.root()
   if a and a.cwd then
     return a.cwd
   end
-  local compat, config = require('acp.compat'), require('acp.config')
-  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
-  return compat.find_up(here, config.root_markers) or here
+  return require('acp.config').project_dir()
 end
 
 --- Opens (or refreshes) the scratch buffer of :AcpRules for `rules` event
@@ -428,6 +419,16 @@ function H.picked(p, what)
   return o
 end
 
+--- :AcpAllow / :AcpDeny: with `args`, adds the rule to `list` and returns
+--- nil; without, the prompts to answer (H.targets).
+function H.answering(list, bang, args)
+  if args ~= nil and args:match('%S') then
+    H.rule(list, args)
+    return nil
+  end
+  return H.targets(bang)
+end
+
 --- The prompts a bare :AcpAllow / :AcpDeny answers: the oldest, or (bang)
 --- all; skips those already answered here. Nil when there are none.
 function H.targets(bang)
@@ -470,7 +471,7 @@ function H.rule(list, args)
     H.error('(acp) no session to add a session rule to: :AcpStart first')
     return
   end
-  H.send(require('acp.broker').rule(scope, list, rule, { cwd = M.root(), agent = a and a.name or nil }))
+  H.send(require('acp.rpc').rule(scope, list, rule, { cwd = M.root(), agent = a and a.name or nil }))
 end
 
 --- Reports a failed send; returns whether it was sent.
@@ -481,12 +482,7 @@ function H.send(ok, err)
   return ok
 end
 
-function H.short(path)
-  if type(path) ~= 'string' or not path:find('/', 1, true) then
-    return tostring(path)
-  end
-  return vim.fn.fnamemodify(path, ':~')
-end
+H.short = text.home_path
 
 --- Runs `<broker> rule-check <rule>` (cached). Echoes the reason and
 --- returns false when the broker refuses the rule; true when it accepts it
@@ -654,7 +650,7 @@ function H.rules_lines(d)
   list_of('Errors:', errors)
   list_of('Warnings:', d.warnings)
   if d.trusted ~= true and st.permissive ~= nil then
-    list_of('Trusting the project would enable:', state.describe_permissive(st.permissive))
+    list_of('Trusting the project would enable:', require('acp.format').describe_permissive(st.permissive))
   end
   add('')
   add('q: close · :AcpLog: past decisions · :help acp-rules')
@@ -671,7 +667,7 @@ function H.confirm_trust(d, root)
   if has == nil then
     has = st.hasPermissive
   end
-  local items = state.describe_permissive(permissive)
+  local items = require('acp.format').describe_permissive(permissive)
   if has == false or (has == nil and #items == 0 and d.trusted == true) then
     H.echo(("acp: nothing to trust in %s: its settings files only restrict"):format(H.short(root)))
     return
@@ -698,7 +694,10 @@ function H.confirm_trust(d, root)
     H.echo('acp: not trusted')
     return
   end
-  H.send(require('acp.broker').trust(root))
+  H.send(require('acp.rpc').trust(root))
 end
+
+-- A `rules` answer no command waited for (it came late) is shown anyway.
+state.on('rules', M.show_rules)
 
 return M

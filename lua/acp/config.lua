@@ -110,6 +110,14 @@ function M.root()
   return H.root
 end
 
+--- The project of the current directory: its nearest ancestor (itself
+--- included) holding a root marker, else the current directory.
+---@return string
+function M.project_dir()
+  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
+  return compat.find_up(here, M.root_markers) or here
+end
+
 --- Path of the broker binary: `$ACP_BROKER_BIN`, then setup's `broker`, then
 --- `<root>/build/acp-broker`.
 ---@return string

@@ -6,6 +6,8 @@
 --- in the buffer as one undoable change, then the buffer is written. When
 --- no buffer holds the file, the broker uses the disk itself.
 
+local text = require('acp.text')
+
 local M = {}
 local H = {}
 
@@ -66,7 +68,7 @@ function M.write(path, content)
   if not vim.api.nvim_buf_get_option(buf, 'modifiable') then
     return ('the buffer of %s is not modifiable'):format(path)
   end
-  local lines = vim.split(content, '\n', { plain = true })
+  local lines = text.lines(content)
   local eol = lines[#lines] == ''
   if eol then
     table.remove(lines)

@@ -31,7 +31,7 @@ function M.check()
       h.error(('`%s --version` failed (exit %d): %s'):format(bin, vim.v.shell_error, vim.trim(out)), { make })
     end
   end
-  local broker = require('acp.broker')
+  local broker = require('acp.rpc')
   if broker.chan ~= nil then
     local info = broker.info or {}
     h.info(('broker running (channel %d, pid %s)'):format(broker.chan, tostring(info.pid or '?')))
@@ -102,7 +102,7 @@ function H.check_settings(h, config, bin)
   if not decoded or type(data) ~= 'table' then
     h.warn(
       ('could not check the settings files of %s (`%s rules` failed)'):format(root, vim.fn.fnamemodify(bin, ':t')),
-      { 'rebuild the broker with `make`; see ' .. require('acp.broker').log_path() }
+      { 'rebuild the broker with `make`; see ' .. require('acp.rpc').log_path() }
     )
     return
   end

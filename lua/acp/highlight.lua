@@ -19,6 +19,21 @@ M.links = {
   AcpPromptDiffAdd = 'DiffAdd',
   AcpPromptDiffDelete = 'DiffDelete',
   AcpPromptDiffHunk = 'Special',
+  AcpChatHeader = 'Title',
+  AcpChatMeta = 'Comment',
+  AcpChatUser = 'Special',
+  AcpChatAgent = 'Identifier',
+  AcpChatThought = 'Comment',
+  AcpChatToolTitle = 'Function',
+  AcpChatStatus = 'Comment',
+  AcpChatDone = 'String',
+  AcpChatFailed = 'ErrorMsg',
+  AcpChatAwaiting = 'WarningMsg',
+  AcpChatLabel = 'Title',
+  AcpChatError = 'ErrorMsg',
+  AcpChatDiffAdd = 'DiffAdd',
+  AcpChatDiffDelete = 'DiffDelete',
+  AcpChatDiffHunk = 'Special',
 }
 
 local applied = false

@@ -13,9 +13,9 @@ function M.setup(opts)
   require('acp.highlight').setup()
   -- A running broker gets the new permissions at once; one that starts
   -- later gets them when it starts.
-  local broker = package.loaded['acp.broker']
-  if broker ~= nil then
-    broker.configure()
+  local rpc = package.loaded['acp.rpc']
+  if rpc ~= nil then
+    rpc.configure()
   end
 end
 
@@ -47,7 +47,7 @@ function M.start(agent, opts)
   end
   -- The broker reuses a live connection of that name (and its session in
   -- that directory); the agent becomes the current one either way.
-  local ok, send_err = require('acp.broker').start_agent(
+  local ok, send_err = require('acp.rpc').start_agent(
     spec.name,
     { cmd = spec.cmd, env = spec.env, cwd = cwd, resume = resume }
   )
@@ -75,7 +75,7 @@ function M.prompt(text)
     end
   end
   local name = state.current
-  local ok, err = require('acp.broker').prompt(name, text)
+  local ok, err = require('acp.rpc').prompt(name, text)
   if not ok then
     return H.fail(err)
   end
@@ -92,7 +92,7 @@ function M.cancel()
   if a == nil then
     return H.fail('(acp) no agent is running')
   end
-  require('acp.broker').cancel(a.name)
+  require('acp.rpc').cancel(a.name)
   return true
 end
 
@@ -130,11 +130,11 @@ function M.respond(id, option_id, opts)
   if opts.remember ~= nil and not vim.tbl_contains({ 'session', 'project', 'agent' }, opts.remember) then
     return H.fail("(acp) respond(): remember should be 'session', 'project' or 'agent', got " .. vim.inspect(opts.remember))
   end
-  local sent = require('acp.broker').respond(id, option_id, { remember = opts.remember })
+  local sent = require('acp.rpc').respond(id, option_id, { remember = opts.remember })
   if not sent then
     return H.fail('(acp) respond(): the broker is not running')
   end
-  require('acp.prompt').on_answered(id)
+  require('acp.state').emit('answered', id)
   return true
 end
 
@@ -176,7 +176,7 @@ function M.stop(agent)
     return H.fail(agent and ("(acp) agent '%s' is not running"):format(agent) or '(acp) no agent is running')
   end
   state.agent_stopping(a.name)
-  if not require('acp.broker').stop_agent(a.name) then
+  if not require('acp.rpc').stop_agent(a.name) then
     -- No broker: nothing can be running.
     state.agents[a.name] = nil
   end
@@ -209,8 +209,7 @@ function H.cwd(dir)
     end
     return compat.strip_slash(vim.fn.fnamemodify(dir, ':p'))
   end
-  local here = compat.strip_slash(vim.fn.fnamemodify(vim.fn.getcwd(), ':p'))
-  return compat.find_up(here, config.root_markers) or here
+  return config.project_dir()
 end
 
 return M

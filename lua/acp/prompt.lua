@@ -7,6 +7,9 @@
 --- prompt without answering; `:AcpPending` brings it back.
 
 local compat = require('acp.compat')
+local format = require('acp.format')
+local state = require('acp.state')
+local text = require('acp.text')
 
 local M = {}
 local H = {}
@@ -103,7 +106,7 @@ end
 --- Hides the prompt window; every prompt pending now stays pending.
 function M.hide()
   local n = 0
-  for _, req in ipairs(require('acp.state').pending_list()) do
+  for _, req in ipairs(state.pending_list()) do
     if not H.answered[req.id] then
       H.hidden[req.id] = true
       n = n + 1
@@ -159,20 +162,16 @@ H.extra_kinds = {
 
 -- Helper functionality =======================================================
 
-function H.state()
-  return require('acp.state')
-end
-
 function H.ui()
   return require('acp.config').get().ui
 end
 
 function H.wanted(id)
-  return H.state().pending[id] ~= nil and not H.answered[id]
+  return state.pending[id] ~= nil and not H.answered[id]
 end
 
 function H.next_candidate()
-  for _, req in ipairs(H.state().pending_list()) do
+  for _, req in ipairs(state.pending_list()) do
     if not H.hidden[req.id] and not H.answered[req.id] then
       return req
     end
@@ -276,7 +275,7 @@ end
 
 --- Redraws the window of `v` (counter, footer, size).
 function H.draw(v)
-  local req = H.state().pending[v.id]
+  local req = state.pending[v.id]
   if req == nil then
     return
   end
@@ -355,21 +354,27 @@ end
 --- Focus the (unfocused) prompt once Neovim is back in normal mode: never
 --- move focus while the person types.
 function H.focus_later()
-  local group = vim.api.nvim_create_augroup('AcpPromptFocus', { clear = true })
+  H.on_mode_change('AcpPromptFocus', function()
+    local v = H.view
+    if v == nil or not H.valid(v) or v.focused then
+      pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptFocus')
+      return
+    end
+    if H.normal_mode() then
+      H.focus(v)
+    end
+  end)
+end
+
+--- Calls fn (scheduled) after every change of mode, until the augroup
+--- `group` is deleted (ModeChanged; InsertLeave where it does not exist).
+function H.on_mode_change(group, fn)
+  local id = vim.api.nvim_create_augroup(group, { clear = true })
   local event = vim.fn.exists('##ModeChanged') == 1 and 'ModeChanged' or 'InsertLeave'
   vim.api.nvim_create_autocmd(event, {
-    group = group,
+    group = id,
     callback = function()
-      vim.schedule(function()
-        local v = H.view
-        if v == nil or not H.valid(v) or v.focused then
-          pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptFocus')
-          return
-        end
-        if H.normal_mode() then
-          H.focus(v)
-        end
-      end)
+      vim.schedule(fn)
     end,
   })
 end
@@ -481,7 +486,7 @@ end
 --- Answers with option `index`, or (a string) with the extra that
 --- remembers for 'session', 'project' or 'agent'.
 function H.choose(v, index)
-  local req = H.state().pending[v.id]
+  local req = state.pending[v.id]
   if req == nil then
     return
   end
@@ -516,7 +521,7 @@ end
 --- {remember, optionId (the first allow_once), label}, or nil when it is not
 --- offered (no allow_once option; for session/project, no narrow rule).
 function H.extra(req, remember)
-  local _, o = H.state().picked_option(req, 'allow')
+  local _, o = state.picked_option(req, 'allow')
   if o == nil or compat.str(o.optionId) == nil then
     return nil
   end
@@ -555,7 +560,6 @@ end
 --- first allow_once; the first reject_once, else reject_always), the other
 --- kinds with the first option of that kind.
 function H.first_of_kind(req, kind)
-  local state = require('acp.state')
   if kind == 'allow_once' then
     return (state.picked_option(req, 'allow'))
   elseif kind == 'reject_once' then
@@ -569,22 +573,14 @@ end
 function H.select(req, opts)
   if not opts.force_focus and not H.normal_mode() then
     -- vim.ui.select would take the keys being typed: wait for normal mode.
-    local group = vim.api.nvim_create_augroup('AcpPromptSelect', { clear = true })
-    local event = vim.fn.exists('##ModeChanged') == 1 and 'ModeChanged' or 'InsertLeave'
-    vim.api.nvim_create_autocmd(event, {
-      group = group,
-      callback = function()
-        vim.schedule(function()
-          if H.normal_mode() then
-            pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptSelect')
-            M.refresh()
-          end
-        end)
-      end,
-    })
+    H.on_mode_change('AcpPromptSelect', function()
+      if H.normal_mode() then
+        pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptSelect')
+        M.refresh()
+      end
+    end)
     return
   end
-  local state = H.state()
   local pos, total = state.position(req.id)
   local tc = state.tool_call(req)
   local prompt = ('Permission %d/%d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
@@ -593,7 +589,7 @@ function H.select(req, opts)
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')
   end
   if req.reason or req.rule then
-    prompt = prompt .. ' (why: ' .. state.why(req) .. ')'
+    prompt = prompt .. ' (why: ' .. format.why(req) .. ')'
   end
   -- The agent's options, then the broker's extras.
   local items = {}
@@ -677,9 +673,7 @@ function H.append(dst, src)
   end
 end
 
-function H.split(text)
-  return H.state().split_lines(text)
-end
+H.split = text.split_lines
 
 --- Body of the prompt. With more lines than fit, the options move above the
 --- details so they are always visible.
@@ -696,7 +690,6 @@ function H.render(req, o)
 end
 
 function H.render_body(req, o)
-  local state = H.state()
   local tc = state.tool_call(req)
   local pos, total = state.position(req.id)
 
@@ -704,7 +697,7 @@ function H.render_body(req, o)
   head.add({ { ('Permission %d/%d · %s'):format(pos or 1, math.max(total, 1), req.agent), 'AcpPromptHeader' } })
   head.text(state.title(req), 'AcpPromptTitle')
   if req.reason or req.rule then
-    head.text(state.why(req), nil, 'Why: ', '     ')
+    head.text(format.why(req), nil, 'Why: ', '     ')
   end
   head.add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
 
@@ -719,7 +712,7 @@ function H.render_body(req, o)
   H.append(full, choices)
   full.add({ { '' } })
   H.append(full, footer)
-  local height = H.height(full.lines, o.width)
+  local height = text.rows(full.lines, o.width)
   if height <= o.max_height or #details.lines == 0 then
     full.height = height
     return full
@@ -734,21 +727,11 @@ function H.render_body(req, o)
   H.append(split, footer)
   split.add({ { ('─'):rep(math.min(o.width, 40)), 'AcpPromptFooter' } })
   H.append(split, details)
-  split.height = H.height(split.lines, o.width)
+  split.height = text.rows(split.lines, o.width)
   return split
 end
 
---- Screen rows `lines` take in a window `width` wide with 'wrap'.
-function H.height(lines, width)
-  local h = 0
-  for _, l in ipairs(lines) do
-    h = h + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / width))
-  end
-  return h
-end
-
 function H.details(req, tc)
-  local state = H.state()
   local b = H.block()
   local kind = state.kind(req)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
@@ -817,7 +800,7 @@ end
 --- Renders one ToolCallContent item; returns true when it showed something.
 function H.content_item(b, item)
   if item.type == 'diff' then
-    local d = H.state().diff(item)
+    local d = format.diff(item)
     b.add({ { d.from, 'AcpPromptLabel' } })
     b.add({ { d.to, 'AcpPromptLabel' } })
     if d.note then
@@ -846,9 +829,7 @@ function H.content_item(b, item)
   return true
 end
 
-function H.path(p)
-  return H.state().short_path(p)
-end
+H.path = text.short_path
 
 function H.options(req)
   local b = H.block()
@@ -921,5 +902,10 @@ function H.footer(req, focused)
   b.add({ { ('%s: hide (stays pending; :AcpPending reopens)'):format(hide), 'AcpPromptFooter' } })
   return b
 end
+
+state.on('pending', M.refresh)
+state.on('answered', M.on_answered)
+state.on('resolved', M.on_resolved)
+state.on('error', M.on_error)
 
 return M

@@ -1,4 +1,4 @@
--- The chat buffer (lua/acp/chat.lua): one buffer per session, drawn from the
+-- The chat buffer (lua/acp/chat/): one buffer per session, drawn from the
 -- broker's events on a timer. Most tests play tests/scenarios/chat.json with
 -- the demo agent and read the buffer; the events the broker does not send
 -- yet (turn_start's text, terminal, session_loading) are fed to
@@ -278,8 +278,9 @@ T.test('an unknown update variant and unknown fields break nothing', function()
   local img = T.ok(find(ls, '[image image/png]'), 'the placeholder of the image:\n' .. text(buf))
   T.ok(find(ls, 'mode changed to architect', img), 'what follows is drawn')
 
-  -- Malformed events straight to the chat: no error, and it still draws.
-  local chat = require('acp.chat')
+  -- Malformed events through the entry point (the model, then the chat):
+  -- no error, and it still draws.
+  local broker = require('acp.broker')
   local function chunk(id, t)
     return { sessionUpdate = 'agent_message_chunk', messageId = id, content = { type = 'text', text = t } }
   end
@@ -310,13 +311,14 @@ T.test('an unknown update variant and unknown fields break nothing', function()
   for _, e in ipairs(odd) do
     local data = e[1] == 'update' and { update = e[2] } or e[2]
     data.session = data.session or ctx.session
-    local ok, err = pcall(chat.on_event, e[1], data)
-    T.ok(ok, 'on_event(' .. e[1] .. ') raised: ' .. tostring(err))
+    local ok, err = pcall(broker._on_event, e[1], data)
+    T.ok(ok and err, 'on_event(' .. e[1] .. ') raised: ' .. tostring(err))
+    T.eq(require('acp.events').view_error, nil, 'the chat raised on ' .. e[1])
   end
-  chat.on_event('update', { session = ctx.session, update = chunk('after', 'Still drawing.') })
+  broker._on_event('update', { session = ctx.session, update = chunk('after', 'Still drawing.') })
   buf = wait_text(ctx.session, 'Still drawing.')
   -- The same message, continued after it was drawn: the same line grows.
-  chat.on_event('update', { session = ctx.session, update = chunk('after', ' And more.') })
+  broker._on_event('update', { session = ctx.session, update = chunk('after', ' And more.') })
   wait_text(ctx.session, 'Still drawing. And more.')
   T.eq(count(lines(buf), 'Still drawing.'), 1, 'lines of the continued message')
   T.ok(find(lines(buf), '[pending] tool call · other'), 'a tool call with nothing but an id')

@@ -100,4 +100,60 @@ T.test('$/cancel_request withdraws a pending prompt: answered cancelled, window 
   T.eq(require('acp').pending(), {}, 'pending() after the withdrawal')
 end)
 
+-- The Lua side is a model (acp.state) and views that subscribe to it: no
+-- module requires a module that requires it back, directly or in a cycle.
+-- Every `require('acp…')` in the source counts, inside a function or not.
+T.test('lua/acp: the modules require each other without a cycle', function()
+  local root = vim.fn.fnamemodify(T.dir, ':h:h')
+  local files = vim.fn.globpath(root .. '/lua', 'acp/**/*.lua', false, true)
+  table.sort(files)
+  local graph, names = {}, {}
+  for _, f in ipairs(files) do
+    local name = f:sub(#root + 6, -5):gsub('/init$', ''):gsub('/', '.')
+    names[#names + 1] = name
+    local deps = {}
+    for line in (T.read(f) or ''):gmatch('[^\n]*') do
+      line = line:gsub('%-%-.*$', '')
+      for dep in line:gmatch('require%s*%(?%s*[\'"](acp[%w_.]*)[\'"]') do
+        if dep ~= name then
+          deps[dep] = true
+        end
+      end
+    end
+    graph[name] = deps
+  end
+  T.ok(#names > 10 and graph['acp'] ~= nil and graph['acp.state'] ~= nil, 'the modules were found: ' .. table.concat(names, ' '))
+  -- Depth-first search; a module met again while on the path closes a cycle.
+  local on_path, done, path, cycles = {}, {}, {}, {}
+  local function visit(m)
+    if on_path[m] then
+      local from
+      for i, p in ipairs(path) do
+        if p == m then
+          from = i
+        end
+      end
+      local c = vim.list_slice(path, from)
+      c[#c + 1] = m
+      cycles[#cycles + 1] = table.concat(c, ' -> ')
+      return
+    end
+    if done[m] or graph[m] == nil then
+      return
+    end
+    on_path[m], path[#path + 1] = true, m
+    local deps = vim.tbl_keys(graph[m])
+    table.sort(deps)
+    for _, d in ipairs(deps) do
+      visit(d)
+    end
+    on_path[m], path[#path] = nil, nil
+    done[m] = true
+  end
+  for _, m in ipairs(names) do
+    visit(m)
+  end
+  T.eq(cycles, {}, 'require cycles')
+end)
+
 T.done()

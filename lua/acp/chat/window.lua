@@ -1,0 +1,635 @@
+--- The chat's buffers, windows and keymaps: draws the model's queued work
+--- into one buffer per session (acp.chat.render makes the lines), at most
+--- every `H.interval_ms` and within a time budget, so thousands of streamed
+--- chunks per second cost one buffer change per tick. The buffer is a list
+--- of blocks: the header, then messages, thoughts, tool calls, plans and
+--- notes in arrival order. Each block remembers its first line with an
+--- extmark and its height, so a tool call, the plan of a turn or the
+--- message being streamed is redrawn where it is. The person types into a
+--- separate input buffer under the chat window; `<CR>` in normal mode
+--- sends it to the chat's own agent.
+
+local compat = require('acp.compat')
+local highlight = require('acp.highlight')
+local model = require('acp.chat.model')
+local render = require('acp.chat.render')
+local rpc = require('acp.rpc')
+local state = require('acp.state')
+local text = require('acp.text')
+
+local M = {}
+local H = {}
+
+-- Module definition ==========================================================
+
+--- Opens the chat of a session in a split on the right with the input area
+--- under it, or focuses the input area when the chat is already shown in
+--- this tab page. `opts.session` (an ACP sessionId) wins over `opts.agent`
+--- (that agent's current session, else its latest chat); with neither, the
+--- current agent's session, else the latest chat.
+---@param opts {session: string|nil, agent: string|nil}|nil
+---@return boolean ok
+---@return string|nil err
+function M.open(opts)
+  opts = opts or {}
+  local chat, err, starting = model.resolve(opts)
+  if chat == nil and starting ~= nil then
+    -- The agent is starting: the chat opens with its session.
+    H.waiting[starting] = true
+    return true
+  end
+  if chat == nil then
+    vim.notify(err, vim.log.levels.ERROR)
+    return false, err
+  end
+  H.flush(chat)
+  H.dirty[chat] = nil
+  H.show(chat)
+  return true
+end
+
+--- The chat buffer of `session`, or nil while it has not been drawn (for
+--- tests and statuslines; it does not draw what is queued).
+---@param session string
+---@return integer|nil
+function M.buffer(session)
+  local chat = model.chats[session]
+  if chat ~= nil and H.loaded(chat.buf) then
+    return chat.buf
+  end
+  return nil
+end
+
+--- 'omnifunc' of the input buffer: completes the agent's slash commands
+--- (`/name`) at the start of the input.
+---@param findstart integer
+---@param base string
+---@return integer|table
+function M.complete(findstart, base)
+  local chat = H.by_buf[vim.api.nvim_get_current_buf()]
+  if findstart == 1 then
+    local col = vim.api.nvim_win_get_cursor(0)[2]
+    local before = vim.api.nvim_get_current_line():sub(1, col)
+    local start = before:find('/[^%s/]*$')
+    if chat == nil or start == nil or not before:sub(1, start - 1):match('^%s*$') then
+      return -3
+    end
+    return start - 1
+  end
+  local items = {}
+  for _, c in ipairs(chat and chat.commands or {}) do
+    local word = '/' .. c.name
+    if word:sub(1, #base) == base then
+      items[#items + 1] = { word = word, menu = c.description, info = c.hint or '' }
+    end
+  end
+  return items
+end
+
+--- Opens the chat of an agent that was waiting for its session (:AcpChat
+--- right after :AcpStart), once `session_new` comes.
+---@param name string broker event
+---@param data table
+function M.open_pending(name, data)
+  local agent = compat.str(data.agent)
+  if agent == nil or not H.waiting[agent] then
+    return
+  end
+  if name == 'session_new' then
+    H.waiting[agent] = nil
+    local session = compat.str(data.session)
+    vim.schedule(function()
+      M.open({ session = session })
+    end)
+  elseif name == 'agent_exit' then
+    H.waiting[agent] = nil
+  end
+end
+
+--- Schedules a draw of `chat` within H.interval_ms (the model calls it
+--- when it queues work).
+---@param chat acp.Chat
+function M.kick(chat)
+  H.dirty[chat] = true
+  if H.armed then
+    return
+  end
+  H.armed = true
+  H.timer = H.timer or compat.uv.new_timer()
+  H.timer:start(H.interval_ms, 0, function()
+    vim.schedule(H.flush_all)
+  end)
+end
+
+-- Helper data ================================================================
+
+--- Drawing is coalesced: at most one buffer update per chat per interval.
+H.interval_ms = 30
+--- Drawing time per tick (ms): what is left waits for the next tick, so a
+--- flood of text never holds the editor longer than this.
+H.budget_ms = 4
+--- Text drawn in one piece at most (the budget is checked between pieces).
+H.slice_bytes = 32 * 1024
+--- Height of the input window.
+H.input_height = 4
+
+H.ns = vim.api.nvim_create_namespace('acp-chat')
+H.marks = vim.api.nvim_create_namespace('acp-chat-blocks')
+
+--- Chat and input buffers -> chat.
+H.by_buf = {}
+--- Chat window -> the input window opened with it.
+H.pairs = {}
+--- Chats with something to draw.
+H.dirty = {}
+H.armed = false
+
+--- Agents whose chat opens as soon as their session exists.
+H.waiting = {}
+
+-- Helper functionality =======================================================
+
+function H.flush_all()
+  H.armed = false
+  local dirty = H.dirty
+  H.dirty = {}
+  for chat in pairs(dirty) do
+    local ok, err = pcall(H.flush, chat)
+    if not ok and err ~= H.last_error then
+      -- Once per distinct error: a broken draw would repeat every tick.
+      H.last_error = err
+      vim.notify('(acp) chat: ' .. tostring(err), vim.log.levels.ERROR)
+    end
+  end
+end
+
+--- Draws everything queued for `chat` (creating its buffer when needed);
+--- windows whose cursor was on the last line follow the end.
+function H.flush(chat)
+  H.ensure_buffer(chat)
+  local buf = chat.buf
+  local follow = H.followers(buf)
+  local queue = chat.queue
+  chat.queue = {}
+  local bars = chat.header_dirty
+  compat.set_buf(buf, 'modifiable', true)
+  local ok, err = pcall(H.apply, chat, queue)
+  compat.set_buf(buf, 'modifiable', false)
+  -- Over budget: the rest (and whatever came meanwhile) on the next tick.
+  if ok and chat.queue ~= queue and H.left ~= nil then
+    local rest = H.left
+    for _, op in ipairs(chat.queue) do
+      rest[#rest + 1] = op
+    end
+    chat.queue = rest
+  end
+  chat.queued_bytes = 0
+  for _, op in ipairs(chat.queue) do
+    if op.kind == 'text' then
+      for _, piece in ipairs(op.pieces) do
+        chat.queued_bytes = chat.queued_bytes + #piece
+      end
+    end
+  end
+  H.left = nil
+  if #chat.queue > 0 then
+    M.kick(chat)
+  end
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf then
+      vim.api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+  if bars then
+    H.update_bars(chat)
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
+--- Draws the ops of `queue` in order until the time budget is spent; what
+--- is left is put in H.left (a text op split at a piece).
+function H.apply(chat, queue)
+  if chat.header_dirty then
+    chat.header_dirty = false
+    H.replace(chat, chat.header, render.header(chat))
+  end
+  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  for i, op in ipairs(queue) do
+    if i > 1 and compat.uv.hrtime() > deadline then
+      H.left = H.slice(queue, i, #queue)
+      return
+    end
+    if op.kind == 'text' then
+      H.apply_text(chat, op, deadline)
+      if #op.pieces > 0 then
+        H.left = H.slice(queue, i, #queue)
+        return
+      end
+    else
+      H.ops[op.kind](chat, op)
+    end
+  end
+end
+
+--- Draws a text op's pieces a slice at a time while the budget lasts;
+--- the pieces left stay in op.
+function H.apply_text(chat, op, deadline)
+  local pieces = op.pieces
+  local first = 1
+  while first <= #pieces do
+    local n, last = 0, first
+    while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
+      n = n + #pieces[last]
+      last = last + 1
+    end
+    H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
+    first = last
+    if compat.uv.hrtime() > deadline then
+      break
+    end
+  end
+  op.pieces = H.slice(pieces, first, #pieces)
+end
+
+--- t[i..j] as a new list (unpack() is limited to a few thousand values).
+function H.slice(t, i, j)
+  local out = {}
+  for k = i, j do
+    out[#out + 1] = t[k]
+  end
+  return out
+end
+
+H.ops = {}
+
+function H.ops.text(chat, op)
+  local cur, s = op.cur, chat.stream
+  if s == nil or s.cur ~= cur or s.block ~= chat.last then
+    local b, prefix, group = render.message_head(chat, cur.role)
+    s = { cur = cur, tail = '', marker = false, prefix = prefix, group = group }
+    s.block = H.append(chat, b)
+    chat.stream = s
+  end
+  -- The last line of the block is unfinished: redraw it with what follows.
+  local lines = text.lines((s.tail .. table.concat(op.pieces)):gsub('\r', ''))
+  s.tail = lines[#lines]
+  local b = render.message_lines(lines, s.prefix, s.group, cur.dropped)
+  H.replace_tail(chat, s.block, s.marker and 2 or 1, b)
+  s.marker = cur.dropped > 0
+end
+
+function H.ops.tool(chat, op)
+  local rec = op.rec
+  rec.queued = false
+  rec.block = H.put(chat, rec.block, render.tool(chat, rec))
+end
+
+function H.ops.plan(chat, op)
+  if chat.plan_op == op then
+    chat.plan_op = nil
+  end
+  chat.plan_block = H.put(chat, chat.plan_block, render.plan(op.entries))
+end
+
+function H.ops.turn(chat)
+  chat.plan_block = nil
+end
+
+--- The line counting the requests decided without a block (one per turn,
+--- redrawn in place).
+function H.ops.auto(chat, op)
+  op.queued = false
+  op.block = H.put(chat, op.block, render.auto(op))
+end
+
+function H.ops.note(chat, op)
+  H.append(chat, render.note(op))
+end
+
+--- Appends block lines `b` at the end of the buffer.
+---@return acp.ChatBlock
+function H.append(chat, b)
+  local buf = chat.buf
+  local row = vim.api.nvim_buf_line_count(buf)
+  vim.api.nvim_buf_set_lines(buf, -1, -1, false, b.lines)
+  H.highlight(buf, row, b)
+  local block = {
+    mark = vim.api.nvim_buf_set_extmark(buf, H.marks, row, 0, { right_gravity = false }),
+    height = #b.lines,
+  }
+  chat.last = block
+  return block
+end
+
+--- Draws `b` in place of `block`, or (nil) appends it; returns its block.
+---@return acp.ChatBlock
+function H.put(chat, block, b)
+  if block ~= nil then
+    H.replace(chat, block, b)
+    return block
+  end
+  return H.append(chat, b)
+end
+
+--- Replaces the lines of `block` with `b`.
+function H.replace(chat, block, b)
+  H.replace_tail(chat, block, block.height, b)
+end
+
+--- Replaces the last `n` lines of `block` with `b`. The text is replaced up
+--- to the end of its last line (not to the start of the next block), so the
+--- extmark of the next block moves with it and this block's stays.
+function H.replace_tail(chat, block, n, b)
+  local buf = chat.buf
+  local pos = vim.api.nvim_buf_get_extmark_by_id(buf, H.marks, block.mark, {})
+  local row = pos[1] + block.height - n
+  local last = vim.api.nvim_buf_get_lines(buf, row + n - 1, row + n, true)[1]
+  vim.api.nvim_buf_clear_namespace(buf, H.ns, row, row + n)
+  vim.api.nvim_buf_set_text(buf, row, 0, row + n - 1, #last, b.lines)
+  H.highlight(buf, row, b)
+  block.height = block.height - n + #b.lines
+end
+
+function H.highlight(buf, row, b)
+  for _, hl in ipairs(b.hls) do
+    vim.api.nvim_buf_set_extmark(buf, H.ns, row + hl[1], hl[2], {
+      end_row = row + hl[1],
+      end_col = hl[3],
+      hl_group = hl[4],
+    })
+  end
+end
+
+function H.loaded(buf)
+  return buf ~= nil and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_is_loaded(buf)
+end
+
+--- Creates the chat buffer when it does not exist (first draw, or the
+--- person wiped it: drawing starts again from what is still to come).
+function H.ensure_buffer(chat)
+  if H.loaded(chat.buf) then
+    return
+  end
+  highlight.setup()
+  local buf = H.scratch(chat, chat.buf, ('acp://chat/%s/%s'):format(chat.agent, chat.session))
+  -- The history is rewritten as it streams: no undo to keep.
+  compat.set_buf(buf, 'undolevels', -1)
+  chat.buf = buf
+  chat.stream, chat.last, chat.plan_block = nil, nil, nil
+  for _, rec in pairs(chat.tools) do
+    rec.block = nil
+  end
+  local header = render.header(chat)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, header.lines)
+  H.highlight(buf, 0, header)
+  chat.header = {
+    mark = vim.api.nvim_buf_set_extmark(buf, H.marks, 0, 0, { right_gravity = false }),
+    height = #header.lines,
+  }
+  chat.header_dirty = false
+  chat.last = chat.header
+  compat.set_buf(buf, 'modifiable', false)
+  vim.keymap.set('n', 'i', function()
+    H.focus_input(chat)
+  end, { buffer = buf, desc = 'acp: type a prompt' })
+  vim.keymap.set('n', 'q', function()
+    pcall(vim.api.nvim_win_close, 0, false)
+  end, { buffer = buf, desc = 'acp: close the chat window' })
+  vim.keymap.set('n', '<C-c>', function()
+    H.cancel(chat)
+  end, { buffer = buf, desc = 'acp: cancel the turn' })
+  compat.set_buf(buf, 'filetype', 'acpchat')
+end
+
+function H.ensure_input(chat)
+  if H.loaded(chat.input) then
+    return
+  end
+  local buf = H.scratch(chat, chat.input, ('acp://chat/%s/%s/input'):format(chat.agent, chat.session))
+  compat.set_buf(buf, 'omnifunc', "v:lua.require'acp.chat.window'.complete")
+  chat.input = buf
+  vim.keymap.set('n', '<CR>', function()
+    H.send(chat)
+  end, { buffer = buf, desc = 'acp: send the prompt' })
+  vim.keymap.set('n', '<C-c>', function()
+    H.cancel(chat)
+  end, { buffer = buf, desc = 'acp: cancel the turn' })
+  compat.set_buf(buf, 'filetype', 'acpchatinput')
+end
+
+--- A new unlisted buffer of chat named `name` that is hidden, never
+--- wiped, when its window closes; `stale` (the one it replaces, or nil) is
+--- deleted.
+function H.scratch(chat, stale, name)
+  if stale ~= nil then
+    H.by_buf[stale] = nil
+    pcall(vim.api.nvim_buf_delete, stale, { force = true })
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  H.by_buf[buf] = chat
+  H.name(buf, name)
+  compat.set_buf(buf, 'buftype', 'nofile')
+  compat.set_buf(buf, 'bufhidden', 'hide')
+  compat.set_buf(buf, 'swapfile', false)
+  return buf
+end
+
+--- Names `buf`; a name still held by a stale buffer gets a suffix.
+function H.name(buf, name)
+  if not pcall(vim.api.nvim_buf_set_name, buf, name) then
+    pcall(vim.api.nvim_buf_set_name, buf, name .. '#' .. buf)
+  end
+end
+
+--- Windows (any tab page) showing `buf` with the cursor on its last line.
+function H.followers(buf)
+  local n, list = vim.api.nvim_buf_line_count(buf), {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf and vim.api.nvim_win_get_cursor(win)[1] >= n then
+      list[#list + 1] = win
+    end
+  end
+  return list
+end
+
+--- A window of the current tab page showing `buf` (not a float), or nil.
+function H.tab_window(buf)
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == buf and not compat.is_float(win) then
+      return win
+    end
+  end
+  return nil
+end
+
+function H.show(chat)
+  H.ensure_input(chat)
+  H.create_autocommands()
+  if compat.is_float(vim.api.nvim_get_current_win()) then
+    -- A split cannot be made from a float: start from the tab's first window.
+    vim.api.nvim_set_current_win(vim.api.nvim_tabpage_list_wins(0)[1])
+  end
+  local win = H.tab_window(chat.buf)
+  if win == nil then
+    vim.cmd('botright vsplit')
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, chat.buf)
+    vim.api.nvim_win_set_width(win, math.max(40, math.floor(vim.o.columns * 0.4)))
+    H.set_options(win, {
+      wrap = true,
+      linebreak = true,
+      number = false,
+      relativenumber = false,
+      signcolumn = 'no',
+      foldcolumn = '0',
+      foldenable = false,
+      list = false,
+      spell = false,
+      cursorline = false,
+      winfixwidth = true,
+    })
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
+  end
+  local input = H.tab_window(chat.input)
+  if input == nil then
+    vim.api.nvim_set_current_win(win)
+    vim.cmd('belowright split')
+    input = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(input, chat.input)
+    vim.api.nvim_win_set_height(input, H.input_height)
+    H.set_options(input, {
+      wrap = true,
+      number = false,
+      relativenumber = false,
+      signcolumn = 'no',
+      foldcolumn = '0',
+      spell = false,
+      winfixheight = true,
+    })
+    H.pairs[win] = input
+  end
+  H.update_bars(chat)
+  vim.api.nvim_set_current_win(input)
+end
+
+function H.set_options(win, opts)
+  for name, value in pairs(opts) do
+    compat.set_win(win, name, value)
+  end
+end
+
+--- The session summary where it stays visible: the winbar of the chat
+--- windows (Neovim 0.8+) and the statusline of the input windows.
+function H.update_bars(chat)
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if buf == chat.buf or buf == chat.input then
+      H.set_bar(chat, win, buf)
+    end
+  end
+end
+
+--- Sets the bar of `win`, which shows `buf` (the chat or its input), and
+--- marks the window so that another buffer shown in it gets its own bars back.
+function H.set_bar(chat, win, buf)
+  local summary = (chat.agent .. ' · ' .. render.summary(chat)):gsub('%%', '%%%%')
+  local name, value
+  if buf == chat.input then
+    name, value = 'statusline', ' ' .. summary .. '%=<CR> send · <C-c> cancel · /<C-x><C-o> commands '
+  elseif compat.has(8) and not compat.is_float(win) then
+    name, value = 'winbar', ' ' .. summary
+  else
+    return
+  end
+  compat.set_win(win, name, value)
+  vim.api.nvim_win_set_var(win, 'acp_chat_bar', name)
+end
+
+function H.create_autocommands()
+  if H.augroup ~= nil then
+    return
+  end
+  H.augroup = vim.api.nvim_create_augroup('AcpChat', { clear = true })
+  -- Closing a chat window closes the input window opened with it.
+  vim.api.nvim_create_autocmd('WinClosed', {
+    group = H.augroup,
+    callback = function(args)
+      local closed = tonumber(args.match)
+      local input = closed and H.pairs[closed]
+      if input == nil then
+        return
+      end
+      H.pairs[closed] = nil
+      vim.schedule(function()
+        if vim.api.nvim_win_is_valid(input) then
+          pcall(vim.api.nvim_win_close, input, false)
+        end
+      end)
+    end,
+  })
+  -- The bars belong to the chat, not to the window showing it.
+  vim.api.nvim_create_autocmd('BufWinEnter', {
+    group = H.augroup,
+    callback = function(args)
+      local win = vim.api.nvim_get_current_win()
+      local chat = H.by_buf[args.buf]
+      local ok, bar = pcall(vim.api.nvim_win_get_var, win, 'acp_chat_bar')
+      if ok then
+        compat.set_win(win, bar, '')
+        vim.api.nvim_win_del_var(win, 'acp_chat_bar')
+      end
+      if chat ~= nil then
+        H.set_bar(chat, win, args.buf)
+      end
+    end,
+  })
+end
+
+function H.focus_input(chat)
+  local win = chat.input and H.tab_window(chat.input)
+  if win ~= nil then
+    vim.api.nvim_set_current_win(win)
+  else
+    H.show(chat)
+  end
+  vim.cmd('startinsert!')
+end
+
+--- Sends the input area to the chat's agent; clears it once sent.
+function H.send(chat)
+  local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local text = table.concat(lines, '\n')
+  if text:match('^%s*$') then
+    return
+  end
+  local ok, err = H.prompt(chat, text)
+  if not ok then
+    vim.notify(err, vim.log.levels.ERROR)
+    return
+  end
+  vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+end
+
+--- Like require('acp').prompt(), for this chat's session.
+function H.prompt(chat, text)
+  if state.agents[chat.agent] == nil then
+    return false, ("(acp) agent '%s' is not running: :AcpStart starts a new session"):format(chat.agent)
+  end
+  local ok, err = rpc.prompt(chat.agent, text, chat.session)
+  if not ok then
+    return false, err
+  end
+  state.prompt_sent(chat.agent)
+  return true
+end
+
+function H.cancel(chat)
+  if state.agents[chat.agent] ~= nil then
+    rpc.cancel(chat.agent)
+  end
+end
+
+return M

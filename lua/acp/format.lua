@@ -1,0 +1,145 @@
+--- How the broker's data reads for a person: why it decided, what trusting
+--- a project would enable, a diff, the command of a tool call. Pure
+--- functions of their arguments; shared by the prompt, the chat, the
+--- commands and the notifications.
+
+local compat = require('acp.compat')
+local text = require('acp.text')
+
+local M = {}
+local H = {}
+
+--- Why the broker decided or asks, for a person: its `reason`, plus the
+--- rule and its source when the reason does not name them.
+---@param d {reason: string|nil, rule: string|nil, source: string|nil, by: string|nil}
+---@return string
+function M.why(d)
+  local why = d.reason or (d.by and ('by ' .. d.by)) or 'no reason given'
+  if d.rule and not why:find(d.rule, 1, true) then
+    why = why .. ' (rule ' .. d.rule .. ')'
+  end
+  -- The broker's reasons name the file relative to the project root.
+  local tail = d.source and d.source:match('[^/]+/[^/]+$') or d.source
+  if d.source and not why:find(tail, 1, true) then
+    local src = d.source:find('/', 1, true) and vim.fn.fnamemodify(d.source, ':~:.') or d.source
+    why = why .. ' [' .. src .. ']'
+  end
+  return why
+end
+
+--- What trusting a project would enable, as lines for a person
+--- (`permissive` of the `settings` event, whatever its exact shape).
+---@param p any
+---@param opts {sources: boolean|nil}|nil sources = false leaves out the files
+---@return string[]
+function M.describe_permissive(p, opts)
+  local items = {}
+  H.describe(p, nil, items, not (opts and opts.sources == false))
+  return items
+end
+
+--- The shell command of an `execute` tool call's rawInput (a string, or an
+--- argv list quoted as a shell would need it), or nil. Only for tool calls
+--- no permission request was judged for: a prompt shows the command the
+--- broker analysed (`command` in the permission event).
+---@param input any the tool call's rawInput
+---@return string|nil
+function M.command(input)
+  if type(input) ~= 'table' then
+    return nil
+  end
+  local cmd = input.command or input.cmd
+  if type(cmd) == 'string' and cmd ~= '' then
+    return cmd
+  elseif type(cmd) == 'table' and compat.islist(cmd) and #cmd > 0 then
+    return text.shell_join(cmd)
+  end
+  return nil
+end
+
+--- A ToolCallContent `diff` as unified-diff text to show, for the prompt
+--- and the chat: `from` and `to` are the ---/+++ lines, then either `lines`
+--- (the hunks) or a `note` saying why there are none.
+---@param item table
+---@return {from: string, to: string, lines: string[]|nil, note: string|nil}
+function M.diff(item)
+  local path = text.short_path(compat.str(item.path) or '?')
+  local new = type(item.newText) == 'string' and item.newText or ''
+  local old = type(item.oldText) == 'string' and item.oldText or nil
+  local r = {
+    from = '--- ' .. (old and path or '/dev/null'),
+    to = '+++ ' .. path .. (old and '' or '  (new file)'),
+  }
+  -- Both texts end with a newline, so vim.diff does not flag the last line.
+  local function nl(s)
+    return (s ~= '' and s:sub(-1) ~= '\n') and s .. '\n' or s
+  end
+  local ok, diff = pcall(vim.diff, nl(old or ''), nl(new), { result_type = 'unified', ctxlen = 3 })
+  if not ok or type(diff) ~= 'string' then
+    r.note = '(could not compute the diff)'
+  elseif diff == '' then
+    r.note = '(no changes)'
+  else
+    r.lines = text.split_lines(diff)
+  end
+  return r
+end
+
+--- Describes `p` into `items`. The broker sends `{["<file>"] = {allow =
+--- {...}, defaultMode = 'acceptEdits', yolo = true}}`; lists, rule records
+--- and strings are understood too. `list` is the rule list `p` belongs to,
+--- `from` the file it comes from, when known.
+function H.describe(p, list, items, sources, from)
+  local function src(path)
+    path = compat.str(path) or from
+    return (sources and path) and (' (' .. vim.fn.fnamemodify(path, ':~:.') .. ')') or ''
+  end
+  if not compat.present(p) or p == false then
+    return
+  end
+  if type(p) == 'string' then
+    items[#items + 1] = ((list and list ~= 'allow') and (list .. ' ') or '') .. p .. src(nil)
+  elseif type(p) ~= 'table' then
+    items[#items + 1] = tostring(p) .. src(nil)
+  elseif compat.islist(p) then
+    for _, x in ipairs(p) do
+      H.describe(x, list, items, sources, from)
+    end
+  elseif compat.str(p.rule) then
+    local l = compat.str(p.list) or list
+    items[#items + 1] = ((l and l ~= 'allow') and (l .. ' ') or '') .. p.rule .. src(p.source)
+  else
+    local keys = vim.tbl_keys(p)
+    table.sort(keys, function(x, y)
+      return tostring(x) < tostring(y)
+    end)
+    for _, k in ipairs(keys) do
+      local v = p[k]
+      if k == 'allow' or k == 'rules' then
+        H.describe(v, 'allow', items, sources, from)
+      elseif k == 'yolo' then
+        if v == true then
+          items[#items + 1] = 'yolo' .. src(nil)
+        elseif compat.str(v) then
+          items[#items + 1] = 'yolo' .. src(v)
+        elseif type(v) == 'table' then
+          items[#items + 1] = 'yolo' .. src(v.source)
+        end
+      elseif k == 'mode' or k == 'defaultMode' then
+        if type(v) == 'table' then
+          items[#items + 1] = 'mode ' .. tostring(compat.str(v.mode) or '?') .. src(v.source)
+        elseif compat.str(v) then
+          items[#items + 1] = 'mode ' .. v .. src(nil)
+        end
+      elseif type(v) == 'table' and not compat.islist(v) then
+        -- Keyed by the file it comes from.
+        H.describe(v, list, items, sources, tostring(k))
+      elseif compat.present(v) and v ~= false then
+        local ok, json = pcall(vim.fn.json_encode, v)
+        items[#items + 1] = tostring(k) .. ': ' .. (ok and json or tostring(v)) .. src(nil)
+      end
+    end
+  end
+end
+
+return M
