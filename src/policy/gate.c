@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "path.h"
@@ -339,7 +340,7 @@ static void file_paths(struct snapshot *sn) {
   for (int i = 0; i < NFILES; i++) {
     char *p = NULL;
     if (i == F_USER)
-      p = trust_xdg_path("XDG_CONFIG_HOME", ".config",
+      p = files_xdg_path("XDG_CONFIG_HOME", ".config",
                          "acp-broker/settings.json");
     else if (i == F_TRUST)
       p = trust_store_path();

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 #include "trust.h"
 
@@ -408,7 +409,7 @@ static char *join(const char *a, const char *b) {
 }
 
 static char *user_file(void) {
-  return trust_xdg_path("XDG_CONFIG_HOME", ".config",
+  return files_xdg_path("XDG_CONFIG_HOME", ".config",
                         "acp-broker/settings.json");
 }
 
@@ -621,7 +622,9 @@ static int edit_save(const char *path, const json_t *doc, char *err,
   size_t n = strlen(text);
   text = xrealloc(text, n + 2);
   text[n++] = '\n';
-  int rc = trust_write_file(path, text, n, 0644, err, errlen);
+  int rc = files_replace(path, text, n, 0644);
+  if (rc != 0)
+    snprintf(err, errlen, "%s: %s", path, strerror(rc));
   free(text);
-  return rc;
+  return rc ? -1 : 0;
 }

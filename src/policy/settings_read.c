@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 
 #define MAX_FILE_SIZE (1 << 20)
@@ -186,44 +187,16 @@ int settings_slurp(const char *path, char **text, size_t *len, char *err,
     snprintf(err, errlen, "%s: %s", path, why);
     return -1;
   }
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) // gone since it was looked at
-      return 0;
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+  int rc = files_slurp(path, MAX_FILE_SIZE, text, len);
+  if (rc == ENOENT) // gone since it was looked at
+    return 0;
+  if (rc != 0) {
+    snprintf(err, errlen, "%s: %s", path,
+             rc == EFBIG                    ? "is larger than 1 MiB"
+             : rc == EISDIR || rc == EINVAL ? "is not a regular file"
+                                            : strerror(rc));
     return -1;
   }
-  const char *problem = NULL;
-  if (fstat(fd, &st) != 0)
-    problem = strerror(errno);
-  else if (!S_ISREG(st.st_mode)) // replaced since it was looked at
-    problem = "is not a regular file";
-  else if (st.st_size > MAX_FILE_SIZE)
-    problem = "is larger than 1 MiB";
-  char *buf = problem ? NULL : xmalloc(MAX_FILE_SIZE + 1);
-  size_t n = 0;
-  while (buf && n <= MAX_FILE_SIZE) {
-    ssize_t got = read(fd, buf + n, MAX_FILE_SIZE + 1 - n);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      problem = strerror(errno);
-    if (got <= 0)
-      break;
-    n += (size_t)got;
-  }
-  if (!problem && n > MAX_FILE_SIZE)
-    problem = "is larger than 1 MiB";
-  close(fd);
-  if (problem) {
-    snprintf(err, errlen, "%s: %s", path, problem);
-    free(buf);
-    return -1;
-  }
-  buf = xrealloc(buf, n + 1);
-  buf[n] = '\0';
-  *text = buf;
-  *len = n;
   return 0;
 }
 

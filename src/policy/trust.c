@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 
 static void sha256_block(struct trust_sha256 *c, const uint8_t *p);
@@ -85,25 +86,8 @@ void trust_sha256_hex(const void *data, size_t n, char out[TRUST_HEX_LEN]) {
     snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-char *trust_xdg_path(const char *var, const char *fallback, const char *leaf) {
-  // The XDG spec says relative values are invalid and must be ignored.
-  const char *base = getenv(var);
-  char *s;
-  if (base && base[0] == '/') {
-    s = xmalloc(strlen(base) + strlen(leaf) + 2);
-    sprintf(s, "%s/%s", base, leaf);
-    return s;
-  }
-  const char *home = getenv("HOME");
-  if (!home || home[0] != '/')
-    return NULL;
-  s = xmalloc(strlen(home) + strlen(fallback) + strlen(leaf) + 3);
-  sprintf(s, "%s/%s/%s", home, fallback, leaf);
-  return s;
-}
-
 char *trust_store_path(void) {
-  return trust_xdg_path("XDG_STATE_HOME", ".local/state",
+  return files_xdg_path("XDG_STATE_HOME", ".local/state",
                         "acp-broker/trust.json");
 }
 
@@ -166,85 +150,14 @@ int trust_put(const char *root, const char *hash, char *err, size_t errlen) {
   size_t n = strlen(text);
   text = xrealloc(text, n + 2);
   text[n++] = '\n';
-  rc = trust_write_file(path, text, n, 0600, err, errlen);
+  rc = files_replace(path, text, n, 0600);
+  if (rc != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(rc));
+    rc = -1;
+  }
   free(text);
 out:
   free(path);
-  return rc;
-}
-
-int trust_mkdirs(const char *dir, char *err, size_t errlen) {
-  char *p = xstrdup(dir);
-  int rc = 0;
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-      snprintf(err, errlen, "%s: %s", p, strerror(errno));
-      rc = -1;
-      break;
-    }
-    *s = c;
-    if (c == '\0')
-      break;
-  }
-  free(p);
-  return rc;
-}
-
-// Writes all of data to fd.
-static int write_all(int fd, const char *data, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      return -1;
-    data += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-int trust_write_file(const char *path, const char *data, size_t n,
-                     unsigned mode, char *err, size_t errlen) {
-  const char *slash = strrchr(path, '/');
-  if (slash && slash != path) {
-    char *dir = xstrndup(path, (size_t)(slash - path));
-    int rc = trust_mkdirs(dir, err, errlen);
-    free(dir);
-    if (rc != 0)
-      return -1;
-  }
-  struct stat st;
-  if (stat(path, &st) == 0)
-    mode = st.st_mode & 07777;
-  char *tmp = xmalloc(strlen(path) + 16);
-  sprintf(tmp, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  int rc = -1;
-  if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, n) != 0 ||
-      fsync(fd) != 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    close(fd);
-    goto out;
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    goto out;
-  }
-  rc = 0;
-out:
-  if (rc != 0)
-    unlink(tmp);
-  free(tmp);
   return rc;
 }
 

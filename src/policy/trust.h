@@ -1,8 +1,7 @@
 #pragma once
 // The trust store: per project root, the SHA-256 of the permissive content
 // the person trusted ($XDG_STATE_HOME/acp-broker/trust.json, a JSON object
-// {"<root>": "<hex digest>"}). Also the small file helpers settings.c
-// shares with it: XDG paths and atomic writes.
+// {"<root>": "<hex digest>"}), written atomically (base/files.h).
 //
 // SHA-256 rather than a fast non-cryptographic hash: a repository that could
 // craft content colliding with what the person trusted would loosen its own
@@ -30,9 +29,6 @@ void trust_sha256_final(struct trust_sha256 *c, uint8_t out[TRUST_SHA256_LEN]);
 // The digest of data as lowercase hex in out (NUL-terminated).
 void trust_sha256_hex(const void *data, size_t n, char out[TRUST_HEX_LEN]);
 
-// $var when it holds an absolute path, else $HOME/fallback; then "/" leaf.
-// A new string, or NULL when neither is usable (no HOME).
-char *trust_xdg_path(const char *var, const char *fallback, const char *leaf);
 // The trust store's path (a new string), or NULL without HOME.
 char *trust_store_path(void);
 // Looks up root. Returns 0 with *hash a new string (NULL when root is not
@@ -41,11 +37,3 @@ char *trust_store_path(void);
 int trust_get(const char *root, char **hash, char *err, size_t errlen);
 // Records hash for root (atomically). Returns 0, or -1 with a reason in err.
 int trust_put(const char *root, const char *hash, char *err, size_t errlen);
-
-// Creates dir and its missing parents (new ones 0700). Returns 0 or -1.
-int trust_mkdirs(const char *dir, char *err, size_t errlen);
-// Replaces path with n bytes of data: a temporary file in the same directory
-// (created with its parents), fsync, rename. An existing file keeps its
-// permission bits; a new one gets mode. Returns 0, or -1 with err.
-int trust_write_file(const char *path, const char *data, size_t n,
-                     unsigned mode, char *err, size_t errlen);

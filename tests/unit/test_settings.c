@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 #include "check.h"
 #include "policy/settings.h"
@@ -36,10 +37,10 @@ static void fresh(void) {
   free(real);
   snprintf(P, sizeof(P), "%s/p", T);
   snprintf(H, sizeof(H), "%s/h", T);
-  char dir[700], err[256];
+  char dir[700];
   snprintf(dir, sizeof(dir), "%s/.git", P);
-  trust_mkdirs(dir, err, sizeof(err));
-  trust_mkdirs(H, err, sizeof(err));
+  files_mkdirs(dir);
+  files_mkdirs(H);
   setenv("HOME", H, 1);
   snprintf(dir, sizeof(dir), "%s/.config", H);
   setenv("XDG_CONFIG_HOME", dir, 1);
@@ -49,10 +50,11 @@ static void fresh(void) {
 
 // Writes text to T/rel (parents created).
 static void put(const char *rel, const char *text) {
-  char path[800], err[256];
+  char path[800];
   snprintf(path, sizeof(path), "%s/%s", T, rel);
-  if (trust_write_file(path, text, strlen(text), 0644, err, sizeof(err)) != 0)
-    printf("# put %s: %s\n", rel, err);
+  int rc = files_replace(path, text, strlen(text), 0644);
+  if (rc != 0)
+    printf("# put %s: %s\n", rel, strerror(rc));
 }
 
 // The contents of T/rel, or "" (a static buffer).
@@ -153,23 +155,23 @@ static void test_sha256(void) {
 
 static void test_find_root(void) {
   fresh();
-  char dir[800], err[256];
+  char dir[800];
   snprintf(dir, sizeof(dir), "%s/src/deep", P);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   char *root = settings_find_root(dir);
   is_str(root, P, "root: nearest ancestor with .git");
   free(root);
   snprintf(dir, sizeof(dir), "%s/src/deep/.claude", P);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   snprintf(dir, sizeof(dir), "%s/src/deep", P);
   root = settings_find_root(dir);
   is_str(root, dir, "root: .claude marks a project too");
   free(root);
   // HOME's .claude and .gemini are the user's settings, not a project.
   snprintf(dir, sizeof(dir), "%s/.claude", H);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   snprintf(dir, sizeof(dir), "%s/work/x", H);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   root = settings_find_root(dir);
   is_str(root, dir, "root: HOME's .claude does not make HOME the root");
   free(root);
@@ -591,12 +593,12 @@ static const char *const breakage_names[] = {
 
 // Breaks T/rel the way b says; false when b cannot be made here.
 static bool breaks(const char *rel, enum breakage b) {
-  char path[800], dir[800], err[256];
+  char path[800], dir[800];
   snprintf(path, sizeof(path), "%s/%s", T, rel);
   snprintf(dir, sizeof(dir), "%s", path);
   *strrchr(dir, '/') = '\0';
   if (b != B_PARENT)
-    trust_mkdirs(dir, err, sizeof(err));
+    files_mkdirs(dir);
   switch (b) {
   case B_SYNTAX:
     put(rel, "{\"permissions\": {\"deny\": [\"Bash(rm *)\"]},}\n");
@@ -626,7 +628,7 @@ static bool breaks(const char *rel, enum breakage b) {
     char up[800];
     snprintf(up, sizeof(up), "%s", dir);
     *strrchr(up, '/') = '\0';
-    trust_mkdirs(up, err, sizeof(err));
+    files_mkdirs(up);
     return symlink("no-such-dir", dir) == 0;
   }
   case B_EACCES:
