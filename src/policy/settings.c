@@ -17,7 +17,6 @@ static const char *const list_names[] = {"allow", "ask", "deny"};
 static char *join(const char *a, const char *b);
 static char *user_file(void);
 static void merge(struct settings *s, struct src *srcs, size_t n);
-static char *permissive_hash(const json_t *permissive);
 static json_t *edit_load(const char *path, char *err, size_t errlen);
 static int edit_save(const char *path, const json_t *doc, char *err,
                      size_t errlen);
@@ -248,7 +247,7 @@ bool settings_refuse(const struct settings *s, const char *what, char *err,
 
 // Writes the hash of the project's permissive content as s sees it.
 static int trust_write(const struct settings *s, char *err, size_t errlen) {
-  char *hash = permissive_hash(s->permissive);
+  char *hash = trust_hash(s->permissive);
   int rc = trust_put(s->root, hash, err, errlen);
   free(hash);
   return rc;
@@ -460,23 +459,6 @@ static json_t *permissive_of(const struct src *srcs, size_t n) {
   return all;
 }
 
-// SHA-256 of a canonical serialisation (sorted keys, compact, ASCII) with a
-// version prefix, as lowercase hex.
-static char *permissive_hash(const json_t *permissive) {
-  char *dump =
-      json_dumps(permissive, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-  const char prefix[] = "acp-broker trust v1\n";
-  size_t n = strlen(dump);
-  char *buf = xmalloc(sizeof(prefix) + n);
-  memcpy(buf, prefix, sizeof(prefix) - 1);
-  memcpy(buf + sizeof(prefix) - 1, dump, n);
-  char *hex = xmalloc(TRUST_HEX_LEN);
-  trust_sha256_hex(buf, sizeof(prefix) - 1 + n, hex);
-  free(buf);
-  free(dump);
-  return hex;
-}
-
 static bool is_trusted(struct settings *s) {
   if (!s->has_permissive)
     return true;
@@ -485,7 +467,7 @@ static bool is_trusted(struct settings *s) {
     settings_push(&s->errors, &s->nerrors, "%s", err);
     return false;
   }
-  char *hash = permissive_hash(s->permissive);
+  char *hash = trust_hash(s->permissive);
   bool same = stored && strcmp(stored, hash) == 0;
   free(hash);
   free(stored);

@@ -107,50 +107,45 @@ static bool trust_p(void) {
   return rc == 0;
 }
 
-static void test_sha256(void) {
-  char hex[TRUST_HEX_LEN];
-  trust_sha256_hex("", 0, hex);
-  is_str(hex,
-         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-         "sha256 of the empty string");
-  trust_sha256_hex("abc", 3, hex);
-  is_str(hex,
-         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-         "sha256 of abc");
-  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  trust_sha256_hex(m, strlen(m), hex);
-  is_str(hex,
-         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
-         "sha256 of the 448-bit message (two blocks of padding)");
-  struct trust_sha256 c;
-  uint8_t d[TRUST_SHA256_LEN];
-  char chunk[1000];
-  memset(chunk, 'a', sizeof(chunk));
-  trust_sha256_init(&c);
-  for (int i = 0; i < 1000; i++)
-    trust_sha256_update(&c, chunk, sizeof(chunk));
-  trust_sha256_final(&c, d);
-  for (size_t i = 0; i < sizeof(d); i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  is_str(hex,
-         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
-         "sha256 of a million 'a' in 1000-byte updates");
-  // Every split of a 130-byte message gives the one-shot digest.
-  char msg[130], one[TRUST_HEX_LEN];
-  for (size_t i = 0; i < sizeof(msg); i++)
-    msg[i] = (char)('A' + i % 26);
-  trust_sha256_hex(msg, sizeof(msg), one);
-  bool same = true;
-  for (size_t cut = 0; cut <= sizeof(msg); cut++) {
-    trust_sha256_init(&c);
-    trust_sha256_update(&c, msg, cut);
-    trust_sha256_update(&c, msg + cut, sizeof(msg) - cut);
-    trust_sha256_final(&c, d);
-    for (size_t i = 0; i < sizeof(d); i++)
-      snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    same &= !strcmp(hex, one);
+// The trust hash is the trust store's format: these digests were computed
+// by the hand-written SHA-256 the broker had before nettle (and agree with
+// sha256sum), so trust records written then still match.
+static void test_trust_hash(void) {
+  static const struct {
+    const char *json, *hex;
+  } v[] = {
+      {"{}",
+       "f3bba840d7e70c46b80fe727b7bc6adcf2051707b1afc96088379f9271df5534"},
+      {"{\".acp/settings.json\":{\"allow\":[\"Bash(make:*)\",\"Read\"],"
+       "\"yolo\":true},\".claude/settings.json\":{\"defaultMode\":"
+       "\"acceptEdits\"}}",
+       "51287c4bcce88a613dcf33afd000313419e2987e792e5c8e457ea30b1062c106"},
+      {"{\".gemini/settings.json\":{\"allow\":[\"Read(/caf\\u00e9/**)\"]}}",
+       "d53af0353dbbd1b1d56f2ca0a9173ae44ae77a620960b5fb60b972aeeef9ab61"},
+  };
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    json_t *j = json_loads(v[i].json, 0, NULL);
+    char *hex = trust_hash(j);
+    is_str(hex, v[i].hex, v[i].json);
+    free(hex);
+    json_decref(j);
   }
-  ok(same, "sha256: every split point gives the same digest");
+  // A record written before: the project whose permissive content is the
+  // second vector is trusted by it.
+  fresh();
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"allow\": [\"Read\", \"Bash(make:*)\", \"Read\"]},"
+      " \"yolo\": true}");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"acceptEdits\"}}");
+  char rec[1200];
+  snprintf(rec, sizeof(rec), "{\n  \"%s\": \"%s\"\n}\n", P, v[1].hex);
+  put("h/.local/state/acp-broker/trust.json", rec);
+  struct settings s;
+  load(&s);
+  ok(s.trusted && s.yolo && s.mode == POLICY_MODE_ACCEPT_EDITS,
+     "a trust record of the earlier format still matches");
+  settings_free(&s);
 }
 
 static void test_find_root(void) {
@@ -947,7 +942,7 @@ static void test_to_json(void) {
 }
 
 int main(void) {
-  test_sha256();
+  test_trust_hash();
   test_find_root();
   test_user_sources();
   test_setup();
