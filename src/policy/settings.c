@@ -53,13 +53,82 @@ char *settings_find_root(const char *cwd) {
   return start;
 }
 
+// The sources, lowest precedence first: setup < user < project <
+// project-local. settings_files lists the files among them for a cache.
+static const struct {
+  enum src_kind kind;
+  enum src_where where;
+  const char *rel;
+} sources[] = {
+    {SRC_ACP, AT_SETUP, NULL},
+    {SRC_GEMINI, AT_HOME, ".gemini/settings.json"},
+    {SRC_CLAUDE, AT_HOME, ".claude/settings.json"},
+    {SRC_ACP, AT_USER_FILE, NULL},
+    {SRC_GEMINI, AT_ROOT, ".gemini/settings.json"},
+    {SRC_CLAUDE, AT_ROOT, ".claude/settings.json"},
+    {SRC_ACP, AT_ROOT, ".acp/settings.json"},
+    {SRC_CLAUDE, AT_ROOT, ".claude/settings.local.json"},
+};
+enum { NSOURCES = sizeof(sources) / sizeof(sources[0]) };
+// Every file source and the trust store fit in settings_files' array.
+_Static_assert(NSOURCES <= SETTINGS_FILES_MAX, "SETTINGS_FILES_MAX");
+
+const char *const settings_env[SETTINGS_NENV] = {"HOME", "XDG_CONFIG_HOME",
+                                                 "XDG_STATE_HOME"};
+
+// root resolved (a new string), as settings_load keeps it.
+static char *real_root(const char *root) {
+  char *r = realpath(root, NULL);
+  return r ? r : xstrdup(root);
+}
+
+// $HOME when it is absolute, else "".
+static const char *home_dir(void) {
+  const char *home = getenv("HOME");
+  return home && home[0] == '/' ? home : "";
+}
+
+// The file of sources[i] for the resolved root (a new string), or NULL
+// when there is none to read: setup(), no HOME, or a project in HOME,
+// whose .claude and .gemini files are the user's.
+static char *source_path(size_t i, const char *root, const char *home,
+                         const char *user) {
+  switch (sources[i].where) {
+  case AT_SETUP:
+    return NULL;
+  case AT_USER_FILE:
+    return user ? xstrdup(user) : NULL;
+  case AT_HOME:
+    return *home ? join(home, sources[i].rel) : NULL;
+  case AT_ROOT:
+    break;
+  }
+  bool root_is_home = *home && strcmp(root, home) == 0;
+  return !root_is_home || sources[i].kind == SRC_ACP
+             ? join(root, sources[i].rel)
+             : NULL;
+}
+
+size_t settings_files(const char *root, char *out[SETTINGS_FILES_MAX]) {
+  char *real = real_root(root), *user = user_file();
+  size_t n = 0;
+  for (size_t i = 0; i < NSOURCES; i++) {
+    char *p = source_path(i, real, home_dir(), user);
+    if (p)
+      out[n++] = p;
+  }
+  char *store = trust_store_path(); // is_trusted reads it
+  if (store)
+    out[n++] = store;
+  free(user);
+  free(real);
+  return n;
+}
+
 void settings_load(const char *root, const json_t *setup, struct settings *s) {
   memset(s, 0, sizeof(*s));
-  s->root = realpath(root, NULL);
-  if (!s->root)
-    s->root = xstrdup(root);
-  const char *home = getenv("HOME");
-  s->home = xstrdup(home && home[0] == '/' ? home : "");
+  s->root = real_root(root);
+  s->home = xstrdup(home_dir());
   char *user = user_file();
   char *store = trust_store_path();
   s->protect = xcalloc(2, sizeof(*s->protect));
@@ -67,43 +136,20 @@ void settings_load(const char *root, const json_t *setup, struct settings *s) {
     s->protect[s->nprotect++] = xstrdup(user);
   if (store)
     s->protect[s->nprotect++] = store;
-  // A project in HOME: its .claude and .gemini files are the user's.
-  bool root_is_home = *s->home && strcmp(s->root, s->home) == 0;
 
-  // Lowest precedence first: setup < user < project < project-local.
-  static const struct {
-    enum src_kind kind;
-    enum src_where where;
-    const char *rel;
-  } order[] = {
-      {SRC_ACP, AT_SETUP, NULL},
-      {SRC_GEMINI, AT_HOME, ".gemini/settings.json"},
-      {SRC_CLAUDE, AT_HOME, ".claude/settings.json"},
-      {SRC_ACP, AT_USER_FILE, NULL},
-      {SRC_GEMINI, AT_ROOT, ".gemini/settings.json"},
-      {SRC_CLAUDE, AT_ROOT, ".claude/settings.json"},
-      {SRC_ACP, AT_ROOT, ".acp/settings.json"},
-      {SRC_CLAUDE, AT_ROOT, ".claude/settings.local.json"},
-  };
-  enum { NSRC = sizeof(order) / sizeof(order[0]) };
-  struct src srcs[NSRC];
+  struct src srcs[NSOURCES];
   size_t n = 0;
-  for (size_t i = 0; i < NSRC; i++) {
+  for (size_t i = 0; i < NSOURCES; i++) {
     struct src *src = &srcs[n];
-    *src = (struct src){.kind = order[i].kind, .mode = MODE_UNSET, .yolo = -1};
-    if (order[i].where == AT_SETUP)
-      src->label = setup ? xstrdup("setup") : NULL;
-    else if (order[i].where == AT_USER_FILE)
-      src->label = user ? xstrdup(user) : NULL;
-    else if (order[i].where == AT_HOME)
-      src->label = *s->home ? join(s->home, order[i].rel) : NULL;
-    else if (!root_is_home || order[i].kind == SRC_ACP)
-      src->label = join(s->root, order[i].rel);
-    src->rel = order[i].where == AT_ROOT ? order[i].rel : NULL;
+    bool at_setup = sources[i].where == AT_SETUP;
+    *src =
+        (struct src){.kind = sources[i].kind, .mode = MODE_UNSET, .yolo = -1};
+    src->label = at_setup ? (setup ? xstrdup("setup") : NULL)
+                          : source_path(i, s->root, s->home, user);
+    src->rel = sources[i].where == AT_ROOT ? sources[i].rel : NULL;
     // Loaded or broken: a broken source stays, for what it restricts.
-    bool loaded = src->label && (order[i].where == AT_SETUP
-                                     ? settings_src_setup(s, src, setup)
-                                     : settings_src_file(s, src));
+    bool loaded = src->label && (at_setup ? settings_src_setup(s, src, setup)
+                                          : settings_src_file(s, src));
     if (loaded)
       n++;
     else
@@ -279,7 +325,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     snprintf(err, errlen, "invalid rule %s: %s", rule, why);
     return -1;
   }
-  char *path = project ? join(root, ".acp/settings.json") : user_file();
+  char *path = settings_rule_file(root, project);
   if (!path) {
     snprintf(err, errlen, "HOME is not set: no user settings file");
     return -1;
@@ -410,6 +456,10 @@ static char *join(const char *a, const char *b) {
 static char *user_file(void) {
   return files_xdg_path("XDG_CONFIG_HOME", ".config",
                         "acp-broker/settings.json");
+}
+
+char *settings_rule_file(const char *root, bool project) {
+  return project ? join(root, ".acp/settings.json") : user_file();
 }
 
 // ---------------------------------------------------------------------------

@@ -73,6 +73,21 @@ struct settings {
   size_t nprotect;
 };
 
+// The most files settings_files lists.
+#define SETTINGS_FILES_MAX 8
+// The environment variables the paths of settings_files depend on.
+#define SETTINGS_NENV 3
+extern const char *const settings_env[SETTINGS_NENV];
+
+// The files settings_load reads for the project at root, lowest precedence
+// first, then the trust store: what a cache of loaded settings must watch
+// (with setup()'s options and settings_env). Paths that cannot be formed
+// (no HOME) are left out. Fills out with new strings; returns how many.
+size_t settings_files(const char *root, char *out[SETTINGS_FILES_MAX]);
+// The file settings_add_rule edits: the project's .acp/settings.json, or
+// the user settings file. A new string, or NULL without HOME.
+char *settings_rule_file(const char *root, bool project);
+
 // The project root for cwd: the nearest ancestor (cwd included) holding
 // .git, .acp, .gemini or .claude, else cwd itself. Returns a new string.
 char *settings_find_root(const char *cwd);

@@ -148,6 +148,54 @@ static void test_trust_hash(void) {
   settings_free(&s);
 }
 
+// The files settings_load reads, in precedence order, then the trust store.
+static void test_files_list(void) {
+  fresh();
+  char *f[SETTINGS_FILES_MAX];
+  size_t n = settings_files(P, f);
+  static const char *const want[] = {"h/.gemini/settings.json",
+                                     "h/.claude/settings.json",
+                                     "h/.config/acp-broker/settings.json",
+                                     "p/.gemini/settings.json",
+                                     "p/.claude/settings.json",
+                                     "p/.acp/settings.json",
+                                     "p/.claude/settings.local.json",
+                                     "h/.local/state/acp-broker/trust.json"};
+  bool same = n == sizeof(want) / sizeof(*want);
+  for (size_t i = 0; i < n; i++) {
+    char w[800];
+    snprintf(w, sizeof(w), "%s/%s", T, same ? want[i] : "");
+    same &= !strcmp(f[i], w);
+    free(f[i]);
+  }
+  ok(same, "settings_files: every source file, then the trust store");
+  // A project in HOME: its .claude and .gemini files are the user's.
+  n = settings_files(H, f);
+  same =
+      n == 5 && ends(f[3], "h/.acp/settings.json") && ends(f[4], "/trust.json");
+  for (size_t i = 0; i < n; i++)
+    free(f[i]);
+  ok(same, "settings_files: a project in HOME adds only .acp");
+  unsetenv("HOME");
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  n = settings_files(P, f);
+  same = n == 4 && ends(f[0], "p/.gemini/settings.json");
+  for (size_t i = 0; i < n; i++)
+    free(f[i]);
+  ok(same, "settings_files: no HOME, only the project's files");
+  char *r = settings_rule_file(P, false);
+  ok(r == NULL, "settings_rule_file: no HOME, no user file");
+  fresh();
+  r = settings_rule_file(P, true);
+  ok(ends(r, "p/.acp/settings.json"), "settings_rule_file: the project's");
+  free(r);
+  r = settings_rule_file(P, false);
+  ok(ends(r, "h/.config/acp-broker/settings.json"),
+     "settings_rule_file: the user's");
+  free(r);
+}
+
 static void test_find_root(void) {
   fresh();
   char dir[800];
@@ -943,6 +991,7 @@ static void test_to_json(void) {
 
 int main(void) {
   test_trust_hash();
+  test_files_list();
   test_find_root();
   test_user_sources();
   test_setup();
