@@ -17,9 +17,6 @@ static const char *const list_names[] = {"allow", "ask", "deny"};
 static char *join(const char *a, const char *b);
 static char *user_file(void);
 static void merge(struct settings *s, struct src *srcs, size_t n);
-static json_t *edit_load(const char *path, char *err, size_t errlen);
-static int edit_save(const char *path, const json_t *doc, char *err,
-                     size_t errlen);
 static json_t *edit_child(json_t *parent, const char *key, json_type type,
                           const char *path, char *err, size_t errlen);
 
@@ -348,7 +345,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     return -1;
   }
   int rc = -1;
-  json_t *doc = edit_load(path, err, errlen);
+  json_t *doc = settings_read_object(path, SETTINGS_FILE_MAX, err, errlen);
   json_t *perms =
       doc ? edit_child(doc, "permissions", JSON_OBJECT, path, err, errlen)
           : NULL;
@@ -362,7 +359,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
                  !strcmp(json_string_value(json_array_get(arr, i)), rule);
     rc = present ? 0 : json_array_append_new(arr, json_string(rule));
     if (rc == 0 && !present)
-      rc = edit_save(path, doc, err, errlen);
+      rc = settings_write_object(path, doc, JSON_INDENT(2), 0644, err, errlen);
   }
   if (rc == 0 && retrust) {
     struct settings now;
@@ -387,14 +384,14 @@ int settings_set_agent_yolo(const char *name, bool on, char *err,
     return -1;
   }
   int rc = -1;
-  json_t *doc = edit_load(path, err, errlen);
+  json_t *doc = settings_read_object(path, SETTINGS_FILE_MAX, err, errlen);
   json_t *agents =
       doc ? edit_child(doc, "agents", JSON_OBJECT, path, err, errlen) : NULL;
   json_t *agent =
       agents ? edit_child(agents, name, JSON_OBJECT, path, err, errlen) : NULL;
   // Off is written as false, not removed: it must override setup()'s true.
   if (agent && json_object_set_new(agent, "yolo", json_boolean(on)) == 0)
-    rc = edit_save(path, doc, err, errlen);
+    rc = settings_write_object(path, doc, JSON_INDENT(2), 0644, err, errlen);
   json_decref(doc);
   free(path);
   return rc;
@@ -605,33 +602,6 @@ static void merge(struct settings *s, struct src *srcs, size_t n) {
 // ---------------------------------------------------------------------------
 // Editing files
 
-// The object in path to edit: a new object when the file does not exist.
-// A malformed file is never overwritten.
-static json_t *edit_load(const char *path, char *err, size_t errlen) {
-  char *text;
-  size_t len;
-  if (settings_slurp(path, &text, &len, err, errlen) != 0)
-    return NULL;
-  if (!text || strspn(text, " \t\r\n") == len) {
-    free(text);
-    return json_object();
-  }
-  json_error_t jerr;
-  json_t *doc = json_loadb(text, len, 0, &jerr);
-  free(text);
-  if (!doc) {
-    snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
-             jerr.column > 0 ? jerr.column : 1, jerr.text);
-    return NULL;
-  }
-  if (!json_is_object(doc)) {
-    snprintf(err, errlen, "%s: expected a JSON object", path);
-    json_decref(doc);
-    return NULL;
-  }
-  return doc;
-}
-
 // parent[key], created when missing; NULL with err when it has another type.
 static json_t *edit_child(json_t *parent, const char *key, json_type type,
                           const char *path, char *err, size_t errlen) {
@@ -648,13 +618,13 @@ static json_t *edit_child(json_t *parent, const char *key, json_type type,
   return v;
 }
 
-static int edit_save(const char *path, const json_t *doc, char *err,
-                     size_t errlen) {
-  char *text = json_dumps(doc, JSON_INDENT(2));
+int settings_write_object(const char *path, const json_t *doc, size_t flags,
+                          int mode, char *err, size_t errlen) {
+  char *text = json_dumps(doc, flags);
   size_t n = strlen(text);
   text = xrealloc(text, n + 2);
   text[n++] = '\n';
-  int rc = files_replace(path, text, n, 0644);
+  int rc = files_replace(path, text, n, mode);
   if (rc != 0)
     snprintf(err, errlen, "%s: %s", path, strerror(rc));
   free(text);

@@ -106,10 +106,13 @@ enum settings_file {
 enum settings_file settings_file_probe(const char *path, struct stat *st,
                                        size_t *exists, char *why,
                                        size_t whylen);
+// The most a settings file may hold; a larger one is broken.
+#define SETTINGS_FILE_MAX ((size_t)1 << 20)
 // Reads a settings file whole, never blocking on a FIFO or a device (the
 // gate's cache reads through it too): 0 with *text (a new string, NULL
 // when there is no such file) and *len, or -1 with a reason in err (what
-// settings_file_probe calls broken, a read error, larger than the limit).
+// settings_file_probe calls broken, a read error, more than
+// SETTINGS_FILE_MAX bytes).
 int settings_slurp(const char *path, char **text, size_t *len, char *err,
                    size_t errlen);
 // Loads every source for the project at root. setup (may be NULL) is the

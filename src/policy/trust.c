@@ -1,17 +1,18 @@
 #include "trust.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/files.h"
 #include "base/mem.h"
+#include "settings_priv.h"
+
+// The store grows by a line per project trusted; past this it is refused
+// (and trusts nothing) rather than read without a bound.
+#define TRUST_STORE_MAX ((size_t)16 << 20)
 
 char *trust_hash(const json_t *permissive) {
   static const char prefix[] = "acp-broker trust v1\n";
@@ -36,29 +37,6 @@ char *trust_store_path(void) {
                         "acp-broker/trust.json");
 }
 
-// Loads the store: a new object (empty when the file does not exist), or
-// NULL with err.
-static json_t *store_load(const char *path, char *err, size_t errlen) {
-  json_error_t jerr;
-  json_t *store = json_load_file(path, 0, &jerr);
-  if (!store) {
-    if (access(path, F_OK) != 0 && errno == ENOENT)
-      return json_object();
-    if (jerr.line < 1) // not a parse error: the file cannot be read
-      snprintf(err, errlen, "%s", jerr.text);
-    else
-      snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
-               jerr.column > 0 ? jerr.column : 1, jerr.text);
-    return NULL;
-  }
-  if (!json_is_object(store)) {
-    snprintf(err, errlen, "%s: not a JSON object", path);
-    json_decref(store);
-    return NULL;
-  }
-  return store;
-}
-
 int trust_get(const char *root, char **hash, char *err, size_t errlen) {
   *hash = NULL;
   char *path = trust_store_path();
@@ -66,7 +44,7 @@ int trust_get(const char *root, char **hash, char *err, size_t errlen) {
     snprintf(err, errlen, "HOME is not set: no trust store");
     return -1;
   }
-  json_t *store = store_load(path, err, errlen);
+  json_t *store = settings_read_object(path, TRUST_STORE_MAX, err, errlen);
   free(path);
   if (!store)
     return -1;
@@ -86,21 +64,13 @@ int trust_put(const char *root, const char *hash, char *err, size_t errlen) {
   int rc = -1;
   // A malformed store is not overwritten: it may be the person's edit, and
   // refusing keeps every project in it untrusted, which is the safe side.
-  json_t *store = store_load(path, err, errlen);
+  json_t *store = settings_read_object(path, TRUST_STORE_MAX, err, errlen);
   if (!store)
     goto out;
   json_object_set_new(store, root, json_string(hash));
-  char *text = json_dumps(store, JSON_INDENT(2) | JSON_SORT_KEYS);
+  rc = settings_write_object(path, store, JSON_INDENT(2) | JSON_SORT_KEYS, 0600,
+                             err, errlen);
   json_decref(store);
-  size_t n = strlen(text);
-  text = xrealloc(text, n + 2);
-  text[n++] = '\n';
-  rc = files_replace(path, text, n, 0600);
-  if (rc != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(rc));
-    rc = -1;
-  }
-  free(text);
 out:
   free(path);
   return rc;

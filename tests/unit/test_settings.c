@@ -417,6 +417,40 @@ static void test_project_trust(void) {
      "a malformed trust store is not overwritten");
 }
 
+// The trust store is read as settings files are (settings_read_object).
+static void test_trust_store(void) {
+  fresh();
+  struct settings s;
+  char err[512];
+  const char *store = "h/.local/state/acp-broker/trust.json";
+  put("p/.acp/settings.json", "{\"yolo\": true}");
+  put(store, " \n");
+  ok(trust_p() && strstr(get(store), "\"/"), "a blank store is empty");
+  load(&s);
+  ok(s.trusted && s.yolo, "and the record written to it counts");
+  settings_free(&s);
+  put(store, "[]");
+  load(&s);
+  ok(!s.trusted && s.nerrors == 1 &&
+         strstr(s.errors[0], "trust.json: expected a JSON object"),
+     "a store that is not an object: untrusted, said so");
+  settings_free(&s);
+  ok(settings_trust(P, err, sizeof(err)) == -1 && !strcmp(get(store), "[]"),
+     "and it is not overwritten");
+  char path[800];
+  snprintf(path, sizeof(path), "%s/%s", T, store);
+  unlink(path);
+  symlink("gone.json", path);
+  load(&s);
+  ok(!s.trusted && s.nerrors == 1 && strstr(s.errors[0], "dangling"),
+     "a dangling symlink for a store: untrusted, said so");
+  settings_free(&s);
+  struct stat st;
+  ok(settings_trust(P, err, sizeof(err)) == -1 && lstat(path, &st) == 0 &&
+         S_ISLNK(st.st_mode),
+     "and it is not replaced");
+}
+
 static void test_modes(void) {
   fresh();
   put("h/.config/acp-broker/settings.json",
@@ -991,6 +1025,7 @@ static void test_to_json(void) {
 
 int main(void) {
   test_trust_hash();
+  test_trust_store();
   test_files_list();
   test_find_root();
   test_user_sources();
