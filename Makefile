@@ -91,7 +91,10 @@ $(BUILD)/obj/demo/%.o: src/demo/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc -c $< -o $@
 
-$(DEMO): $(BUILD)/obj/demo/demo_agent.o
+# The demo shares base helpers with the broker where it would copy them.
+DEMO_BASE  := $(BUILD)/obj/base/signame.o
+
+$(DEMO): $(BUILD)/obj/demo/demo_agent.o $(DEMO_BASE)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
