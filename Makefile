@@ -18,15 +18,15 @@ PKG_CONFIG ?= pkg-config
 BUILD      ?= build
 NVIM       ?= nvim
 
-DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim python3-jsonschema \
-              strace
+DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev nettle-dev pkg-config neovim \
+              python3-jsonschema strace
 FUZZ_PKGS  := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 10
 ORACLE_SECONDS ?= 60
 
 # msgpack-c 6.x names its pkg-config module msgpack-c; 4.x (Debian 12) names it msgpack.
 MSGPACK    := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
-PKGS       := libuv jansson $(MSGPACK)
+PKGS       := libuv jansson nettle $(MSGPACK)
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -91,7 +91,10 @@ $(BUILD)/obj/demo/%.o: src/demo/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc -c $< -o $@
 
-$(DEMO): $(BUILD)/obj/demo/demo_agent.o
+# The demo shares base helpers with the broker where it would copy them.
+DEMO_BASE  := $(BUILD)/obj/base/signame.o
+
+$(DEMO): $(BUILD)/obj/demo/demo_agent.o $(DEMO_BASE)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a

@@ -1,13 +1,13 @@
 #include "log.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "files.h"
 
 // The log rotates to <path>.1 when it grows past this size, so it never
 // takes more than twice this much disk.
@@ -20,32 +20,17 @@ static char state_dir[4096];
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
-// Creates every missing directory of path, like mkdir -p.
-static int mkdir_p(const char *path) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-    return -1;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  return mkdir(tmp, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 const char *log_state_dir(void) {
   if (state_dir[0])
     return state_dir;
-  const char *xdg = getenv("XDG_STATE_HOME");
+  char *dir = files_xdg_path("XDG_STATE_HOME", ".local/state", "acp-broker");
   const char *home = getenv("HOME");
-  if (xdg && xdg[0] == '/')
-    snprintf(state_dir, sizeof(state_dir), "%s/acp-broker", xdg);
-  else
+  if (dir)
+    snprintf(state_dir, sizeof(state_dir), "%s", dir);
+  else // no usable HOME: as it is, or here
     snprintf(state_dir, sizeof(state_dir), "%s/.local/state/acp-broker",
              home ? home : ".");
+  free(dir);
   return state_dir;
 }
 
@@ -57,7 +42,7 @@ int log_open(const char *path, enum log_level level) {
     snprintf(log_file_path, sizeof(log_file_path), "%s", path);
   } else {
     const char *dir = log_state_dir();
-    if (mkdir_p(dir) != 0)
+    if (files_mkdirs(dir) != 0)
       return -1;
     snprintf(log_file_path, sizeof(log_file_path), "%s/broker.log", dir);
   }

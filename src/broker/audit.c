@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "base/utf8.h"
 
@@ -28,20 +29,12 @@ const char *audit_path(void) {
 }
 
 static int write_out(void) {
-  size_t off = 0;
-  while (off < olen) {
-    ssize_t n = write(audit_fd, obuf + off, olen - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      LOG_E("cannot write the audit log %s: %s", audit_file_path,
-            n < 0 ? strerror(errno) : "nothing written");
-      olen = 0;
-      return -1;
-    }
-    off += (size_t)n;
-  }
+  int rc = files_write_all(audit_fd, obuf, olen);
   olen = 0;
+  if (rc != 0) {
+    LOG_E("cannot write the audit log %s: %s", audit_file_path, strerror(rc));
+    return -1;
+  }
   return 0;
 }
 
@@ -71,7 +64,7 @@ static int audit_open(const char *path) {
     // log_open created the state directory; create it again in case
     // logging is off.
     const char *dir = log_state_dir();
-    mkdir(dir, 0700);
+    files_mkdirs(dir);
     snprintf(audit_file_path, sizeof(audit_file_path), "%s/audit.jsonl", dir);
   }
   audit_fd =

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 #include "base/utf8.h"
 #include "policy/path.h"
@@ -103,31 +104,15 @@ int fs_read(const char *resolved, const char *within, char **out,
     close(fd);
     return rc;
   }
-  size_t cap = (size_t)st.st_size + 1, len = 0;
-  char *buf = xmalloc(cap + 1);
-  for (;;) {
-    if (len == cap) {
-      if (cap > FS_READ_MAX) {
-        snprintf(err, errlen, "%s is larger than %zu MiB", resolved,
-                 FS_READ_MAX >> 20);
-        rc = EFBIG;
-        break;
-      }
-      cap *= 2;
-      buf = xrealloc(buf, cap + 1);
-    }
-    ssize_t n = read(fd, buf + len, cap - len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      rc = fail(errno, err, errlen, "cannot read", resolved);
-      break;
-    }
-    if (n == 0)
-      break;
-    len += (size_t)n;
-  }
+  char *buf;
+  size_t len;
+  rc = files_read_fd(fd, FS_READ_MAX, &buf, &len);
   close(fd);
+  if (rc == EFBIG)
+    snprintf(err, errlen, "%s is larger than %zu MiB", resolved,
+             FS_READ_MAX >> 20);
+  else if (rc != 0)
+    fail(rc, err, errlen, "cannot read", resolved);
   if (rc == 0 && !utf8_valid(buf, len)) {
     snprintf(err, errlen, "%s is not UTF-8 text", resolved);
     rc = EILSEQ;
@@ -136,7 +121,6 @@ int fs_read(const char *resolved, const char *within, char **out,
     free(buf);
     return rc;
   }
-  buf[len] = '\0';
   *out = buf;
   *outlen = len;
   return 0;
@@ -178,19 +162,6 @@ static int open_dir(const char *dir, const char *within, int *rc, char *err,
   return fd;
 }
 
-static int write_all(int fd, const char *data, size_t len) {
-  while (len) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return errno;
-    data += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 int fs_write(const char *resolved, const char *within, const char *data,
              size_t len, char *err, size_t errlen) {
   const char *slash = strrchr(resolved, '/');
@@ -207,43 +178,11 @@ int fs_write(const char *resolved, const char *within, const char *data,
   free(dir);
   if (dfd < 0)
     return rc;
-  mode_t mode = 0666; // umask applies
-  struct stat st;
-  bool existed = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
-  if (existed && S_ISDIR(st.st_mode)) {
+  rc = files_replace_at(dfd, base, data, len, FILES_MODE_UMASK);
+  if (rc == EISDIR)
     snprintf(err, errlen, "%s is a directory", resolved);
-    close(dfd);
-    return EISDIR;
-  }
-  char tmp[64];
-  int fd = -1;
-  for (int i = 0; i < 100 && fd < 0; i++) {
-    snprintf(tmp, sizeof(tmp), ".acp-%ld-%d.tmp", (long)getpid(),
-             rand() % 1000000);
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                mode);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
-  if (fd < 0) {
-    rc = fail(errno, err, errlen, "cannot create a temporary file next to",
-              resolved);
-    close(dfd);
-    return rc;
-  }
-  if (existed && S_ISREG(st.st_mode))
-    (void)fchmod(fd, st.st_mode & 07777);
-  rc = write_all(fd, data, len);
-  if (rc == 0 && fsync(fd) != 0)
-    rc = errno;
-  if (close(fd) != 0 && rc == 0)
-    rc = errno;
-  if (rc == 0 && renameat(dfd, tmp, dfd, base) != 0)
-    rc = errno;
-  if (rc != 0) {
-    unlinkat(dfd, tmp, 0);
+  else if (rc != 0)
     fail(rc, err, errlen, "cannot write", resolved);
-  }
   close(dfd);
   return rc;
 }

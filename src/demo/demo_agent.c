@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/signame.h"
+
 #define AGENT_NAME "acp-demo-agent"
 #define AGENT_VERSION "0.1.0"
 #define MAX_LINE ((size_t)64 << 20) // longest accepted input line
@@ -1416,17 +1418,8 @@ static void read_child(struct agent *a, int fd) {
 // The name of a signal as ACP clients report it ("SIGKILL"), else its
 // number.
 static json_t *signal_json(int sig) {
-  static const struct {
-    int sig;
-    const char *name;
-  } names[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-      {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGSEGV, "SIGSEGV"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}};
-  for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-    if (names[i].sig == sig)
-      return json_string(names[i].name);
-  return json_sprintf("%d", sig);
+  const char *name = signame(sig);
+  return name ? json_string(name) : json_sprintf("%d", sig);
 }
 
 static void reap_children(struct agent *a) {

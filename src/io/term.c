@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/signame.h"
 #include "base/utf8.h"
 
 // After exit, how long the output pipes may stay open (held by a child
@@ -190,20 +191,11 @@ json_t *term_exit_status(const struct term *t) {
   if (!t->done)
     return NULL;
   if (t->exit_signal) {
-    static const struct {
-      int sig;
-      const char *name;
-    } names[] = {
-        {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-        {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGSEGV, "SIGSEGV"},
-        {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
-        {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"}};
     char buf[32];
     snprintf(buf, sizeof(buf), "SIG%d", t->exit_signal);
-    const char *name = buf;
-    for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-      if (names[i].sig == t->exit_signal)
-        name = names[i].name;
+    const char *name = signame(t->exit_signal);
+    if (!name)
+      name = buf;
     return json_pack("{s:n,s:s}", "exitCode", "signal", name);
   }
   return json_pack("{s:I,s:n}", "exitCode", (json_int_t)t->exit_code, "signal");

@@ -12,7 +12,6 @@
 #include "base/mem.h"
 #include "path.h"
 #include "settings.h"
-#include "trust.h"
 
 #define GATE_MAX_PROJECTS 256 // projects with runtime state
 #define GATE_MAX_MEMORY 1024  // rules remembered per session
@@ -38,27 +37,13 @@ struct memory {
   struct memory *next;
 };
 
-// The files settings_load reads for a project (settings.h lists them),
-// and the trust store.
-enum {
-  F_HOME_GEMINI,
-  F_HOME_CLAUDE,
-  F_USER,
-  F_ROOT_GEMINI,
-  F_ROOT_CLAUDE,
-  F_ROOT_ACP,
-  F_ROOT_CLAUDE_LOCAL,
-  F_TRUST,
-  NFILES
-};
-
-// What one of them was when it was read: what is there (absent, a file or
-// broken, and why, as settings_file_probe tells them apart: a dangling
-// symlink or a directory in its place is not an absent file), stat()'s
-// answer, and the content, for when its times cannot tell a change (see
-// file_fresh).
+// What one of the files settings_load reads (settings_files) was when it
+// was read: what is there (absent, a file or broken, and why, as
+// settings_file_probe tells them apart: a dangling symlink or a directory
+// in its place is not an absent file), stat()'s answer, and the content,
+// for when its times cannot tell a change (see file_fresh).
 struct file_id {
-  char *path; // NULL when there is no such file to look for (no HOME)
+  char *path;
   enum settings_file what;
   char why[300];  // what is broken
   struct stat st; // the file's; when absent, its deepest existing directory's
@@ -73,11 +58,12 @@ struct file_id {
 // options and the environment are the same, and the gate wrote nothing.
 struct snapshot {
   char *root;
-  char *env[3];     // HOME, XDG_CONFIG_HOME, XDG_STATE_HOME (NULL: unset)
-  uint64_t gen;     // the gate's generation when loaded
-  uint64_t used;    // for evicting the least recently used
-  uint64_t checked; // the epoch its files were last found unchanged
-  struct file_id files[NFILES];
+  char *env[SETTINGS_NENV]; // settings_env's values (NULL: unset)
+  uint64_t gen;             // the gate's generation when loaded
+  uint64_t used;            // for evicting the least recently used
+  uint64_t checked;         // the epoch its files were last found unchanged
+  struct file_id files[SETTINGS_FILES_MAX];
+  size_t nfiles;
   struct settings s;
   struct policy_rule_text *texts;
   struct policy_input in; // as the settings say (no runtime state)
@@ -176,9 +162,11 @@ static bool agent_yolo(const struct settings *s, const char *agent) {
 
 // ---- the settings cache ----
 //
-// Loading a project's settings reads up to eight files and compiling its
-// rules costs far more than deciding, so both are kept per project root
-// and done again only when something they come from changed. Before each
+// Loading a project's settings reads up to SETTINGS_FILES_MAX files and
+// compiling its rules costs far more than deciding, so both are kept per
+// project root and done again only when something they come from changed.
+// Settings name the files (settings_files: a source added there is watched
+// here too) and the environment variables behind their paths. Before each
 // use every file settings_load reads is looked at again with stat(),
 // absent ones included: a file that appeared, went, became broken (a
 // directory, a dangling symlink: settings_file_probe) or whose device,
@@ -188,7 +176,7 @@ static bool agent_yolo(const struct settings *s, const char *agent) {
 // Times advance by clock ticks, so a file written again within one tick
 // can keep them all; a file whose mtime or ctime is that recent ("racy",
 // as git calls it) has its content compared too, until it is older. The
-// setup() options and HOME/XDG variables are part of the key, and
+// setup() options and those variables are part of the key, and
 // whatever the gate itself writes (rules, trust, per-agent yolo) bumps a
 // generation that invalidates every snapshot.
 
@@ -202,24 +190,14 @@ static int64_t ts_ns(struct timespec t) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static char *join(const char *dir, const char *rel) {
-  size_t n = strlen(dir);
-  char *p = xmalloc(n + strlen(rel) + 2);
-  sprintf(p, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", rel);
-  return p;
-}
-
 static char *env_dup(const char *name) {
   const char *v = getenv(name);
   return v ? xstrdup(v) : NULL;
 }
 
-static const char *const env_names[3] = {"HOME", "XDG_CONFIG_HOME",
-                                         "XDG_STATE_HOME"};
-
 static bool env_same(const struct snapshot *sn) {
-  for (size_t i = 0; i < 3; i++) {
-    const char *v = getenv(env_names[i]);
+  for (size_t i = 0; i < SETTINGS_NENV; i++) {
+    const char *v = getenv(settings_env[i]);
     if (!v != !sn->env[i] || (v && strcmp(v, sn->env[i]) != 0))
       return false;
   }
@@ -256,7 +234,7 @@ struct dir_memo {
     size_t n;
     int rc;
     struct stat st;
-  } m[NFILES];
+  } m[SETTINGS_FILES_MAX];
   size_t n;
 };
 
@@ -270,7 +248,7 @@ static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
   char *dir = xstrndup(path, n);
   int rc = stat(dir, st);
   free(dir);
-  if (dm->n < NFILES) {
+  if (dm->n < SETTINGS_FILES_MAX) {
     dm->m[dm->n].path = path;
     dm->m[dm->n].n = n;
     dm->m[dm->n].rc = rc;
@@ -282,8 +260,6 @@ static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
 // True when f is still what was read. A racy file is read again and
 // compared; when it is unchanged it counts as read now.
 static bool file_fresh(struct file_id *f, struct dir_memo *dm) {
-  if (!f->path)
-    return true;
   int64_t now = realtime_ns();
   struct stat st;
   if (f->what == SETTINGS_ABSENT && f->exists) {
@@ -325,40 +301,14 @@ static bool file_fresh(struct file_id *f, struct dir_memo *dm) {
   return same;
 }
 
-// The paths settings_load reads for root (as settings.c builds them).
-static void file_paths(struct snapshot *sn) {
-  static const char *const rel[NFILES] = {
-      [F_HOME_GEMINI] = ".gemini/settings.json",
-      [F_HOME_CLAUDE] = ".claude/settings.json",
-      [F_ROOT_GEMINI] = ".gemini/settings.json",
-      [F_ROOT_CLAUDE] = ".claude/settings.json",
-      [F_ROOT_ACP] = ".acp/settings.json",
-      [F_ROOT_CLAUDE_LOCAL] = ".claude/settings.local.json",
-  };
-  const char *home = getenv("HOME");
-  for (int i = 0; i < NFILES; i++) {
-    char *p = NULL;
-    if (i == F_USER)
-      p = trust_xdg_path("XDG_CONFIG_HOME", ".config",
-                         "acp-broker/settings.json");
-    else if (i == F_TRUST)
-      p = trust_store_path();
-    else if (i >= F_ROOT_GEMINI)
-      p = join(sn->root, rel[i]);
-    else if (home && home[0] == '/')
-      p = join(home, rel[i]);
-    sn->files[i].path = p;
-  }
-}
-
 static void snapshot_free(struct snapshot *sn) {
   if (!sn)
     return;
-  for (int i = 0; i < NFILES; i++) {
+  for (size_t i = 0; i < sn->nfiles; i++) {
     free(sn->files[i].path);
     free(sn->files[i].data);
   }
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < SETTINGS_NENV; i++)
     free(sn->env[i]);
   policy_free(sn->policy);
   free(sn->texts);
@@ -374,12 +324,14 @@ static struct snapshot *snapshot_load(struct gate *g, const char *root) {
   struct snapshot *sn = xcalloc(1, sizeof(*sn));
   sn->root = xstrdup(root);
   sn->gen = g->gen;
-  for (size_t i = 0; i < 3; i++)
-    sn->env[i] = env_dup(env_names[i]);
-  file_paths(sn);
-  for (int i = 0; i < NFILES; i++)
-    if (sn->files[i].path)
-      file_read(&sn->files[i]);
+  for (size_t i = 0; i < SETTINGS_NENV; i++)
+    sn->env[i] = env_dup(settings_env[i]);
+  char *paths[SETTINGS_FILES_MAX];
+  sn->nfiles = settings_files(root, paths);
+  for (size_t i = 0; i < sn->nfiles; i++) {
+    sn->files[i].path = paths[i];
+    file_read(&sn->files[i]);
+  }
   settings_load(root, g->setup, &sn->s);
   sn->in = settings_policy_input(&sn->s, &sn->texts);
   return sn;
@@ -394,7 +346,7 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
     return false;
   struct dir_memo dm;
   dm.n = 0;
-  for (int i = 0; i < NFILES; i++)
+  for (size_t i = 0; i < sn->nfiles; i++)
     if (!file_fresh(&sn->files[i], &dm))
       return false;
   sn->checked = g->epoch;
@@ -722,13 +674,9 @@ int gate_add_rule(struct gate *g, const char *scope, const char *list,
   } else if (strcmp(scope, "project") == 0 || strcmp(scope, "user") == 0) {
     bool proj = strcmp(scope, "project") == 0;
     r = settings_add_rule(root, proj, l, rule, err, errlen);
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    if (proj)
-      snprintf(file, filelen, "%s/.acp/settings.json", root);
-    else if (xdg && xdg[0] == '/')
-      snprintf(file, filelen, "%s/acp-broker/settings.json", xdg);
-    else
-      snprintf(file, filelen, "%s/.config/acp-broker/settings.json", home());
+    char *path = settings_rule_file(root, proj);
+    snprintf(file, filelen, "%s", path ? path : "");
+    free(path);
   } else {
     snprintf(err, errlen, "unknown scope '%s' (session, project or user)",
              scope);

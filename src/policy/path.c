@@ -29,9 +29,8 @@ static void buf_add(struct buf *b, const char *s, size_t n);
 static void buf_pop(struct buf *b);
 static size_t split(const char *p, struct seg *v, size_t max);
 static size_t slashes(const char *p);
-static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
-                      bool fold);
-static bool one_match(const char *p, size_t pn, char c, bool fold, size_t *adv);
+static bool one_match(const char *p, size_t pn, char c, bool classes, bool fold,
+                      size_t *adv);
 static bool class_match(const char *p, size_t pn, char c, bool fold,
                         size_t *adv);
 static bool is_starstar(struct seg g);
@@ -247,8 +246,8 @@ bool path_match(const char *pattern, const char *path, bool fold,
     } else {
       next[0] = false;
       for (size_t j = 0; j < n; j++)
-        next[j + 1] =
-            cur[j] && seg_match(pv[i].s, pv[i].n, sv[j].s, sv[j].n, fold);
+        next[j + 1] = cur[j] && path_glob_segment(pv[i].s, pv[i].n, sv[j].s,
+                                                  sv[j].n, true, fold);
     }
     bool *t = cur;
     cur = next;
@@ -390,16 +389,17 @@ static bool is_starstar(struct seg g) {
   return g.n == 2 && g.s[0] == '*' && g.s[1] == '*';
 }
 
-// One segment against one glob segment: `*` backtracks to the last star.
-static bool seg_match(const char *p, size_t pn, const char *s, size_t sn,
-                      bool fold) {
+// `*` backtracks to the last star.
+bool path_glob_segment(const char *p, size_t pn, const char *s, size_t sn,
+                       bool classes, bool fold) {
   size_t pi = 0, si = 0, star = SIZE_MAX, star_s = 0;
   while (si < sn) {
     size_t adv = 0;
     if (pi < pn && p[pi] == '*') {
       star = ++pi;
       star_s = si;
-    } else if (pi < pn && one_match(p + pi, pn - pi, s[si], fold, &adv)) {
+    } else if (pi < pn &&
+               one_match(p + pi, pn - pi, s[si], classes, fold, &adv)) {
       pi += adv;
       si++;
     } else if (star != SIZE_MAX) {
@@ -418,20 +418,24 @@ static char lower(char c) {
   return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 }
 
-static bool one_match(const char *p, size_t pn, char c, bool fold,
+// The pattern character at p (with classes: `?`, a class or an escape)
+// against c; *adv is how many pattern bytes it took.
+static bool one_match(const char *p, size_t pn, char c, bool classes, bool fold,
                       size_t *adv) {
   *adv = 1;
-  if (p[0] == '?')
-    return true;
-  if (p[0] == '[' && class_match(p, pn, c, fold, adv))
-    return true;
-  if (p[0] == '[' && *adv > 1)
-    return false; // a well-formed class that does not hold c
-  *adv = 1;
   char want = p[0];
-  if (p[0] == '\\' && pn > 1) {
-    want = p[1];
-    *adv = 2;
+  if (classes) {
+    if (p[0] == '?')
+      return true;
+    if (p[0] == '[' && class_match(p, pn, c, fold, adv))
+      return true;
+    if (p[0] == '[' && *adv > 1)
+      return false; // a well-formed class that does not hold c
+    *adv = 1;
+    if (p[0] == '\\' && pn > 1) {
+      want = p[1];
+      *adv = 2;
+    }
   }
   return fold ? lower(want) == lower(c) : want == c;
 }

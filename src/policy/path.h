@@ -47,6 +47,12 @@ bool path_within(const char *path, const char *dir);
 // matches too). fold compares ASCII letters case-insensitively.
 bool path_match(const char *pattern, const char *path, bool fold,
                 bool dir_self);
+// One name (no '/') against one glob segment: `*` matches any run of
+// characters; with classes `?`, `[...]` and `\x` are read as path_match
+// reads them, else every other character is literal (the tool-name and
+// domain globs of rules.c). fold as for path_match.
+bool path_glob_segment(const char *p, size_t pn, const char *s, size_t sn,
+                       bool classes, bool fold);
 // The absolute pattern of a Read/Edit specifier: `//abs`, `~/home-rel`,
 // `/root-rel`, `./rel` or bare `rel` (relative to root). A relative pattern
 // without a slash matches at any depth ("x" is "**/x"); a single-segment

@@ -85,8 +85,6 @@ static int split_rule(const char *text, char **tool, char **spec, char *err,
                       size_t errlen);
 static int check_tool(const char *tool, size_t n, char *err, size_t errlen);
 static char *trimmed(const char *s, size_t n);
-static bool label_match(const char *p, size_t pn, const char *s, size_t sn,
-                        bool fold);
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -127,7 +125,7 @@ size_t rules_class_names(enum rules_class c, const char **names, size_t max) {
 }
 
 bool rules_glob(const char *glob, const char *name, bool fold) {
-  return label_match(glob, strlen(glob), name, strlen(name), fold);
+  return path_glob_segment(glob, strlen(glob), name, strlen(name), false, fold);
 }
 
 bool rules_host_match(const char *pattern, const char *host) {
@@ -147,7 +145,7 @@ bool rules_host_match(const char *pattern, const char *host) {
   const char *p = pattern, *h = host;
   for (;;) {
     size_t pl = strcspn(p, "."), hl = strcspn(h, ".");
-    if (!label_match(p, pl, h, hl, false))
+    if (!path_glob_segment(p, pl, h, hl, false, false))
       return false;
     if (!p[pl] || !h[hl])
       return !p[pl] && !h[hl];
@@ -419,34 +417,6 @@ static char *trimmed(const char *s, size_t n) {
   while (n && strchr(" \t\r\n", *s))
     s++, n--;
   return xstrndup(s, n);
-}
-
-static char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
-// `*` matches any run of characters; everything else is literal.
-static bool label_match(const char *p, size_t pn, const char *s, size_t sn,
-                        bool fold) {
-  size_t pi = 0, si = 0, star = SIZE_MAX, star_s = 0;
-  while (si < sn) {
-    if (pi < pn && p[pi] == '*') {
-      star = ++pi;
-      star_s = si;
-    } else if (pi < pn &&
-               (p[pi] == s[si] || (fold && lower(p[pi]) == lower(s[si])))) {
-      pi++;
-      si++;
-    } else if (star != SIZE_MAX) {
-      pi = star;
-      si = ++star_s;
-    } else {
-      return false;
-    }
-  }
-  while (pi < pn && p[pi] == '*')
-    pi++;
-  return pi == pn;
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 #include "trust.h"
 
@@ -16,10 +17,6 @@ static const char *const list_names[] = {"allow", "ask", "deny"};
 static char *join(const char *a, const char *b);
 static char *user_file(void);
 static void merge(struct settings *s, struct src *srcs, size_t n);
-static char *permissive_hash(const json_t *permissive);
-static json_t *edit_load(const char *path, char *err, size_t errlen);
-static int edit_save(const char *path, const json_t *doc, char *err,
-                     size_t errlen);
 static json_t *edit_child(json_t *parent, const char *key, json_type type,
                           const char *path, char *err, size_t errlen);
 
@@ -53,13 +50,82 @@ char *settings_find_root(const char *cwd) {
   return start;
 }
 
+// The sources, lowest precedence first: setup < user < project <
+// project-local. settings_files lists the files among them for a cache.
+static const struct {
+  enum src_kind kind;
+  enum src_where where;
+  const char *rel;
+} sources[] = {
+    {SRC_ACP, AT_SETUP, NULL},
+    {SRC_GEMINI, AT_HOME, ".gemini/settings.json"},
+    {SRC_CLAUDE, AT_HOME, ".claude/settings.json"},
+    {SRC_ACP, AT_USER_FILE, NULL},
+    {SRC_GEMINI, AT_ROOT, ".gemini/settings.json"},
+    {SRC_CLAUDE, AT_ROOT, ".claude/settings.json"},
+    {SRC_ACP, AT_ROOT, ".acp/settings.json"},
+    {SRC_CLAUDE, AT_ROOT, ".claude/settings.local.json"},
+};
+enum { NSOURCES = sizeof(sources) / sizeof(sources[0]) };
+// Every file source and the trust store fit in settings_files' array.
+_Static_assert(NSOURCES <= SETTINGS_FILES_MAX, "SETTINGS_FILES_MAX");
+
+const char *const settings_env[SETTINGS_NENV] = {"HOME", "XDG_CONFIG_HOME",
+                                                 "XDG_STATE_HOME"};
+
+// root resolved (a new string), as settings_load keeps it.
+static char *real_root(const char *root) {
+  char *r = realpath(root, NULL);
+  return r ? r : xstrdup(root);
+}
+
+// $HOME when it is absolute, else "".
+static const char *home_dir(void) {
+  const char *home = getenv("HOME");
+  return home && home[0] == '/' ? home : "";
+}
+
+// The file of sources[i] for the resolved root (a new string), or NULL
+// when there is none to read: setup(), no HOME, or a project in HOME,
+// whose .claude and .gemini files are the user's.
+static char *source_path(size_t i, const char *root, const char *home,
+                         const char *user) {
+  switch (sources[i].where) {
+  case AT_SETUP:
+    return NULL;
+  case AT_USER_FILE:
+    return user ? xstrdup(user) : NULL;
+  case AT_HOME:
+    return *home ? join(home, sources[i].rel) : NULL;
+  case AT_ROOT:
+    break;
+  }
+  bool root_is_home = *home && strcmp(root, home) == 0;
+  return !root_is_home || sources[i].kind == SRC_ACP
+             ? join(root, sources[i].rel)
+             : NULL;
+}
+
+size_t settings_files(const char *root, char *out[SETTINGS_FILES_MAX]) {
+  char *real = real_root(root), *user = user_file();
+  size_t n = 0;
+  for (size_t i = 0; i < NSOURCES; i++) {
+    char *p = source_path(i, real, home_dir(), user);
+    if (p)
+      out[n++] = p;
+  }
+  char *store = trust_store_path(); // is_trusted reads it
+  if (store)
+    out[n++] = store;
+  free(user);
+  free(real);
+  return n;
+}
+
 void settings_load(const char *root, const json_t *setup, struct settings *s) {
   memset(s, 0, sizeof(*s));
-  s->root = realpath(root, NULL);
-  if (!s->root)
-    s->root = xstrdup(root);
-  const char *home = getenv("HOME");
-  s->home = xstrdup(home && home[0] == '/' ? home : "");
+  s->root = real_root(root);
+  s->home = xstrdup(home_dir());
   char *user = user_file();
   char *store = trust_store_path();
   s->protect = xcalloc(2, sizeof(*s->protect));
@@ -67,43 +133,20 @@ void settings_load(const char *root, const json_t *setup, struct settings *s) {
     s->protect[s->nprotect++] = xstrdup(user);
   if (store)
     s->protect[s->nprotect++] = store;
-  // A project in HOME: its .claude and .gemini files are the user's.
-  bool root_is_home = *s->home && strcmp(s->root, s->home) == 0;
 
-  // Lowest precedence first: setup < user < project < project-local.
-  static const struct {
-    enum src_kind kind;
-    enum src_where where;
-    const char *rel;
-  } order[] = {
-      {SRC_ACP, AT_SETUP, NULL},
-      {SRC_GEMINI, AT_HOME, ".gemini/settings.json"},
-      {SRC_CLAUDE, AT_HOME, ".claude/settings.json"},
-      {SRC_ACP, AT_USER_FILE, NULL},
-      {SRC_GEMINI, AT_ROOT, ".gemini/settings.json"},
-      {SRC_CLAUDE, AT_ROOT, ".claude/settings.json"},
-      {SRC_ACP, AT_ROOT, ".acp/settings.json"},
-      {SRC_CLAUDE, AT_ROOT, ".claude/settings.local.json"},
-  };
-  enum { NSRC = sizeof(order) / sizeof(order[0]) };
-  struct src srcs[NSRC];
+  struct src srcs[NSOURCES];
   size_t n = 0;
-  for (size_t i = 0; i < NSRC; i++) {
+  for (size_t i = 0; i < NSOURCES; i++) {
     struct src *src = &srcs[n];
-    *src = (struct src){.kind = order[i].kind, .mode = MODE_UNSET, .yolo = -1};
-    if (order[i].where == AT_SETUP)
-      src->label = setup ? xstrdup("setup") : NULL;
-    else if (order[i].where == AT_USER_FILE)
-      src->label = user ? xstrdup(user) : NULL;
-    else if (order[i].where == AT_HOME)
-      src->label = *s->home ? join(s->home, order[i].rel) : NULL;
-    else if (!root_is_home || order[i].kind == SRC_ACP)
-      src->label = join(s->root, order[i].rel);
-    src->rel = order[i].where == AT_ROOT ? order[i].rel : NULL;
+    bool at_setup = sources[i].where == AT_SETUP;
+    *src =
+        (struct src){.kind = sources[i].kind, .mode = MODE_UNSET, .yolo = -1};
+    src->label = at_setup ? (setup ? xstrdup("setup") : NULL)
+                          : source_path(i, s->root, s->home, user);
+    src->rel = sources[i].where == AT_ROOT ? sources[i].rel : NULL;
     // Loaded or broken: a broken source stays, for what it restricts.
-    bool loaded = src->label && (order[i].where == AT_SETUP
-                                     ? settings_src_setup(s, src, setup)
-                                     : settings_src_file(s, src));
+    bool loaded = src->label && (at_setup ? settings_src_setup(s, src, setup)
+                                          : settings_src_file(s, src));
     if (loaded)
       n++;
     else
@@ -247,7 +290,7 @@ bool settings_refuse(const struct settings *s, const char *what, char *err,
 
 // Writes the hash of the project's permissive content as s sees it.
 static int trust_write(const struct settings *s, char *err, size_t errlen) {
-  char *hash = permissive_hash(s->permissive);
+  char *hash = trust_hash(s->permissive);
   int rc = trust_put(s->root, hash, err, errlen);
   free(hash);
   return rc;
@@ -279,7 +322,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     snprintf(err, errlen, "invalid rule %s: %s", rule, why);
     return -1;
   }
-  char *path = project ? join(root, ".acp/settings.json") : user_file();
+  char *path = settings_rule_file(root, project);
   if (!path) {
     snprintf(err, errlen, "HOME is not set: no user settings file");
     return -1;
@@ -302,7 +345,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
     return -1;
   }
   int rc = -1;
-  json_t *doc = edit_load(path, err, errlen);
+  json_t *doc = settings_read_object(path, SETTINGS_FILE_MAX, err, errlen);
   json_t *perms =
       doc ? edit_child(doc, "permissions", JSON_OBJECT, path, err, errlen)
           : NULL;
@@ -316,7 +359,7 @@ int settings_add_rule(const char *root, bool project, enum policy_list list,
                  !strcmp(json_string_value(json_array_get(arr, i)), rule);
     rc = present ? 0 : json_array_append_new(arr, json_string(rule));
     if (rc == 0 && !present)
-      rc = edit_save(path, doc, err, errlen);
+      rc = settings_write_object(path, doc, JSON_INDENT(2), 0644, err, errlen);
   }
   if (rc == 0 && retrust) {
     struct settings now;
@@ -341,14 +384,14 @@ int settings_set_agent_yolo(const char *name, bool on, char *err,
     return -1;
   }
   int rc = -1;
-  json_t *doc = edit_load(path, err, errlen);
+  json_t *doc = settings_read_object(path, SETTINGS_FILE_MAX, err, errlen);
   json_t *agents =
       doc ? edit_child(doc, "agents", JSON_OBJECT, path, err, errlen) : NULL;
   json_t *agent =
       agents ? edit_child(agents, name, JSON_OBJECT, path, err, errlen) : NULL;
   // Off is written as false, not removed: it must override setup()'s true.
   if (agent && json_object_set_new(agent, "yolo", json_boolean(on)) == 0)
-    rc = edit_save(path, doc, err, errlen);
+    rc = settings_write_object(path, doc, JSON_INDENT(2), 0644, err, errlen);
   json_decref(doc);
   free(path);
   return rc;
@@ -408,8 +451,12 @@ static char *join(const char *a, const char *b) {
 }
 
 static char *user_file(void) {
-  return trust_xdg_path("XDG_CONFIG_HOME", ".config",
+  return files_xdg_path("XDG_CONFIG_HOME", ".config",
                         "acp-broker/settings.json");
+}
+
+char *settings_rule_file(const char *root, bool project) {
+  return project ? join(root, ".acp/settings.json") : user_file();
 }
 
 // ---------------------------------------------------------------------------
@@ -459,23 +506,6 @@ static json_t *permissive_of(const struct src *srcs, size_t n) {
   return all;
 }
 
-// SHA-256 of a canonical serialisation (sorted keys, compact, ASCII) with a
-// version prefix, as lowercase hex.
-static char *permissive_hash(const json_t *permissive) {
-  char *dump =
-      json_dumps(permissive, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-  const char prefix[] = "acp-broker trust v1\n";
-  size_t n = strlen(dump);
-  char *buf = xmalloc(sizeof(prefix) + n);
-  memcpy(buf, prefix, sizeof(prefix) - 1);
-  memcpy(buf + sizeof(prefix) - 1, dump, n);
-  char *hex = xmalloc(TRUST_HEX_LEN);
-  trust_sha256_hex(buf, sizeof(prefix) - 1 + n, hex);
-  free(buf);
-  free(dump);
-  return hex;
-}
-
 static bool is_trusted(struct settings *s) {
   if (!s->has_permissive)
     return true;
@@ -484,7 +514,7 @@ static bool is_trusted(struct settings *s) {
     settings_push(&s->errors, &s->nerrors, "%s", err);
     return false;
   }
-  char *hash = permissive_hash(s->permissive);
+  char *hash = trust_hash(s->permissive);
   bool same = stored && strcmp(stored, hash) == 0;
   free(hash);
   free(stored);
@@ -572,33 +602,6 @@ static void merge(struct settings *s, struct src *srcs, size_t n) {
 // ---------------------------------------------------------------------------
 // Editing files
 
-// The object in path to edit: a new object when the file does not exist.
-// A malformed file is never overwritten.
-static json_t *edit_load(const char *path, char *err, size_t errlen) {
-  char *text;
-  size_t len;
-  if (settings_slurp(path, &text, &len, err, errlen) != 0)
-    return NULL;
-  if (!text || strspn(text, " \t\r\n") == len) {
-    free(text);
-    return json_object();
-  }
-  json_error_t jerr;
-  json_t *doc = json_loadb(text, len, 0, &jerr);
-  free(text);
-  if (!doc) {
-    snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
-             jerr.column > 0 ? jerr.column : 1, jerr.text);
-    return NULL;
-  }
-  if (!json_is_object(doc)) {
-    snprintf(err, errlen, "%s: expected a JSON object", path);
-    json_decref(doc);
-    return NULL;
-  }
-  return doc;
-}
-
 // parent[key], created when missing; NULL with err when it has another type.
 static json_t *edit_child(json_t *parent, const char *key, json_type type,
                           const char *path, char *err, size_t errlen) {
@@ -615,13 +618,15 @@ static json_t *edit_child(json_t *parent, const char *key, json_type type,
   return v;
 }
 
-static int edit_save(const char *path, const json_t *doc, char *err,
-                     size_t errlen) {
-  char *text = json_dumps(doc, JSON_INDENT(2));
+int settings_write_object(const char *path, const json_t *doc, size_t flags,
+                          int mode, char *err, size_t errlen) {
+  char *text = json_dumps(doc, flags);
   size_t n = strlen(text);
   text = xrealloc(text, n + 2);
   text[n++] = '\n';
-  int rc = trust_write_file(path, text, n, 0644, err, errlen);
+  int rc = files_replace(path, text, n, mode);
+  if (rc != 0)
+    snprintf(err, errlen, "%s: %s", path, strerror(rc));
   free(text);
-  return rc;
+  return rc ? -1 : 0;
 }

@@ -73,6 +73,21 @@ struct settings {
   size_t nprotect;
 };
 
+// The most files settings_files lists.
+#define SETTINGS_FILES_MAX 8
+// The environment variables the paths of settings_files depend on.
+#define SETTINGS_NENV 3
+extern const char *const settings_env[SETTINGS_NENV];
+
+// The files settings_load reads for the project at root, lowest precedence
+// first, then the trust store: what a cache of loaded settings must watch
+// (with setup()'s options and settings_env). Paths that cannot be formed
+// (no HOME) are left out. Fills out with new strings; returns how many.
+size_t settings_files(const char *root, char *out[SETTINGS_FILES_MAX]);
+// The file settings_add_rule edits: the project's .acp/settings.json, or
+// the user settings file. A new string, or NULL without HOME.
+char *settings_rule_file(const char *root, bool project);
+
 // The project root for cwd: the nearest ancestor (cwd included) holding
 // .git, .acp, .gemini or .claude, else cwd itself. Returns a new string.
 char *settings_find_root(const char *cwd);
@@ -91,10 +106,13 @@ enum settings_file {
 enum settings_file settings_file_probe(const char *path, struct stat *st,
                                        size_t *exists, char *why,
                                        size_t whylen);
+// The most a settings file may hold; a larger one is broken.
+#define SETTINGS_FILE_MAX ((size_t)1 << 20)
 // Reads a settings file whole, never blocking on a FIFO or a device (the
 // gate's cache reads through it too): 0 with *text (a new string, NULL
 // when there is no such file) and *len, or -1 with a reason in err (what
-// settings_file_probe calls broken, a read error, larger than the limit).
+// settings_file_probe calls broken, a read error, more than
+// SETTINGS_FILE_MAX bytes).
 int settings_slurp(const char *path, char **text, size_t *len, char *err,
                    size_t errlen);
 // Loads every source for the project at root. setup (may be NULL) is the

@@ -1,7 +1,9 @@
 #pragma once
 // The settings module's internals, shared by its files (not a public API):
 //   settings.c       the public API: pooling the sources, trust, editing
-//   settings_read.c  reading and validating one source
+//   settings_read.c  reading and validating one source, reading a JSON
+//                    object file to edit
+//   trust.c          the trust store (trust.h), a JSON object file too
 
 #include "settings.h"
 
@@ -46,3 +48,15 @@ bool settings_src_setup(struct settings *s, struct src *src,
                         const json_t *setup);
 // Frees what src owns.
 void settings_src_free(struct src *src);
+
+// Reads the JSON object in path to edit and write back (settings files,
+// the trust store), as settings_slurp reads but with a limit of max bytes:
+// a new object, empty when there is no such file or it is blank. NULL with
+// a reason in err when it cannot be read (broken, too large), is not JSON
+// (file:line:col) or not an object: such a file is never overwritten.
+json_t *settings_read_object(const char *path, size_t max, char *err,
+                             size_t errlen);
+// Replaces path (atomically, creating its directory) with doc dumped with
+// flags and a newline; a new file gets mode. Returns 0, or -1 with err.
+int settings_write_object(const char *path, const json_t *doc, size_t flags,
+                          int mode, char *err, size_t errlen);

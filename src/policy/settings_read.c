@@ -10,9 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
-
-#define MAX_FILE_SIZE (1 << 20)
 
 enum ftype { F_OBJECT, F_ARRAY, F_STRING, F_BOOL };
 
@@ -170,10 +169,9 @@ enum settings_file settings_file_probe(const char *path, struct stat *st,
   return r;
 }
 
-// Reads path: 0 with *text (NULL when there is no such file), or -1 with a
-// message. Never blocks on a FIFO or a device: only a regular file is read.
-int settings_slurp(const char *path, char **text, size_t *len, char *err,
-                   size_t errlen) {
+// settings_slurp with a limit of max bytes.
+static int slurp(const char *path, size_t max, char **text, size_t *len,
+                 char *err, size_t errlen) {
   *text = NULL;
   *len = 0;
   char why[512];
@@ -186,45 +184,52 @@ int settings_slurp(const char *path, char **text, size_t *len, char *err,
     snprintf(err, errlen, "%s: %s", path, why);
     return -1;
   }
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) // gone since it was looked at
-      return 0;
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
+  int rc = files_slurp(path, max, text, len);
+  if (rc == ENOENT) // gone since it was looked at
+    return 0;
+  if (rc == EFBIG)
+    snprintf(err, errlen, "%s: is larger than %zu MiB", path, max >> 20);
+  else if (rc != 0)
+    snprintf(err, errlen, "%s: %s", path,
+             rc == EISDIR || rc == EINVAL ? "is not a regular file"
+                                          : strerror(rc));
+  return rc ? -1 : 0;
+}
+
+int settings_slurp(const char *path, char **text, size_t *len, char *err,
+                   size_t errlen) {
+  return slurp(path, SETTINGS_FILE_MAX, text, len, err, errlen);
+}
+
+// text (len bytes, NUL-terminated) as JSON; blank text is an empty object,
+// as in Claude Code and Gemini CLI. NULL with "path:line:col: message" in
+// err when it is not JSON.
+static json_t *parse(const char *path, const char *text, size_t len, char *err,
+                     size_t errlen) {
+  if (strspn(text, " \t\r\n") == len)
+    return json_object();
+  json_error_t jerr;
+  json_t *doc = json_loadb(text, len, 0, &jerr);
+  if (!doc)
+    snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
+             jerr.column > 0 ? jerr.column : 1, jerr.text);
+  return doc;
+}
+
+json_t *settings_read_object(const char *path, size_t max, char *err,
+                             size_t errlen) {
+  char *text;
+  size_t len;
+  if (slurp(path, max, &text, &len, err, errlen) != 0)
+    return NULL;
+  json_t *doc = text ? parse(path, text, len, err, errlen) : json_object();
+  free(text);
+  if (doc && !json_is_object(doc)) {
+    snprintf(err, errlen, "%s: expected a JSON object", path);
+    json_decref(doc);
+    doc = NULL;
   }
-  const char *problem = NULL;
-  if (fstat(fd, &st) != 0)
-    problem = strerror(errno);
-  else if (!S_ISREG(st.st_mode)) // replaced since it was looked at
-    problem = "is not a regular file";
-  else if (st.st_size > MAX_FILE_SIZE)
-    problem = "is larger than 1 MiB";
-  char *buf = problem ? NULL : xmalloc(MAX_FILE_SIZE + 1);
-  size_t n = 0;
-  while (buf && n <= MAX_FILE_SIZE) {
-    ssize_t got = read(fd, buf + n, MAX_FILE_SIZE + 1 - n);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      problem = strerror(errno);
-    if (got <= 0)
-      break;
-    n += (size_t)got;
-  }
-  if (!problem && n > MAX_FILE_SIZE)
-    problem = "is larger than 1 MiB";
-  close(fd);
-  if (problem) {
-    snprintf(err, errlen, "%s: %s", path, problem);
-    free(buf);
-    return -1;
-  }
-  buf = xrealloc(buf, n + 1);
-  buf[n] = '\0';
-  *text = buf;
-  *len = n;
-  return 0;
+  return doc;
 }
 
 // Gemini CLI reads its settings through strip-json-comments: // and /* */
@@ -279,15 +284,10 @@ static json_t *file_load(struct settings *s, const char *path,
     return NULL;
   if (kind == SRC_GEMINI)
     strip_comments(text);
-  // An empty file is an empty object, as in Claude Code and Gemini CLI.
   *textp = text;
-  if (strspn(text, " \t\r\n") == len)
-    return json_object();
-  json_error_t jerr;
-  json_t *doc = json_loadb(text, len, 0, &jerr);
+  json_t *doc = parse(path, text, len, err, sizeof(err));
   if (!doc) {
-    settings_push(&s->errors, &s->nerrors, "%s:%d:%d: %s", path, jerr.line,
-                  jerr.column > 0 ? jerr.column : 1, jerr.text);
+    settings_push(&s->errors, &s->nerrors, "%s", err);
     *broken = true;
   } else if (!validate(s, path, text, doc, kind)) {
     *broken = true;

@@ -1,133 +1,40 @@
 #include "trust.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
+#include "settings_priv.h"
 
-static void sha256_block(struct trust_sha256 *c, const uint8_t *p);
+// The store grows by a line per project trusted; past this it is refused
+// (and trusts nothing) rather than read without a bound.
+#define TRUST_STORE_MAX ((size_t)16 << 20)
 
-// Round constants: the first 32 bits of the fractional parts of the cube
-// roots of the first 64 primes (FIPS 180-4 §4.2.2).
-static const uint32_t sha256_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-void trust_sha256_init(struct trust_sha256 *c) {
-  static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
-                                 0xa54ff53a, 0x510e527f, 0x9b05688c,
-                                 0x1f83d9ab, 0x5be0cd19};
-  memcpy(c->h, h0, sizeof(h0));
-  c->nbytes = 0;
-  c->nbuf = 0;
-}
-
-void trust_sha256_update(struct trust_sha256 *c, const void *data, size_t n) {
-  const uint8_t *p = data;
-  c->nbytes += n;
-  while (n > 0) {
-    size_t take = sizeof(c->buf) - c->nbuf;
-    if (take > n)
-      take = n;
-    memcpy(c->buf + c->nbuf, p, take);
-    c->nbuf += take;
-    p += take;
-    n -= take;
-    if (c->nbuf == sizeof(c->buf)) {
-      sha256_block(c, c->buf);
-      c->nbuf = 0;
-    }
-  }
-}
-
-void trust_sha256_final(struct trust_sha256 *c, uint8_t out[TRUST_SHA256_LEN]) {
-  uint64_t bits = c->nbytes * 8;
-  // Padding: 0x80, zeros up to 56 mod 64, then the length in bits (big
-  // endian). update() counts these bytes too, so the length is taken first.
-  static const uint8_t pad[64] = {0x80};
-  size_t npad = c->nbuf < 56 ? 56 - c->nbuf : 120 - c->nbuf;
-  trust_sha256_update(c, pad, npad);
-  uint8_t len[8];
-  for (int i = 0; i < 8; i++)
-    len[i] = (uint8_t)(bits >> (56 - 8 * i));
-  trust_sha256_update(c, len, sizeof(len));
-  for (int i = 0; i < 8; i++) {
-    out[4 * i] = (uint8_t)(c->h[i] >> 24);
-    out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
-    out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
-    out[4 * i + 3] = (uint8_t)c->h[i];
-  }
-}
-
-void trust_sha256_hex(const void *data, size_t n, char out[TRUST_HEX_LEN]) {
-  struct trust_sha256 c;
-  uint8_t d[TRUST_SHA256_LEN];
-  trust_sha256_init(&c);
-  trust_sha256_update(&c, data, n);
-  trust_sha256_final(&c, d);
+char *trust_hash(const json_t *permissive) {
+  static const char prefix[] = "acp-broker trust v1\n";
+  char *dump =
+      json_dumps(permissive, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+  struct sha256_ctx c;
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_init(&c);
+  sha256_update(&c, sizeof(prefix) - 1, (const uint8_t *)prefix);
+  if (dump)
+    sha256_update(&c, strlen(dump), (const uint8_t *)dump);
+  sha256_digest(&c, sizeof(d), d);
+  free(dump);
+  char *hex = xmalloc(TRUST_HEX_LEN);
   for (size_t i = 0; i < sizeof(d); i++)
-    snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
-char *trust_xdg_path(const char *var, const char *fallback, const char *leaf) {
-  // The XDG spec says relative values are invalid and must be ignored.
-  const char *base = getenv(var);
-  char *s;
-  if (base && base[0] == '/') {
-    s = xmalloc(strlen(base) + strlen(leaf) + 2);
-    sprintf(s, "%s/%s", base, leaf);
-    return s;
-  }
-  const char *home = getenv("HOME");
-  if (!home || home[0] != '/')
-    return NULL;
-  s = xmalloc(strlen(home) + strlen(fallback) + strlen(leaf) + 3);
-  sprintf(s, "%s/%s/%s", home, fallback, leaf);
-  return s;
+    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  return hex;
 }
 
 char *trust_store_path(void) {
-  return trust_xdg_path("XDG_STATE_HOME", ".local/state",
+  return files_xdg_path("XDG_STATE_HOME", ".local/state",
                         "acp-broker/trust.json");
-}
-
-// Loads the store: a new object (empty when the file does not exist), or
-// NULL with err.
-static json_t *store_load(const char *path, char *err, size_t errlen) {
-  json_error_t jerr;
-  json_t *store = json_load_file(path, 0, &jerr);
-  if (!store) {
-    if (access(path, F_OK) != 0 && errno == ENOENT)
-      return json_object();
-    if (jerr.line < 1) // not a parse error: the file cannot be read
-      snprintf(err, errlen, "%s", jerr.text);
-    else
-      snprintf(err, errlen, "%s:%d:%d: %s", path, jerr.line,
-               jerr.column > 0 ? jerr.column : 1, jerr.text);
-    return NULL;
-  }
-  if (!json_is_object(store)) {
-    snprintf(err, errlen, "%s: not a JSON object", path);
-    json_decref(store);
-    return NULL;
-  }
-  return store;
 }
 
 int trust_get(const char *root, char **hash, char *err, size_t errlen) {
@@ -137,7 +44,7 @@ int trust_get(const char *root, char **hash, char *err, size_t errlen) {
     snprintf(err, errlen, "HOME is not set: no trust store");
     return -1;
   }
-  json_t *store = store_load(path, err, errlen);
+  json_t *store = settings_read_object(path, TRUST_STORE_MAX, err, errlen);
   free(path);
   if (!store)
     return -1;
@@ -157,136 +64,14 @@ int trust_put(const char *root, const char *hash, char *err, size_t errlen) {
   int rc = -1;
   // A malformed store is not overwritten: it may be the person's edit, and
   // refusing keeps every project in it untrusted, which is the safe side.
-  json_t *store = store_load(path, err, errlen);
+  json_t *store = settings_read_object(path, TRUST_STORE_MAX, err, errlen);
   if (!store)
     goto out;
   json_object_set_new(store, root, json_string(hash));
-  char *text = json_dumps(store, JSON_INDENT(2) | JSON_SORT_KEYS);
+  rc = settings_write_object(path, store, JSON_INDENT(2) | JSON_SORT_KEYS, 0600,
+                             err, errlen);
   json_decref(store);
-  size_t n = strlen(text);
-  text = xrealloc(text, n + 2);
-  text[n++] = '\n';
-  rc = trust_write_file(path, text, n, 0600, err, errlen);
-  free(text);
 out:
   free(path);
   return rc;
-}
-
-int trust_mkdirs(const char *dir, char *err, size_t errlen) {
-  char *p = xstrdup(dir);
-  int rc = 0;
-  for (char *s = p + 1;; s++) {
-    if (*s != '/' && *s != '\0')
-      continue;
-    char c = *s;
-    *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-      snprintf(err, errlen, "%s: %s", p, strerror(errno));
-      rc = -1;
-      break;
-    }
-    *s = c;
-    if (c == '\0')
-      break;
-  }
-  free(p);
-  return rc;
-}
-
-// Writes all of data to fd.
-static int write_all(int fd, const char *data, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      return -1;
-    data += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-int trust_write_file(const char *path, const char *data, size_t n,
-                     unsigned mode, char *err, size_t errlen) {
-  const char *slash = strrchr(path, '/');
-  if (slash && slash != path) {
-    char *dir = xstrndup(path, (size_t)(slash - path));
-    int rc = trust_mkdirs(dir, err, errlen);
-    free(dir);
-    if (rc != 0)
-      return -1;
-  }
-  struct stat st;
-  if (stat(path, &st) == 0)
-    mode = st.st_mode & 07777;
-  char *tmp = xmalloc(strlen(path) + 16);
-  sprintf(tmp, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    free(tmp);
-    return -1;
-  }
-  int rc = -1;
-  if (fchmod(fd, (mode_t)mode) != 0 || write_all(fd, data, n) != 0 ||
-      fsync(fd) != 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    close(fd);
-    goto out;
-  }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    goto out;
-  }
-  rc = 0;
-out:
-  if (rc != 0)
-    unlink(tmp);
-  free(tmp);
-  return rc;
-}
-
-static uint32_t ror(uint32_t x, int n) {
-  return (x >> n) | (x << (32 - n));
-}
-
-// One 64-byte block (FIPS 180-4 §6.2.2).
-static void sha256_block(struct trust_sha256 *c, const uint8_t *p) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-           (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
-  for (int i = 16; i < 64; i++) {
-    uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
-  uint32_t e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
-  for (int i = 0; i < 64; i++) {
-    uint32_t s1 = ror(e, 6) ^ ror(e, 11) ^ ror(e, 25);
-    uint32_t ch = (e & f) ^ (~e & g);
-    uint32_t t1 = h + s1 + ch + sha256_k[i] + w[i];
-    uint32_t s0 = ror(a, 2) ^ ror(a, 13) ^ ror(a, 22);
-    uint32_t maj = (a & b) ^ (a & cc) ^ (b & cc);
-    uint32_t t2 = s0 + maj;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = cc;
-    cc = b;
-    b = a;
-    a = t1 + t2;
-  }
-  c->h[0] += a;
-  c->h[1] += b;
-  c->h[2] += cc;
-  c->h[3] += d;
-  c->h[4] += e;
-  c->h[5] += f;
-  c->h[6] += g;
-  c->h[7] += h;
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "check.h"
 #include "policy/settings.h"
 
@@ -69,6 +70,67 @@ static void same(struct gate *cached, const char *what) {
   }
   gate_free(fresh);
   ok(all, "cached == fresh after: %s", what);
+}
+
+static enum policy_decision decide(struct gate *g, const char *cmd) {
+  json_t *r = request(cmd);
+  struct gate_verdict v;
+  gate_decide(g, "ag", "s", root, r, &v);
+  json_decref(v.info);
+  json_decref(r);
+  return v.decision;
+}
+
+// The cache watches every file settings_files names, and settings_load
+// reads each of them: made malformed in turn, each one takes away the
+// allow of a trusted project rule (a broken settings file fails closed; a
+// broken trust store trusts nothing) at once, and fixing it brings the
+// allow back. A source added to settings.c joins that list, so it cannot
+// leave the cache stale.
+static void test_every_file(const char *base) {
+  char home[300], proj[300], p[700], err[256];
+  snprintf(home, sizeof(home), "%s/home2", base);
+  snprintf(proj, sizeof(proj), "%s/proj2", base);
+  snprintf(p, sizeof(p), "%s/.acp", proj);
+  files_mkdirs(home);
+  files_mkdirs(p);
+  setenv("HOME", home, 1);
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  root = proj;
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", proj);
+  put(p, "{\"permissions\":{\"allow\":[\"Bash(make test)\"]}}");
+  ok(settings_trust(proj, err, sizeof(err)) == 0, "every file: trusted");
+  struct gate *g = gate_new();
+  ok(decide(g, "make test") == POLICY_ALLOW, "every file: allowed");
+  char *files[SETTINGS_FILES_MAX];
+  size_t n = settings_files(proj, files);
+  ok(n == SETTINGS_FILES_MAX, "every file: %zu files (7 sources, trust)", n);
+  bool all = true;
+  for (size_t i = 0; i < n; i++) {
+    char *old = NULL, *dir = strdup(files[i]);
+    size_t len;
+    files_slurp(files[i], 1 << 20, &old, &len);
+    *strrchr(dir, '/') = '\0';
+    files_mkdirs(dir);
+    put(files[i], "{");
+    enum policy_decision broken = decide(g, "make test");
+    if (old)
+      put(files[i], old);
+    else
+      unlink(files[i]);
+    enum policy_decision fixed = decide(g, "make test");
+    if (broken != POLICY_ASK || fixed != POLICY_ALLOW) {
+      printf("# %s: malformed %s, fixed %s\n", files[i],
+             policy_decision_name(broken), policy_decision_name(fixed));
+      all = false;
+    }
+    free(old);
+    free(dir);
+    free(files[i]);
+  }
+  ok(all, "every file: malformed asks at once, fixed allows again");
+  gate_free(g);
 }
 
 int main(void) {
@@ -253,6 +315,7 @@ int main(void) {
   json_decref(setup_opts);
 
   gate_free(g);
+  test_every_file(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;

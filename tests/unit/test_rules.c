@@ -160,6 +160,20 @@ static void test_names(void) {
   ok(!rules_glob("mcp__gh__*", "mcp__ghx__get", false), "glob: server");
   ok(rules_glob("B*", "bash", true), "glob: folded");
   ok(!rules_glob("B*", "bash", false), "glob: exact");
+  // Only `*` is special in a tool-name glob (path_glob_segment without
+  // classes): `?`, `[...]` and `\` are literal, as they are in a domain.
+  ok(rules_glob("mcp__a?b", "mcp__a?b", false) &&
+         !rules_glob("mcp__a?b", "mcp__axb", false),
+     "glob: ? is literal");
+  ok(rules_glob("x[ab]*", "x[ab]y", false) && !rules_glob("x[ab]", "xa", false),
+     "glob: [...] is literal");
+  ok(rules_glob("a\\*", "a\\zz", false) && !rules_glob("a\\*", "a*", false),
+     "glob: \\ is literal");
+  ok(rules_glob("*a*b*", "xxaxxbxx", false) && !rules_glob("*a*b", "ba", false),
+     "glob: stars backtrack");
+  ok(rules_host_match("ap?.example.com", "ap?.example.com") &&
+         !rules_host_match("ap?.example.com", "api.example.com"),
+     "host: ? is literal");
   enum rules_class c;
   ok(rules_tool_class("write_file", &c) && c == RULES_EDIT,
      "write_file is Edit");

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/mem.h"
 #include "check.h"
 #include "policy/settings.h"
@@ -36,10 +37,10 @@ static void fresh(void) {
   free(real);
   snprintf(P, sizeof(P), "%s/p", T);
   snprintf(H, sizeof(H), "%s/h", T);
-  char dir[700], err[256];
+  char dir[700];
   snprintf(dir, sizeof(dir), "%s/.git", P);
-  trust_mkdirs(dir, err, sizeof(err));
-  trust_mkdirs(H, err, sizeof(err));
+  files_mkdirs(dir);
+  files_mkdirs(H);
   setenv("HOME", H, 1);
   snprintf(dir, sizeof(dir), "%s/.config", H);
   setenv("XDG_CONFIG_HOME", dir, 1);
@@ -49,10 +50,11 @@ static void fresh(void) {
 
 // Writes text to T/rel (parents created).
 static void put(const char *rel, const char *text) {
-  char path[800], err[256];
+  char path[800];
   snprintf(path, sizeof(path), "%s/%s", T, rel);
-  if (trust_write_file(path, text, strlen(text), 0644, err, sizeof(err)) != 0)
-    printf("# put %s: %s\n", rel, err);
+  int rc = files_replace(path, text, strlen(text), 0644);
+  if (rc != 0)
+    printf("# put %s: %s\n", rel, strerror(rc));
 }
 
 // The contents of T/rel, or "" (a static buffer).
@@ -105,71 +107,114 @@ static bool trust_p(void) {
   return rc == 0;
 }
 
-static void test_sha256(void) {
-  char hex[TRUST_HEX_LEN];
-  trust_sha256_hex("", 0, hex);
-  is_str(hex,
-         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-         "sha256 of the empty string");
-  trust_sha256_hex("abc", 3, hex);
-  is_str(hex,
-         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-         "sha256 of abc");
-  const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-  trust_sha256_hex(m, strlen(m), hex);
-  is_str(hex,
-         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
-         "sha256 of the 448-bit message (two blocks of padding)");
-  struct trust_sha256 c;
-  uint8_t d[TRUST_SHA256_LEN];
-  char chunk[1000];
-  memset(chunk, 'a', sizeof(chunk));
-  trust_sha256_init(&c);
-  for (int i = 0; i < 1000; i++)
-    trust_sha256_update(&c, chunk, sizeof(chunk));
-  trust_sha256_final(&c, d);
-  for (size_t i = 0; i < sizeof(d); i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  is_str(hex,
-         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
-         "sha256 of a million 'a' in 1000-byte updates");
-  // Every split of a 130-byte message gives the one-shot digest.
-  char msg[130], one[TRUST_HEX_LEN];
-  for (size_t i = 0; i < sizeof(msg); i++)
-    msg[i] = (char)('A' + i % 26);
-  trust_sha256_hex(msg, sizeof(msg), one);
-  bool same = true;
-  for (size_t cut = 0; cut <= sizeof(msg); cut++) {
-    trust_sha256_init(&c);
-    trust_sha256_update(&c, msg, cut);
-    trust_sha256_update(&c, msg + cut, sizeof(msg) - cut);
-    trust_sha256_final(&c, d);
-    for (size_t i = 0; i < sizeof(d); i++)
-      snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    same &= !strcmp(hex, one);
+// The trust hash is the trust store's format: these digests were computed
+// by the hand-written SHA-256 the broker had before nettle (and agree with
+// sha256sum), so trust records written then still match.
+static void test_trust_hash(void) {
+  static const struct {
+    const char *json, *hex;
+  } v[] = {
+      {"{}",
+       "f3bba840d7e70c46b80fe727b7bc6adcf2051707b1afc96088379f9271df5534"},
+      {"{\".acp/settings.json\":{\"allow\":[\"Bash(make:*)\",\"Read\"],"
+       "\"yolo\":true},\".claude/settings.json\":{\"defaultMode\":"
+       "\"acceptEdits\"}}",
+       "51287c4bcce88a613dcf33afd000313419e2987e792e5c8e457ea30b1062c106"},
+      {"{\".gemini/settings.json\":{\"allow\":[\"Read(/caf\\u00e9/**)\"]}}",
+       "d53af0353dbbd1b1d56f2ca0a9173ae44ae77a620960b5fb60b972aeeef9ab61"},
+  };
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    json_t *j = json_loads(v[i].json, 0, NULL);
+    char *hex = trust_hash(j);
+    is_str(hex, v[i].hex, v[i].json);
+    free(hex);
+    json_decref(j);
   }
-  ok(same, "sha256: every split point gives the same digest");
+  // A record written before: the project whose permissive content is the
+  // second vector is trusted by it.
+  fresh();
+  put("p/.acp/settings.json",
+      "{\"permissions\": {\"allow\": [\"Read\", \"Bash(make:*)\", \"Read\"]},"
+      " \"yolo\": true}");
+  put("p/.claude/settings.json",
+      "{\"permissions\": {\"defaultMode\": \"acceptEdits\"}}");
+  char rec[1200];
+  snprintf(rec, sizeof(rec), "{\n  \"%s\": \"%s\"\n}\n", P, v[1].hex);
+  put("h/.local/state/acp-broker/trust.json", rec);
+  struct settings s;
+  load(&s);
+  ok(s.trusted && s.yolo && s.mode == POLICY_MODE_ACCEPT_EDITS,
+     "a trust record of the earlier format still matches");
+  settings_free(&s);
+}
+
+// The files settings_load reads, in precedence order, then the trust store.
+static void test_files_list(void) {
+  fresh();
+  char *f[SETTINGS_FILES_MAX];
+  size_t n = settings_files(P, f);
+  static const char *const want[] = {"h/.gemini/settings.json",
+                                     "h/.claude/settings.json",
+                                     "h/.config/acp-broker/settings.json",
+                                     "p/.gemini/settings.json",
+                                     "p/.claude/settings.json",
+                                     "p/.acp/settings.json",
+                                     "p/.claude/settings.local.json",
+                                     "h/.local/state/acp-broker/trust.json"};
+  bool same = n == sizeof(want) / sizeof(*want);
+  for (size_t i = 0; i < n; i++) {
+    char w[800];
+    snprintf(w, sizeof(w), "%s/%s", T, same ? want[i] : "");
+    same &= !strcmp(f[i], w);
+    free(f[i]);
+  }
+  ok(same, "settings_files: every source file, then the trust store");
+  // A project in HOME: its .claude and .gemini files are the user's.
+  n = settings_files(H, f);
+  same =
+      n == 5 && ends(f[3], "h/.acp/settings.json") && ends(f[4], "/trust.json");
+  for (size_t i = 0; i < n; i++)
+    free(f[i]);
+  ok(same, "settings_files: a project in HOME adds only .acp");
+  unsetenv("HOME");
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  n = settings_files(P, f);
+  same = n == 4 && ends(f[0], "p/.gemini/settings.json");
+  for (size_t i = 0; i < n; i++)
+    free(f[i]);
+  ok(same, "settings_files: no HOME, only the project's files");
+  char *r = settings_rule_file(P, false);
+  ok(r == NULL, "settings_rule_file: no HOME, no user file");
+  fresh();
+  r = settings_rule_file(P, true);
+  ok(ends(r, "p/.acp/settings.json"), "settings_rule_file: the project's");
+  free(r);
+  r = settings_rule_file(P, false);
+  ok(ends(r, "h/.config/acp-broker/settings.json"),
+     "settings_rule_file: the user's");
+  free(r);
 }
 
 static void test_find_root(void) {
   fresh();
-  char dir[800], err[256];
+  char dir[800];
   snprintf(dir, sizeof(dir), "%s/src/deep", P);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   char *root = settings_find_root(dir);
   is_str(root, P, "root: nearest ancestor with .git");
   free(root);
   snprintf(dir, sizeof(dir), "%s/src/deep/.claude", P);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   snprintf(dir, sizeof(dir), "%s/src/deep", P);
   root = settings_find_root(dir);
   is_str(root, dir, "root: .claude marks a project too");
   free(root);
   // HOME's .claude and .gemini are the user's settings, not a project.
   snprintf(dir, sizeof(dir), "%s/.claude", H);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   snprintf(dir, sizeof(dir), "%s/work/x", H);
-  trust_mkdirs(dir, err, sizeof(err));
+  files_mkdirs(dir);
   root = settings_find_root(dir);
   is_str(root, dir, "root: HOME's .claude does not make HOME the root");
   free(root);
@@ -370,6 +415,40 @@ static void test_project_trust(void) {
   ok(settings_trust(P, err, sizeof(err)) == -1 &&
          !strcmp(get("h/.local/state/acp-broker/trust.json"), "{\"x\": "),
      "a malformed trust store is not overwritten");
+}
+
+// The trust store is read as settings files are (settings_read_object).
+static void test_trust_store(void) {
+  fresh();
+  struct settings s;
+  char err[512];
+  const char *store = "h/.local/state/acp-broker/trust.json";
+  put("p/.acp/settings.json", "{\"yolo\": true}");
+  put(store, " \n");
+  ok(trust_p() && strstr(get(store), "\"/"), "a blank store is empty");
+  load(&s);
+  ok(s.trusted && s.yolo, "and the record written to it counts");
+  settings_free(&s);
+  put(store, "[]");
+  load(&s);
+  ok(!s.trusted && s.nerrors == 1 &&
+         strstr(s.errors[0], "trust.json: expected a JSON object"),
+     "a store that is not an object: untrusted, said so");
+  settings_free(&s);
+  ok(settings_trust(P, err, sizeof(err)) == -1 && !strcmp(get(store), "[]"),
+     "and it is not overwritten");
+  char path[800];
+  snprintf(path, sizeof(path), "%s/%s", T, store);
+  unlink(path);
+  symlink("gone.json", path);
+  load(&s);
+  ok(!s.trusted && s.nerrors == 1 && strstr(s.errors[0], "dangling"),
+     "a dangling symlink for a store: untrusted, said so");
+  settings_free(&s);
+  struct stat st;
+  ok(settings_trust(P, err, sizeof(err)) == -1 && lstat(path, &st) == 0 &&
+         S_ISLNK(st.st_mode),
+     "and it is not replaced");
 }
 
 static void test_modes(void) {
@@ -591,12 +670,12 @@ static const char *const breakage_names[] = {
 
 // Breaks T/rel the way b says; false when b cannot be made here.
 static bool breaks(const char *rel, enum breakage b) {
-  char path[800], dir[800], err[256];
+  char path[800], dir[800];
   snprintf(path, sizeof(path), "%s/%s", T, rel);
   snprintf(dir, sizeof(dir), "%s", path);
   *strrchr(dir, '/') = '\0';
   if (b != B_PARENT)
-    trust_mkdirs(dir, err, sizeof(err));
+    files_mkdirs(dir);
   switch (b) {
   case B_SYNTAX:
     put(rel, "{\"permissions\": {\"deny\": [\"Bash(rm *)\"]},}\n");
@@ -626,7 +705,7 @@ static bool breaks(const char *rel, enum breakage b) {
     char up[800];
     snprintf(up, sizeof(up), "%s", dir);
     *strrchr(up, '/') = '\0';
-    trust_mkdirs(up, err, sizeof(err));
+    files_mkdirs(up);
     return symlink("no-such-dir", dir) == 0;
   }
   case B_EACCES:
@@ -945,7 +1024,9 @@ static void test_to_json(void) {
 }
 
 int main(void) {
-  test_sha256();
+  test_trust_hash();
+  test_trust_store();
+  test_files_list();
   test_find_root();
   test_user_sources();
   test_setup();
