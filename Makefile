@@ -94,7 +94,7 @@ $(BUILD)/obj/demo/%.o: src/demo/%.c
 $(DEMO): $(BUILD)/obj/demo/demo_agent.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/uvtest.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
 

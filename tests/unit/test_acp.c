@@ -27,8 +27,7 @@
 #include "base/log.h"
 #include "check.h"
 #include "io/linebuf.h"
-
-#define WAIT_MS 20000 // failsafe only: nothing here should take that long
+#include "uvtest.h"
 
 // $1: the pipe to read the agent's stdout from, $2: where the agent's stdin
 // goes, $3: a file that receives the arguments (the posture may add some).
@@ -37,27 +36,6 @@
 static const char relay[] =
     "exec 9<&0; printf '%s\\n' \"$@\" > \"$3\"; cat <&9 > \"$2\" & "
     "exec cat \"$1\"";
-
-static uv_loop_t loop;
-static uv_timer_t failsafe;
-static bool timed_out;
-static char tmp[256];
-static char logfile[300];
-
-static void failsafe_cb(uv_timer_t *t) {
-  (void)t;
-  timed_out = true;
-}
-
-// Runs the loop until cond holds (or the failsafe fires).
-#define WAIT(cond)                                                             \
-  do {                                                                         \
-    timed_out = false;                                                         \
-    uv_timer_start(&failsafe, failsafe_cb, WAIT_MS, 0);                        \
-    while (!(cond) && !timed_out)                                              \
-      uv_run(&loop, UV_RUN_ONCE);                                              \
-    uv_timer_stop(&failsafe);                                                  \
-  } while (0)
 
 // ---- the harness: one fake agent and one fake host at a time ----
 
@@ -295,18 +273,6 @@ static const char *str_at(const json_t *o, const char *path) {
   return json_string_value(v);
 }
 
-static bool log_has(const char *needle) {
-  FILE *f = fopen(logfile, "r");
-  if (!f)
-    return false;
-  char line[8192];
-  bool found = false;
-  while (!found && fgets(line, sizeof(line), f))
-    found = strstr(line, needle) != NULL;
-  fclose(f);
-  return found;
-}
-
 static char argsfile[300];
 
 // Starts a relay agent as argv0 (a name of /bin/sh) with the fake host.
@@ -393,6 +359,53 @@ static void open_session(const char *cwd, const char *sid, const char *modes) {
   is_str(str_at(d, "session"), sid, "session_new names the session");
 }
 
+// Answers the connection's request id with result (JSON text).
+static void answer(json_int_t id, const char *result) {
+  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":%s}", (long long)id, result);
+}
+
+static void answer_error(json_int_t id, int code, const char *message) {
+  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":%d,"
+      "\"message\":\"%s\"}}",
+      (long long)id, code, message);
+}
+
+// The agent asks (request id: JSON text) to run tool call t of session
+// sid, offering one option "a" of kind.
+static void ask_permission(const char *id, const char *sid, const char *kind) {
+  say("{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":"
+      "\"session/request_permission\",\"params\":{\"sessionId\":\"%s\","
+      "\"toolCall\":{\"toolCallId\":\"t\"},\"options\":[{\"optionId\":"
+      "\"a\",\"name\":\"A\",\"kind\":\"%s\"}]}}",
+      id, sid, kind);
+}
+
+// The code of an error answer.
+static json_int_t error_code(const json_t *m) {
+  return json_integer_value(
+      json_object_get(json_object_get(m, "error"), "code"));
+}
+
+// A started agent (agentInfo "x") with a session "s" in tmp.
+static struct acp_conn *ready_session(void) {
+  if (!start())
+    return NULL;
+  handshake("x", NULL);
+  open_session(tmp, "s", NULL);
+  return H.conn;
+}
+
+// A turn runs in session "s" with a permission request (id: JSON text)
+// pending, which the host will answer `cancelled` when the agent goes.
+static void pending_permission(struct acp_conn *c, const char *id) {
+  acp_conn_prompt(c, "go", NULL);
+  json_t *m = rx_next();
+  is_str(method_of(m), "session/prompt", "a turn runs");
+  ask_permission(id, "s", "allow_once");
+  ok(ev_wait("permission") != NULL, "a permission request is pending");
+  H.answer_on_gone = true;
+}
+
 // ---- tests ----
 
 // initialize → session/new → prompt → updates → a permission → the turn
@@ -446,8 +459,7 @@ static void test_flow(void) {
   sync_agent();
   is_size(rx_pending(), 0, "the prompt waits for the session");
 
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"sessionId\":\"s1\"}}",
-      (long long)id_of(m));
+  answer(id_of(m), "{\"sessionId\":\"s1\"}");
   d = ev_wait("session_new");
   is_str(str_at(d, "session"), "s1", "session_new");
   is_str(str_at(d, "cwd"), tmp, "session_new: cwd");
@@ -484,13 +496,10 @@ static void test_flow(void) {
   is_str(str_at(d, "session"), "s1", "update: session");
   is_str(str_at(d, "update.content.text"), "hi", "update: the update itself");
 
-  say("{\"jsonrpc\":\"2.0\",\"id\":\"p1\",\"method\":"
-      "\"session/request_permission\",\"params\":{\"sessionId\":\"s1\","
-      "\"toolCall\":{\"toolCallId\":\"t1\"},\"options\":[{\"optionId\":"
-      "\"a\",\"name\":\"Allow\",\"kind\":\"allow_once\"}]}}");
+  ask_permission("\"p1\"", "s1", "allow_once");
   d = ev_wait("permission");
   is_str(str_at(d, "id"), "p1", "the host gets the permission request");
-  is_str(str_at(d, "params.toolCall.toolCallId"), "t1", "with its params");
+  is_str(str_at(d, "params.toolCall.toolCallId"), "t", "with its params");
   sync_agent();
   is_size(rx_pending(), 0, "the connection never answers it itself");
   acp_conn_respond(c, json_array_get(H.perms, 0),
@@ -501,9 +510,7 @@ static void test_flow(void) {
   is_str(str_at(m, "id"), "p1", "the answer carries the request's id");
   is_str(str_at(m, "result.outcome.optionId"), "a", "and the host's result");
 
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"stopReason\":"
-      "\"end_turn\"}}",
-      (long long)prompt_id);
+  answer(prompt_id, "{\"stopReason\":\"end_turn\"}");
   d = ev_wait("turn_end");
   is_str(str_at(d, "stopReason"), "end_turn", "turn_end: end_turn");
   is_str(str_at(d, "session"), "s1", "turn_end: session");
@@ -514,9 +521,7 @@ static void test_flow(void) {
                 "text"),
          "again", "with its text");
   is_int((intmax_t)acp_conn_turn(c, "s1"), 2, "turn 2");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":429,"
-      "\"message\":\"rate limited\"}}",
-      (long long)id_of(m));
+  answer_error(id_of(m), 429, "rate limited");
   d = ev_wait("turn_end");
   is_str(str_at(d, "stopReason"), "error", "an error ends the turn");
   ok(str_at(d, "message") && strstr(str_at(d, "message"), "rate limited") &&
@@ -599,10 +604,8 @@ static void test_framing(void) {
 // Lines that are not JSON-RPC: a clear log line, an error answer when they
 // carry a request id, and the connection goes on.
 static void test_malformed(void) {
-  if (!start())
+  if (!ready_session())
     return;
-  handshake("x", NULL);
-  open_session(tmp, "s", NULL);
 
   size_t mark = json_array_size(H.ev);
   say("this is not json");
@@ -618,14 +621,10 @@ static void test_malformed(void) {
   ok(log_has("jsonrpc is not"), "a wrong jsonrpc version: logged");
   json_t *m = rx_next();
   is_int(id_of(m), 5, "the bad request with id 5 is answered");
-  is_int(
-      json_integer_value(json_object_get(json_object_get(m, "error"), "code")),
-      -32600, "with -32600");
+  is_int(error_code(m), -32600, "with -32600");
   m = rx_next();
   is_int(id_of(m), 6, "a method that is not a string: id 6 answered");
-  is_int(
-      json_integer_value(json_object_get(json_object_get(m, "error"), "code")),
-      -32600, "with -32600");
+  is_int(error_code(m), -32600, "with -32600");
   is_size(rx_pending(), 0, "lines without a usable id are not answered");
   is_str(ev_names(mark, NULL), "", "no event for any of them");
   ok(acp_conn_alive(H.conn), "the connection survives");
@@ -648,14 +647,10 @@ static void test_malformed(void) {
   ok(log_has("response to a request we never made"),
      "a response with an unknown id is logged");
   is_size(rx_pending(), 0, "responses are never answered");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"stopReason\":"
-      "\"cancelled\"}}",
-      (long long)pid);
+  answer(pid, "{\"stopReason\":\"cancelled\"}");
   json_t *d = ev_wait("turn_end");
   is_str(str_at(d, "stopReason"), "cancelled", "the right id ends the turn");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"stopReason\":"
-      "\"end_turn\"}}",
-      (long long)pid);
+  answer(pid, "{\"stopReason\":\"end_turn\"}");
   sync_agent();
   is_size(ev_count("turn_end"), 1, "a second answer to it is ignored");
   ok(acp_conn_alive(H.conn), "still alive");
@@ -666,10 +661,8 @@ static void test_malformed(void) {
 // host sees them, client methods need a known session, other methods are
 // answered -32601; $/cancel_request reaches the host.
 static void test_agent_requests(void) {
-  if (!start())
+  if (!ready_session())
     return;
-  handshake("x", NULL);
-  open_session(tmp, "s", NULL);
 
   static const struct {
     const char *params, *why;
@@ -719,9 +712,7 @@ static void test_agent_requests(void) {
   m = rx_next();
   is_str(str_at(m, "error.message"), "sessionId missing",
          "a client method without a session");
-  is_int(
-      json_integer_value(json_object_get(json_object_get(m, "error"), "code")),
-      -32602, "-32602");
+  is_int(error_code(m), -32602, "-32602");
   is_size(ev_count("client_request"), 0, "the host never saw them");
 
   static const char *const methods[] = {
@@ -741,15 +732,10 @@ static void test_agent_requests(void) {
   say("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"session/new\","
       "\"params\":{}}");
   m = rx_next();
-  is_int(
-      json_integer_value(json_object_get(json_object_get(m, "error"), "code")),
-      -32601, "a method the client does not offer: -32601");
+  is_int(error_code(m), -32601, "a method the client does not offer: -32601");
   is_int(id_of(m), 3, "with its id");
 
-  say("{\"jsonrpc\":\"2.0\",\"id\":\"0\",\"method\":"
-      "\"session/request_permission\",\"params\":{\"sessionId\":\"s\","
-      "\"toolCall\":{\"toolCallId\":\"t\"},\"options\":[{\"optionId\":"
-      "\"a\",\"name\":\"A\",\"kind\":\"reject_once\"}]}}");
+  ask_permission("\"0\"", "s", "reject_once");
   json_t *d = ev_wait("permission");
   ok(json_is_string(json_object_get(d, "id")) && !strcmp(str_at(d, "id"), "0"),
      "the id \"0\" stays a string");
@@ -761,9 +747,7 @@ static void test_agent_requests(void) {
                          "cancelled");
   m = rx_next();
   is_str(str_at(m, "id"), "0", "respond_error: the id");
-  is_int(
-      json_integer_value(json_object_get(json_object_get(m, "error"), "code")),
-      -32800, "respond_error: the code");
+  is_int(error_code(m), -32800, "respond_error: the code");
   json_array_clear(H.perms);
 
   say("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{"
@@ -780,21 +764,11 @@ static void test_agent_requests(void) {
 // told (`gone`, exited) before the turn ends and the exit is reported;
 // its late answer goes nowhere.
 static void test_exit_mid_turn(void) {
-  struct acp_conn *c = start();
+  struct acp_conn *c = ready_session();
   if (!c)
     return;
-  handshake("x", NULL);
-  open_session(tmp, "s", NULL);
-  acp_conn_prompt(c, "go", NULL);
+  pending_permission(c, "41");
   acp_conn_prompt(c, "queued", NULL);
-  json_t *m = rx_next();
-  is_str(method_of(m), "session/prompt", "a turn runs");
-  say("{\"jsonrpc\":\"2.0\",\"id\":41,\"method\":"
-      "\"session/request_permission\",\"params\":{\"sessionId\":\"s\","
-      "\"toolCall\":{\"toolCallId\":\"t\"},\"options\":[{\"optionId\":"
-      "\"a\",\"name\":\"A\",\"kind\":\"allow_once\"}]}}");
-  ok(ev_wait("permission") != NULL, "a permission request is pending");
-  H.answer_on_gone = true;
   size_t mark = json_array_size(H.ev);
   ok(kill(acp_conn_pid(c), SIGKILL) == 0, "the agent is killed");
   WAIT(H.closed > 0);
@@ -836,23 +810,13 @@ static void test_exit_code(void) {
 // Stopped mid-turn: `gone` runs while answers can still be sent, so the
 // agent reads the cancelled outcome before its stdin closes.
 static void test_stop_mid_turn(void) {
-  struct acp_conn *c = start();
+  struct acp_conn *c = ready_session();
   if (!c)
     return;
-  handshake("x", NULL);
-  open_session(tmp, "s", NULL);
-  acp_conn_prompt(c, "go", NULL);
-  json_t *m = rx_next();
-  is_str(method_of(m), "session/prompt", "a turn runs");
-  say("{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":"
-      "\"session/request_permission\",\"params\":{\"sessionId\":\"s\","
-      "\"toolCall\":{\"toolCallId\":\"t\"},\"options\":[{\"optionId\":"
-      "\"a\",\"name\":\"A\",\"kind\":\"allow_once\"}]}}");
-  ok(ev_wait("permission") != NULL, "a permission request is pending");
-  H.answer_on_gone = true;
+  pending_permission(c, "42");
   size_t mark = json_array_size(H.ev);
   acp_conn_stop(c, 100, "stopped with a prompt open");
-  m = rx_next();
+  json_t *m = rx_next();
   is_int(id_of(m), 42, "the agent gets the answer to its request");
   is_str(str_at(m, "result.outcome.outcome"), "cancelled", "cancelled");
   WAIT(H.from_eof);
@@ -912,11 +876,9 @@ static void test_posture_modes(void) {
   ok(json_object_get(json_object_get(m, "params"), "_meta") == NULL,
      "no _meta for this agent");
   size_t mark = json_array_size(H.ev);
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"sessionId\":\"s\","
-      "\"modes\":{\"currentModeId\":\"yolo\",\"availableModes\":["
-      "{\"id\":\"default\",\"name\":\"Ask\"},{\"id\":\"yolo\","
-      "\"name\":\"Yolo\"}]}}}",
-      (long long)id_of(m));
+  answer(id_of(m), "{\"sessionId\":\"s\",\"modes\":{\"currentModeId\":\"yolo\","
+                   "\"availableModes\":[{\"id\":\"default\",\"name\":\"Ask\"},{"
+                   "\"id\":\"yolo\",\"name\":\"Yolo\"}]}}");
   m = rx_next();
   is_str(method_of(m), "session/set_mode", "the asking mode is set");
   is_str(str_at(m, "params.modeId"), "default", "to default");
@@ -924,7 +886,7 @@ static void test_posture_modes(void) {
   sync_agent();
   is_size(rx_pending(), 0, "the prompt waits for the mode");
   is_str(ev_names(mark, NULL), "session_new", "no posture judged yet");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}", (long long)id_of(m));
+  answer(id_of(m), "{}");
   json_t *d = ev_wait("mode_set");
   is_str(str_at(d, "modeId"), "default", "mode_set default");
   is_str(str_at(d, "by"), "broker", "by the broker");
@@ -954,9 +916,7 @@ static void test_posture_modes(void) {
      "the reason: %s", str_at(d, "reason"));
   H.evi = json_array_size(H.ev);
   // The agent refuses.
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32602,"
-      "\"message\":\"no\"}}",
-      (long long)id_of(m));
+  answer_error(id_of(m), -32602, "no");
   d = ev_wait("posture");
   is_str(str_at(d, "posture"), "unverified", "refused: unverified");
   ok(str_at(d, "reason") && strstr(str_at(d, "reason"), "refused"),
@@ -966,7 +926,7 @@ static void test_posture_modes(void) {
   is_int(acp_conn_set_mode(c, NULL, "yolo"), 0, "set_mode by the person");
   m = rx_next();
   is_str(str_at(m, "params.modeId"), "yolo", "sent as asked");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}", (long long)id_of(m));
+  answer(id_of(m), "{}");
   d = ev_wait("mode_set");
   is_str(str_at(d, "modeId"), "yolo", "mode_set yolo");
   ok(json_object_get(d, "by") == NULL, "not by the broker");
@@ -982,13 +942,11 @@ static void test_posture_modes(void) {
   // Back to an asking mode: the posture holds again.
   is_int(acp_conn_set_mode(c, "s", "default"), 0, "set_mode default");
   m = rx_next();
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}", (long long)id_of(m));
+  answer(id_of(m), "{}");
   ev_wait("mode_set");
   d = ev_wait("posture");
   is_str(str_at(d, "posture"), "asking", "asking again");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"stopReason\":"
-      "\"end_turn\"}}",
-      (long long)pid);
+  answer(pid, "{\"stopReason\":\"end_turn\"}");
   ev_wait("turn_end");
   finish();
 }
@@ -1113,10 +1071,10 @@ static void test_posture_off(void) {
   json_t *m = rx_next();
   ok(json_object_get(json_object_get(m, "params"), "_meta") == NULL,
      "no _meta");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"sessionId\":\"s\","
-      "\"modes\":{\"currentModeId\":\"bypassPermissions\",\"availableModes\":["
-      "{\"id\":\"default\",\"name\":\"Ask\"}]}}}",
-      (long long)id_of(m));
+  answer(
+      id_of(m),
+      "{\"sessionId\":\"s\",\"modes\":{\"currentModeId\":\"bypassPermissions\","
+      "\"availableModes\":[{\"id\":\"default\",\"name\":\"Ask\"}]}}");
   json_t *d = ev_wait("posture");
   is_str(str_at(d, "posture"), "unverified", "unverified");
   ok(str_at(d, "reason") && strstr(str_at(d, "reason"), "switched off"),
@@ -1128,11 +1086,9 @@ static void test_posture_off(void) {
 
 // session/cancel for the running turn; queued prompts are dropped.
 static void test_cancel(void) {
-  struct acp_conn *c = start();
+  struct acp_conn *c = ready_session();
   if (!c)
     return;
-  handshake("x", NULL);
-  open_session(tmp, "s", NULL);
   acp_conn_prompt(c, "one", NULL);
   acp_conn_prompt(c, "two", NULL);
   json_t *m = rx_next();
@@ -1146,9 +1102,7 @@ static void test_cancel(void) {
   is_str(ev_names(mark, NULL), "turn_end", "the queued prompt ends");
   is_str(str_at(json_object_get(ev_at(mark), "data"), "stopReason"),
          "cancelled", "cancelled");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"stopReason\":"
-      "\"cancelled\"}}",
-      (long long)pid);
+  answer(pid, "{\"stopReason\":\"cancelled\"}");
   json_t *d = ev_wait("turn_end");
   d = ev_wait("turn_end");
   is_str(str_at(d, "stopReason"), "cancelled", "the running turn: cancelled");
@@ -1165,16 +1119,14 @@ static void test_auth(void) {
   handshake("x", ",\"authMethods\":[{\"id\":\"key\",\"name\":\"Key\"}]");
   acp_conn_new_session(c, tmp, NULL);
   json_t *m = rx_next();
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"error\":{\"code\":-32000,"
-      "\"message\":\"auth required\"}}",
-      (long long)id_of(m));
+  answer_error(id_of(m), -32000, "auth required");
   json_t *d = ev_wait("auth_required");
   is_str(str_at(d, "cwd"), tmp, "auth_required for the cwd");
   is_int(acp_conn_authenticate(c, "key"), 0, "authenticate");
   m = rx_next();
   is_str(method_of(m), "authenticate", "authenticate sent");
   is_str(str_at(m, "params.methodId"), "key", "with the method");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}}", (long long)id_of(m));
+  answer(id_of(m), "{}");
   d = ev_wait("authenticated");
   is_str(str_at(d, "methodId"), "key", "authenticated");
   m = rx_next();
@@ -1199,9 +1151,9 @@ static void test_load(void) {
   if (!(c = start()))
     return;
   json_t *init = rx_next();
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"protocolVersion\":1,"
-      "\"agentCapabilities\":{\"loadSession\":true}}}",
-      (long long)id_of(init));
+  answer(
+      id_of(init),
+      "{\"protocolVersion\":1,\"agentCapabilities\":{\"loadSession\":true}}");
   ev_wait("agent_ready");
   acp_conn_new_session(c, tmp, "old");
   d = ev_wait("session_loading");
@@ -1209,7 +1161,7 @@ static void test_load(void) {
   m = rx_next();
   is_str(method_of(m), "session/load", "session/load");
   is_str(str_at(m, "params.sessionId"), "old", "of the session");
-  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":null}", (long long)id_of(m));
+  answer(id_of(m), "null");
   d = ev_wait("session_new");
   is_str(str_at(d, "session"), "old", "session_new: the old id");
   ok(json_is_true(json_object_get(d, "resumed")), "resumed");
@@ -1233,19 +1185,13 @@ static void test_spawn_failure(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  snprintf(tmp, sizeof(tmp), "%s/acp-test-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmp))
+  if (!uvtest_init("acp"))
     return 2;
   char state[400];
   snprintf(state, sizeof(state), "%s/state", tmp);
   mkdir(state, 0700);
   setenv("XDG_STATE_HOME", state, 1);
   unsetenv("ACP_BROKER_TEST_NO_POSTURE");
-  snprintf(logfile, sizeof(logfile), "%s/broker.log", tmp);
-  log_open(logfile, LOG_LEVEL_DEBUG);
-  uv_loop_init(&loop);
-  uv_timer_init(&loop, &failsafe);
 
   test_flow();
   test_framing();
@@ -1265,13 +1211,6 @@ int main(void) {
   test_load();
   test_spawn_failure();
 
-  uv_close((uv_handle_t *)&failsafe, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ok(uv_loop_close(&loop) == 0, "every handle closed");
-  log_close();
-  char cmd[400];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-  if (system(cmd) != 0)
-    printf("# could not remove %s\n", tmp);
+  uvtest_fini();
   return done_testing();
 }

@@ -20,39 +20,7 @@
 #include "base/mem.h"
 #include "check.h"
 #include "io/proc.h"
-
-#define WAIT_MS 20000 // failsafe only
-
-static uv_loop_t loop;
-static uv_timer_t failsafe, tick;
-static bool timed_out;
-static char tmp[256];
-static char logfile[300];
-
-static void failsafe_cb(uv_timer_t *t) {
-  (void)t;
-  timed_out = true;
-}
-
-static void tick_cb(uv_timer_t *t) {
-  (void)t;
-}
-
-// Runs the loop until cond holds (or the failsafe fires). With `poll`, a
-// timer wakes the loop every 10 ms, for conditions no handle reports.
-#define WAIT_IMPL(cond, poll)                                                  \
-  do {                                                                         \
-    timed_out = false;                                                         \
-    uv_timer_start(&failsafe, failsafe_cb, WAIT_MS, 0);                        \
-    if (poll)                                                                  \
-      uv_timer_start(&tick, tick_cb, 10, 10);                                  \
-    while (!(cond) && !timed_out)                                              \
-      uv_run(&loop, UV_RUN_ONCE);                                              \
-    uv_timer_stop(&failsafe);                                                  \
-    uv_timer_stop(&tick);                                                      \
-  } while (0)
-#define WAIT(cond) WAIT_IMPL(cond, false)
-#define POLL(cond) WAIT_IMPL(cond, true)
+#include "uvtest.h"
 
 // What the callbacks saw.
 struct rec {
@@ -106,32 +74,6 @@ static struct proc *spawn_sh(const char *script, const char *name,
 static void rec_free(struct rec *r) {
   free(r->out);
   r->out = NULL;
-}
-
-static bool log_has(const char *needle) {
-  FILE *f = fopen(logfile, "r");
-  if (!f)
-    return false;
-  char line[8192];
-  bool found = false;
-  while (!found && fgets(line, sizeof(line), f))
-    found = strstr(line, needle) != NULL;
-  fclose(f);
-  return found;
-}
-
-// True when pid no longer runs (gone, or a zombie nobody reaped yet).
-static bool pid_gone(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return true;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *paren = strrchr(buf, ')');
-  return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
 }
 
 // The first line of r's output as a pid.
@@ -357,22 +299,21 @@ static void test_pause(void) {
   rec_free(&r);
 }
 
-static bool slept;
-static void sleep_cb(uv_timer_t *t) {
-  (void)t;
-  slept = true;
-}
-
-// Runs the loop for at least ms (not an assertion: only gives a timer that
-// should not matter the chance to fire).
-static void run_for(uint64_t ms) {
-  uv_timer_t t;
-  uv_timer_init(&loop, &t);
-  slept = false;
-  uv_timer_start(&t, sleep_cb, ms, 0);
-  WAIT(slept);
-  uv_close((uv_handle_t *)&t, NULL);
-  uv_run(&loop, UV_RUN_NOWAIT);
+// Starts a shell that writes `echo words` and exits with code once told,
+// pauses its stdout, tells it, and lets the drain timeout pass.
+static struct proc *exit_while_paused(const char *name, int code,
+                                      struct rec *r) {
+  char script[100];
+  snprintf(script, sizeof(script), "read x; echo last words; exit %d", code);
+  struct proc *p = spawn_sh(script, name, r);
+  if (!p)
+    return NULL;
+  proc_pause(p, true);
+  proc_write(p, xstrdup("go\n"), 3);
+  POLL(proc_exited(p));
+  ok(proc_exited(p), "it exited");
+  run_for(600); // past the drain timeout
+  return p;
 }
 
 // The agent writes its last words and exits while its stdout is paused
@@ -381,14 +322,9 @@ static void run_for(uint64_t ms) {
 // reported the exit 200 ms later and closed the pipe unread.)
 static void test_exit_while_paused(void) {
   struct rec r;
-  struct proc *p = spawn_sh("read x; echo last words; exit 4", "t-pexit", &r);
+  struct proc *p = exit_while_paused("t-pexit", 4, &r);
   if (!p)
     return;
-  proc_pause(p, true);
-  proc_write(p, xstrdup("go\n"), 3);
-  POLL(proc_exited(p));
-  ok(proc_exited(p), "it exited");
-  run_for(600); // past the drain timeout
   is_int(r.exits, 0, "no exit reported while its output is unread");
   proc_pause(p, false);
   WAIT(r.closed);
@@ -402,14 +338,9 @@ static void test_exit_while_paused(void) {
 // exit is reported without waiting for a resume.
 static void test_stop_after_paused_exit(void) {
   struct rec r;
-  struct proc *p = spawn_sh("read x; echo unread; exit 0", "t-pstop", &r);
+  struct proc *p = exit_while_paused("t-pstop", 0, &r);
   if (!p)
     return;
-  proc_pause(p, true);
-  proc_write(p, xstrdup("go\n"), 3);
-  POLL(proc_exited(p));
-  ok(proc_exited(p), "it exited");
-  run_for(600); // past the drain timeout
   proc_stop(p, 100);
   WAIT(r.closed);
   is_int(r.exits, 1, "the exit is reported once stopped");
@@ -462,15 +393,8 @@ static void test_spawn_failure(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  snprintf(tmp, sizeof(tmp), "%s/acp-proc-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmp))
+  if (!uvtest_init("proc"))
     return 2;
-  snprintf(logfile, sizeof(logfile), "%s/broker.log", tmp);
-  log_open(logfile, LOG_LEVEL_DEBUG);
-  uv_loop_init(&loop);
-  uv_timer_init(&loop, &failsafe);
-  uv_timer_init(&loop, &tick);
 
   test_output_and_exit();
   test_stdin();
@@ -486,15 +410,6 @@ int main(void) {
   test_env_cwd();
   test_spawn_failure();
 
-  uv_close((uv_handle_t *)&failsafe, NULL);
-  uv_close((uv_handle_t *)&tick, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ok(uv_loop_close(&loop) == 0, "every handle closed");
-  log_close();
-  unlink(logfile);
-  char esc[300];
-  snprintf(esc, sizeof(esc), "%s/escaped", tmp);
-  unlink(esc);
-  rmdir(tmp);
+  uvtest_fini();
   return done_testing();
 }

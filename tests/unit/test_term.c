@@ -16,36 +16,7 @@
 
 #include "check.h"
 #include "io/term.h"
-
-#define WAIT_MS 20000 // failsafe only
-
-static uv_loop_t loop;
-static uv_timer_t failsafe, tick;
-static bool timed_out;
-static char tmp[256];
-
-static void failsafe_cb(uv_timer_t *t) {
-  (void)t;
-  timed_out = true;
-}
-
-static void tick_cb(uv_timer_t *t) {
-  (void)t;
-}
-
-#define WAIT_IMPL(cond, poll)                                                  \
-  do {                                                                         \
-    timed_out = false;                                                         \
-    uv_timer_start(&failsafe, failsafe_cb, WAIT_MS, 0);                        \
-    if (poll)                                                                  \
-      uv_timer_start(&tick, tick_cb, 10, 10);                                  \
-    while (!(cond) && !timed_out)                                              \
-      uv_run(&loop, UV_RUN_ONCE);                                              \
-    uv_timer_stop(&failsafe);                                                  \
-    uv_timer_stop(&tick);                                                      \
-  } while (0)
-#define WAIT(cond) WAIT_IMPL(cond, false)
-#define POLL(cond) WAIT_IMPL(cond, true)
+#include "uvtest.h"
 
 struct rec {
   int outputs, done, closed;
@@ -116,20 +87,6 @@ static bool status_is(const struct term *t, json_int_t code,
   }
   json_decref(s);
   return r;
-}
-
-// True when pid no longer runs (gone, or a zombie nobody reaped yet).
-static bool pid_gone(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return true;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char *paren = strrchr(buf, ')');
-  return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
 }
 
 // The pid the command printed first.
@@ -352,13 +309,8 @@ int main(void) {
   // The signal tests kill shells with SIGSEGV and friends: no core files.
   struct rlimit no_core = {0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
-  snprintf(tmp, sizeof(tmp), "%s/acp-term-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmp))
+  if (!uvtest_init("term"))
     return 2;
-  uv_loop_init(&loop);
-  uv_timer_init(&loop, &failsafe);
-  uv_timer_init(&loop, &tick);
 
   test_exit_status();
   test_limit();
@@ -368,10 +320,6 @@ int main(void) {
   test_release();
   test_spawn_failure();
 
-  uv_close((uv_handle_t *)&failsafe, NULL);
-  uv_close((uv_handle_t *)&tick, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ok(uv_loop_close(&loop) == 0, "every handle closed");
-  rmdir(tmp);
+  uvtest_fini();
   return done_testing();
 }
