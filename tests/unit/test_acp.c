@@ -275,8 +275,9 @@ static const char *str_at(const json_t *o, const char *path) {
 
 static char argsfile[300];
 
-// Starts a relay agent as argv0 (a name of /bin/sh) with the fake host.
-static struct acp_conn *start_as(const char *argv0) {
+// Starts a relay agent as argv0 (a name of /bin/sh) with the fake host;
+// the shell first runs prelude (or nothing).
+static struct acp_conn *start_with(const char *argv0, const char *prelude) {
   memset(&H, 0, sizeof(H));
   H.rx = json_array();
   H.ev = json_array();
@@ -296,7 +297,9 @@ static struct acp_conn *start_as(const char *argv0) {
   snprintf(wpath, sizeof(wpath), "/dev/fd/%d", from[1]);
   snprintf(argsfile, sizeof(argsfile), "%s/args", tmp);
   unlink(argsfile);
-  const char *argv[] = {argv0, "-c",  relay,    "agent",
+  char script[1024];
+  snprintf(script, sizeof(script), "%s%s", prelude ? prelude : "", relay);
+  const char *argv[] = {argv0, "-c",  script,   "agent",
                         rpath, wpath, argsfile, NULL};
   struct proc_spawn spec = {argv, NULL, NULL, "test-agent"};
   char err[256] = "";
@@ -310,6 +313,10 @@ static struct acp_conn *start_as(const char *argv0) {
   H.from_open = true;
   ok(H.conn != NULL, "the agent starts (%s)", err);
   return H.conn;
+}
+
+static struct acp_conn *start_as(const char *argv0) {
+  return start_with(argv0, NULL);
 }
 
 static struct acp_conn *start(void) {
@@ -1183,6 +1190,36 @@ static void test_spawn_failure(void) {
   json_decref(H.ev);
 }
 
+// Bounds: a line longer than 32 MiB is discarded as it streams (and
+// logged), the connection goes on; at most 32 prompts wait; at most 1024
+// of the connection's requests wait for an answer.
+static void test_bounds(void) {
+  struct acp_conn *c =
+      start_with("sh", "head -c 33554433 /dev/zero | tr '\\0' x; echo; ");
+  if (!c)
+    return;
+  handshake("x", NULL);
+  ok(log_has("fake: discarded a 33554433-byte line (limit 33554432 bytes)"),
+     "a 32 MiB + 1 line is discarded and logged");
+  int queued = 0;
+  while (queued < 100 && acp_conn_prompt(c, "p", NULL) == 0)
+    queued++;
+  is_int(queued, 32, "32 prompts wait for a session, no more");
+  int sent = 0;
+  open_session(tmp, "s", NULL);
+  acp_conn_cancel(c); // the queued prompts end; one turn runs
+  while (sent < 2000 && acp_conn_set_mode(c, "s", "m") == 0)
+    sent++;
+  // With the running prompt, 1024 requests wait (initialize and
+  // session/new were answered).
+  is_int(sent, 1023, "1024 requests wait for answers, no more");
+  WAIT(json_array_size(H.rx) >= (size_t)(sent + 4));
+  // initialize, session/new, session/prompt, session/cancel, set_mode...
+  is_size(json_array_size(H.rx), (size_t)sent + 4,
+          "all of them reached the agent");
+  finish();
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   if (!uvtest_init("acp"))
@@ -1210,6 +1247,7 @@ int main(void) {
   test_auth();
   test_load();
   test_spawn_failure();
+  test_bounds();
 
   uvtest_fini();
   return done_testing();
