@@ -1220,6 +1220,71 @@ static void test_bounds(void) {
   finish();
 }
 
+// What goes wrong while sessions open: an error answer (queued prompts
+// end), a second request for a cwd already opening (not sent twice), a
+// session/load refused (a new session instead), a login refused, a mode
+// refused.
+static void test_session_errors(void) {
+  struct acp_conn *c = start();
+  if (!c)
+    return;
+  json_t *m = rx_next();
+  answer(id_of(m), "{\"protocolVersion\":1,\"agentCapabilities\":{"
+                   "\"loadSession\":true},\"authMethods\":[{\"id\":"
+                   "\"key\",\"name\":\"Key\"}]}");
+  ev_wait("agent_ready");
+  acp_conn_new_session(c, tmp, NULL);
+  acp_conn_new_session(c, tmp, NULL);
+  acp_conn_prompt(c, "waits", NULL);
+  m = rx_next();
+  is_str(method_of(m), "session/new", "session/new");
+  sync_agent();
+  is_size(rx_pending(), 0, "asked once for a cwd already opening");
+  answer_error(id_of(m), -32603, "disk on fire");
+  json_t *d = ev_wait("error");
+  ok(str_at(d, "message") &&
+         strstr(str_at(d, "message"), "could not start a session") &&
+         strstr(str_at(d, "message"), "disk on fire"),
+     "error: %s", str_at(d, "message"));
+  d = ev_wait("turn_end");
+  is_str(str_at(d, "message"), "no session", "the queued prompt ends");
+  is_int((intmax_t)acp_conn_turn(c, "nope"), 0,
+         "no turn in an unknown session");
+
+  acp_conn_new_session(c, tmp, "old");
+  ev_wait("session_loading");
+  m = rx_next();
+  is_str(method_of(m), "session/load", "session/load");
+  answer_error(id_of(m), -32602, "no such session");
+  d = ev_wait("error");
+  ok(str_at(d, "message") && strstr(str_at(d, "message"), "could not resume"),
+     "error: %s", str_at(d, "message"));
+  m = rx_next();
+  is_str(method_of(m), "session/new", "a new session instead");
+  answer_error(id_of(m), -32000, "log in");
+  ev_wait("auth_required");
+  is_int(acp_conn_authenticate(c, "key"), 0, "authenticate");
+  m = rx_next();
+  answer_error(id_of(m), -32000, "wrong key");
+  d = ev_wait("error");
+  ok(str_at(d, "message") && strstr(str_at(d, "message"), "login with key"),
+     "error: %s", str_at(d, "message"));
+  sync_agent();
+  is_size(rx_pending(), 0, "the session is not asked again");
+
+  acp_conn_new_session(c, tmp, NULL);
+  m = rx_next();
+  answer(id_of(m), "{\"sessionId\":\"s\"}");
+  ev_wait("session_new");
+  is_int(acp_conn_set_mode(c, NULL, "fast"), 0, "set_mode");
+  m = rx_next();
+  answer_error(id_of(m), -32602, "unknown mode");
+  d = ev_wait("error");
+  ok(str_at(d, "message") && strstr(str_at(d, "message"), "refused mode fast"),
+     "error: %s", str_at(d, "message"));
+  finish();
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   if (!uvtest_init("acp"))
@@ -1248,6 +1313,7 @@ int main(void) {
   test_load();
   test_spawn_failure();
   test_bounds();
+  test_session_errors();
 
   uvtest_fini();
   return done_testing();
