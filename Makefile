@@ -97,7 +97,7 @@ DEMO_BASE  := $(BUILD)/obj/base/signame.o
 $(DEMO): $(BUILD)/obj/demo/demo_agent.o $(DEMO_BASE)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(BUILD)/libbroker.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h tests/unit/uvtest.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)
 

@@ -104,6 +104,10 @@ static void kill_group(struct proc *p, int sig) {
 
 static void drain_timeout_cb(uv_timer_t *t) {
   struct proc *p = t->data;
+  // Paused, stdout is unread rather than held open: the agent's last
+  // messages are read (and the exit reported) once reading resumes.
+  if (p->paused && !p->stopping)
+    return;
   LOG_W("%s: stdout still open %d ms after exit; reporting exit", p->name,
         PROC_DRAIN_MS);
   report_exit(p);
@@ -263,9 +267,17 @@ static void term_timer_cb(uv_timer_t *t) {
 }
 
 void proc_stop(struct proc *p, uint64_t grace_ms) {
-  if (p->closing || p->exited || p->stopping)
+  if (p->closing || p->stopping)
     return;
   p->stopping = true;
+  if (p->exited) {
+    // Exited while paused: its exit waits for a resume no longer needed.
+    if (p->paused && !p->reported) {
+      uv_timer_stop(&p->timer);
+      uv_timer_start(&p->timer, drain_timeout_cb, 0, 0);
+    }
+    return;
+  }
   p->grace_ms = grace_ms;
   uint64_t eof_ms = PROC_EOF_MS;
   if (!p->stdin_closed) {
@@ -284,10 +296,15 @@ void proc_pause(struct proc *p, bool pause) {
   if (p->closing || p->out_eof || p->paused == pause)
     return;
   p->paused = pause;
-  if (pause)
+  if (pause) {
     uv_read_stop((uv_stream_t *)&p->out);
-  else
-    uv_read_start((uv_stream_t *)&p->out, alloc_cb, out_read_cb);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&p->out, alloc_cb, out_read_cb);
+  if (p->exited) { // the drain timeout waited for this
+    uv_timer_stop(&p->timer);
+    uv_timer_start(&p->timer, drain_timeout_cb, PROC_DRAIN_MS, 0);
+  }
 }
 
 int proc_pid(const struct proc *p) {
