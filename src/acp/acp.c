@@ -2,14 +2,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "io/linebuf.h"
@@ -832,27 +831,16 @@ static bool has_toml(const char *dir) {
   return found;
 }
 
-// Writes Gemini CLI's admin policy into the state directory (through a
-// temporary file and a rename); returns its path (in buf) or NULL.
+// Writes Gemini CLI's admin policy into the state directory (atomically,
+// files_replace); returns its path (in buf) or NULL.
 static const char *write_gemini_policy(char *buf, size_t len) {
-  const char *dir = log_state_dir();
-  char tmp[4300];
-  mkdir(dir, 0700);
-  if ((size_t)snprintf(buf, len, "%s/gemini-policy.toml", dir) >= len)
+  if ((size_t)snprintf(buf, len, "%s/gemini-policy.toml", log_state_dir()) >=
+      len)
     return NULL;
-  snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", buf, (long)getpid());
   const char *text = posture_gemini_policy();
-  size_t n = strlen(text);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    LOG_E("cannot write %s: %s", tmp, strerror(errno));
-    return NULL;
-  }
-  bool ok = write(fd, text, n) == (ssize_t)n;
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp, buf) != 0) {
-    LOG_E("cannot write %s: %s", buf, strerror(errno));
-    unlink(tmp);
+  int rc = files_replace(buf, text, strlen(text), 0600);
+  if (rc != 0) {
+    LOG_E("cannot write %s: %s", buf, strerror(rc));
     return NULL;
   }
   return buf;
