@@ -18,7 +18,7 @@ PKG_CONFIG ?= pkg-config
 BUILD      ?= build
 NVIM       ?= nvim
 
-DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev nettle-dev pkg-config neovim \
+DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim \
               python3-jsonschema strace
 FUZZ_PKGS  := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 10
@@ -26,7 +26,7 @@ ORACLE_SECONDS ?= 60
 
 # msgpack-c 6.x names its pkg-config module msgpack-c; 4.x (Debian 12) names it msgpack.
 MSGPACK    := $(shell $(PKG_CONFIG) --exists msgpack-c 2>/dev/null && echo msgpack-c || echo msgpack)
-PKGS       := libuv jansson nettle $(MSGPACK)
+PKGS       := libuv jansson $(MSGPACK)
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 

@@ -1,13 +1,13 @@
 #include "trust.h"
 
 #include <jansson.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/files.h"
 #include "base/mem.h"
+#include "base/sha256.h"
 #include "settings_priv.h"
 
 // The store grows by a line per project trusted; past this it is refused
@@ -18,17 +18,16 @@ char *trust_hash(const json_t *permissive) {
   static const char prefix[] = "acp-broker trust v1\n";
   char *dump =
       json_dumps(permissive, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-  struct sha256_ctx c;
-  uint8_t d[SHA256_DIGEST_SIZE];
+  struct sha256 c;
+  uint8_t d[SHA256_LEN];
   sha256_init(&c);
-  sha256_update(&c, sizeof(prefix) - 1, (const uint8_t *)prefix);
+  sha256_update(&c, prefix, sizeof(prefix) - 1);
   if (dump)
-    sha256_update(&c, strlen(dump), (const uint8_t *)dump);
-  sha256_digest(&c, sizeof(d), d);
+    sha256_update(&c, dump, strlen(dump));
+  sha256_final(&c, d);
   free(dump);
   char *hex = xmalloc(TRUST_HEX_LEN);
-  for (size_t i = 0; i < sizeof(d); i++)
-    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  sha256_hex(d, hex);
   return hex;
 }
 

@@ -10,11 +10,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define TRUST_HEX_LEN 65 // a SHA-256 digest in hex, with the NUL
+#define TRUST_HEX_LEN                                                          \
+  65 // a SHA-256 digest in hex, with the NUL (SHA256_HEX_LEN)
 
 // The hash a trust record holds for a project's permissive content
-// (settings.c builds it): SHA-256 (nettle) of "acp-broker trust v1\n" and
-// the content as compact JSON with sorted keys and \u escapes for
+// (settings.c builds it): SHA-256 (base/sha256.h) of "acp-broker trust v1\n"
+// and the content as compact JSON with sorted keys and \u escapes for
 // non-ASCII, in lowercase hex. A new string of TRUST_HEX_LEN bytes. This
 // serialisation is the trust store's format: records written by earlier
 // versions must keep matching.

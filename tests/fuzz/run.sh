@@ -66,8 +66,8 @@ msgpack=msgpack
 if $PKG_CONFIG --exists msgpack-c 2>/dev/null; then
   msgpack="msgpack-c"
 fi
-if ! PKG_CFLAGS=$($PKG_CONFIG --cflags libuv jansson nettle $msgpack) ||
-  ! PKG_LIBS=$($PKG_CONFIG --libs libuv jansson nettle $msgpack); then
+if ! PKG_CFLAGS=$($PKG_CONFIG --cflags libuv jansson $msgpack) ||
+  ! PKG_LIBS=$($PKG_CONFIG --libs libuv jansson $msgpack); then
   echo "fuzz: missing build dependencies (make deps)" >&2
   exit 2
 fi

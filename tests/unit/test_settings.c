@@ -108,8 +108,8 @@ static bool trust_p(void) {
 }
 
 // The trust hash is the trust store's format: these digests were computed
-// by the hand-written SHA-256 the broker had before nettle (and agree with
-// sha256sum), so trust records written then still match.
+// by earlier versions (and agree with sha256sum), so trust records written
+// then still match.
 static void test_trust_hash(void) {
   static const struct {
     const char *json, *hex;
