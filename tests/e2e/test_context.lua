@@ -222,6 +222,18 @@ T.test('@ completes the project files: git ls-files respects .gitignore; elsewhe
   api.nvim_win_set_cursor(0, { 1, 11 })
   T.eq(window.complete(1, ''), 8, 'the completion starts at the #')
   T.eq(window.complete(0, '#se'), { { word = '#selection', menu = 'context' } }, '# words')
+  -- Typing `@` at the start of a word opens the completion by itself.
+  api.nvim_buf_set_lines(0, 0, -1, false, { '' })
+  _G.acp_test_ci = nil
+  T.feed('Asee @<Cmd>lua _G.acp_test_ci = vim.fn.complete_info({"items"})<CR><Esc>')
+  local words = {}
+  for _, it in ipairs((_G.acp_test_ci or {}).items or {}) do
+    words[#words + 1] = it.word
+  end
+  table.sort(words)
+  T.eq(words, { '@.gitignore', '@a.txt', '@sub/b.lua' }, 'the files offered after typing @')
+  T.feed('Sa@<Cmd>lua _G.acp_test_ci = vim.fn.complete_info({"items"})<CR><Esc>')
+  T.eq(#_G.acp_test_ci.items, 0, 'not inside a word (a@b)')
   T.stop_all()
 
   local plain = T.project()
