@@ -379,7 +379,9 @@ function H.normalize.file(item)
   if type(item.path) ~= 'string' or item.path == '' then
     return nil, '(acp) file: path should be a non-empty string'
   end
-  local abs = H.resolve(H.root(), item.path)
+  -- Relative to the project, else to the current directory (what
+  -- :AcpAdd file completes).
+  local abs = H.resolve(H.root(), item.path) or H.resolve(vim.fn.getcwd(), item.path)
   if abs == nil then
     return nil, ('(acp) file: %s is not a readable file'):format(item.path)
   end
