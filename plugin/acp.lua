@@ -36,9 +36,27 @@ end, {
   end,
 })
 
+local function range(o)
+  if o.range > 0 then
+    return { first = o.line1, last = o.line2 }
+  end
+  return nil
+end
+
 command('AcpPrompt', function(o)
-  cmds().prompt(o.args)
-end, { nargs = '+', desc = 'Send a prompt to the current session' })
+  cmds().prompt(o.args, range(o))
+end, { nargs = '+', range = true, desc = 'Send a prompt to the current session (a range: with those lines)' })
+
+command('AcpAdd', function(o)
+  cmds().add(o.fargs, range(o))
+end, {
+  nargs = '*',
+  range = true,
+  desc = 'Stage context for the next prompt: buffer, file {path}, selection, diagnostics, quickfix',
+  complete = function(arglead, cmdline)
+    return require('acp.commands').complete_add(arglead, cmdline)
+  end,
+})
 
 command('AcpChat', function(o)
   require('acp').chat({ agent = o.fargs[1] })

@@ -35,10 +35,78 @@ function M.stop(agent)
   require('acp').stop(agent)
 end
 
---- :AcpPrompt {text}
+--- :[range]AcpPrompt {text}: with a range, those lines of the current
+--- buffer go with the text as a selection.
 ---@param text string
-function M.prompt(text)
-  require('acp').prompt(text)
+---@param range {first: integer, last: integer}|nil
+function M.prompt(text, range)
+  local opts
+  if range ~= nil then
+    opts = { context = { { kind = 'selection', buf = 0, first = range.first, last = range.last } } }
+  end
+  require('acp').prompt(text, opts)
+end
+
+--- :[range]AcpAdd buffer|file {path}|selection|diagnostics|quickfix|clear;
+--- no argument lists what is staged.
+---@param args string[]
+---@param range {first: integer, last: integer}|nil
+function M.add(args, range)
+  local context = require('acp.context')
+  local what, rest = args[1], table.concat(args, ' ', 2)
+  if what == nil then
+    H.echo(context.summary() or 'acp: no context staged (:AcpAdd buffer|file {path}|selection|diagnostics|quickfix)')
+    return
+  end
+  if what == 'clear' then
+    context.clear()
+    H.echo('acp: context cleared')
+    return
+  end
+  local item
+  local buf = context.code_buffer() or vim.api.nvim_get_current_buf()
+  if what == 'buffer' or what == 'diagnostics' then
+    item = { kind = what, buf = buf }
+  elseif what == 'file' then
+    if rest == '' then
+      return H.error('(acp) :AcpAdd file {path}')
+    end
+    item = { kind = 'file', path = vim.fn.expand(rest) }
+  elseif what == 'selection' then
+    local first, last
+    if range ~= nil then
+      buf = vim.api.nvim_get_current_buf()
+      first, last = range.first, range.last
+    else
+      local s, e = vim.api.nvim_buf_get_mark(buf, '<'), vim.api.nvim_buf_get_mark(buf, '>')
+      first, last = s[1], e[1]
+      if first == 0 then
+        return H.error('(acp) :AcpAdd selection: no selection in this buffer (select lines, then :AcpAdd selection)')
+      end
+    end
+    item = { kind = 'selection', buf = buf, first = first, last = last }
+  elseif what == 'quickfix' then
+    item = { kind = 'quickfix' }
+  else
+    return H.error(('(acp) :AcpAdd: unknown kind %s (buffer, file, selection, diagnostics, quickfix, clear)'):format(what))
+  end
+  local ok, err = context.add(item)
+  if not ok then
+    return H.error(err)
+  end
+  H.echo('acp: ' .. context.summary())
+end
+
+--- Completion of :AcpAdd.
+function M.complete_add(arglead, cmdline)
+  local words = vim.split(cmdline:sub(1, #cmdline - #arglead), '%s+', { trimempty = true })
+  if #words <= 1 or (#words == 2 and words[1]:match("^%A")) then
+    return H.filter({ 'buffer', 'file', 'selection', 'diagnostics', 'quickfix', 'clear' }, arglead)
+  end
+  if words[#words] == 'file' then
+    return vim.fn.getcompletion(arglead, 'file')
+  end
+  return {}
 end
 
 --- :AcpCancel

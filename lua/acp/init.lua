@@ -60,12 +60,31 @@ end
 
 --- Sends `text` to the current session (queued by the broker until the
 --- session exists). Starts the default agent when none runs.
+--- `opts.context`: context items sent with it (`:help acp-context`), after
+--- the items staged with add_context(), which are then cleared.
 ---@param text string
+---@param opts {context: table[]|nil}|nil
 ---@return boolean ok
 ---@return string|nil err
-function M.prompt(text)
+function M.prompt(text, opts)
   if type(text) ~= 'string' or text:match('^%s*$') then
     return H.fail('(acp) prompt(): text should be a non-empty string')
+  end
+  if opts ~= nil and type(opts) ~= 'table' then
+    return H.fail('(acp) prompt(): opts should be a table or nil')
+  end
+  local context = require('acp.context')
+  local items = {}
+  local given = opts and opts.context
+  if given ~= nil and type(given) ~= 'table' then
+    return H.fail('(acp) prompt(): context should be a list of items')
+  end
+  for _, item in ipairs(given or {}) do
+    local it, err = context.normalize(item)
+    if it == nil then
+      return H.fail(err)
+    end
+    items[#items + 1] = it
   end
   local state = require('acp.state')
   if state.agent() == nil then
@@ -75,11 +94,30 @@ function M.prompt(text)
     end
   end
   local name = state.current
-  local ok, err = require('acp.rpc').prompt(name, text)
+  local blocks, notes = context.build(name, items)
+  local ok, err = require('acp.rpc').prompt(name, text, nil, blocks)
   if not ok then
     return H.fail(err)
   end
+  context.take()
   state.prompt_sent(name)
+  if #notes > 0 then
+    vim.notify('(acp) ' .. table.concat(notes, '\n'), vim.log.levels.WARN)
+  end
+  return true
+end
+
+--- Stages a context item for the next prompt (what :AcpAdd does):
+--- `{kind='selection', buf=, first=, last=}`, `{kind='file', path=}`,
+--- `{kind='buffer', buf=}`, `{kind='diagnostics', buf=}`, `{kind='quickfix'}`.
+---@param item table
+---@return boolean ok
+---@return string|nil err
+function M.add_context(item)
+  local ok, err = require('acp.context').add(item)
+  if not ok then
+    return H.fail(err)
+  end
   return true
 end
 

@@ -124,12 +124,20 @@ function M.set_mode(name, session, mode_id)
   return M.notify_if_running('acp_set_mode', name, session == nil and vim.NIL or session, mode_id)
 end
 
---- Sends a prompt to the agent's session (nil: its current one).
+--- Sends a prompt to the agent's session (nil: its current one), with
+--- ACP content blocks after the text (acp.context makes them; nil: none).
 ---@param name string
 ---@param text string
 ---@param session string|nil
-function M.prompt(name, text, session)
-  return M.notify('acp_prompt', name, text, session == nil and vim.NIL or session)
+---@param blocks table[]|nil
+function M.prompt(name, text, session, blocks)
+  return M.notify(
+    'acp_prompt',
+    name,
+    text,
+    session == nil and vim.NIL or session,
+    (blocks == nil or #blocks == 0) and vim.NIL or blocks
+  )
 end
 
 function M.cancel(name)

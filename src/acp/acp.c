@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "content.h"
 #include "io/linebuf.h"
 #include "jsonrpc.h"
 #include "posture.h"
@@ -56,7 +57,8 @@ struct call {
 // A prompt waiting to be sent.
 struct prompt {
   char *text;
-  char *session; // its session, or NULL: the newest
+  char *session;  // its session, or NULL: the newest
+  json_t *blocks; // checked content blocks after the text, or NULL
 };
 
 // A session to open once initialize is answered (or after a login).
@@ -71,13 +73,14 @@ struct acp_conn {
   struct linebuf lines;
   const struct acp_host *host;
   void *ud;
-  bool ready;       // initialize answered
-  bool alive;       // not exited nor being stopped
-  bool stdin_open;  // we may still write to the agent
-  bool gone_called; // host->gone ran
-  bool can_load;    // agentCapabilities.loadSession
-  bool has_auth;    // the agent listed authMethods
-  uint64_t serial;  // unique for the life of the process
+  bool ready;           // initialize answered
+  bool alive;           // not exited nor being stopped
+  bool stdin_open;      // we may still write to the agent
+  bool gone_called;     // host->gone ran
+  bool can_load;        // agentCapabilities.loadSession
+  bool has_auth;        // the agent listed authMethods
+  unsigned prompt_caps; // promptCapabilities offered (content_cap flags)
+  uint64_t serial;      // unique for the life of the process
   char *stop_reason;
   int64_t next_id;
   struct call *calls;
@@ -184,12 +187,13 @@ static void drop_prompts(struct acp_conn *c, const char *reason,
     emit_turn_end(c, sid ? sid : newest, reason, message);
     free(c->prompts[i].text);
     free(c->prompts[i].session);
+    json_decref(c->prompts[i].blocks);
   }
   c->nprompts = 0;
 }
 
-static void send_prompt(struct acp_conn *c, struct session *s,
-                        const char *text);
+static void send_prompt(struct acp_conn *c, struct session *s, const char *text,
+                        json_t *blocks);
 
 // Sends the oldest waiting prompt when its session is idle.
 static void pump_prompts(struct acp_conn *c) {
@@ -201,18 +205,34 @@ static void pump_prompts(struct acp_conn *c) {
     } else if (!s || s->running || s->holding || (!p->session && c->creating)) {
       return;
     } else {
-      send_prompt(c, s, p->text);
+      send_prompt(c, s, p->text, p->blocks);
     }
     free(p->text);
     free(p->session);
+    json_decref(p->blocks);
     memmove(c->prompts, c->prompts + 1, --c->nprompts * sizeof(*c->prompts));
   }
 }
 
-static void send_prompt(struct acp_conn *c, struct session *s,
-                        const char *text) {
+static void send_prompt(struct acp_conn *c, struct session *s, const char *text,
+                        json_t *blocks) {
+  // The agent said what it accepts only once initialize was answered, so
+  // this is checked here, not when the prompt was queued.
+  unsigned missing = content_needs(blocks) & ~c->prompt_caps;
+  if (missing) {
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "the agent does not accept this context (its "
+             "promptCapabilities do not offer %s)",
+             content_cap_name(missing));
+    LOG_W("%s: %s", c->name, msg);
+    emit_turn_end(c, s->id, "error", msg);
+    return;
+  }
   json_t *params = json_pack("{s:s,s:[{s:s,s:s}]}", "sessionId", s->id,
                              "prompt", "type", "text", "text", text);
+  if (blocks)
+    json_array_extend(json_object_get(params, "prompt"), blocks);
   if (!send_request(c, "session/prompt", params, CALL_PROMPT, NULL, NULL, s)) {
     emit_turn_end(c, s->id, "error", "the prompt could not be sent");
     return;
@@ -220,7 +240,8 @@ static void send_prompt(struct acp_conn *c, struct session *s,
   s->running = true;
   s->turn++;
   emit(c, "turn_start",
-       json_pack("{s:s,s:s?}", "session", s->id, "text", text));
+       json_pack("{s:s,s:s?,s:I}", "session", s->id, "text", text, "context",
+                 (json_int_t)json_array_size(blocks)));
 }
 
 // The posture's session-time part (claude: flag settings in _meta).
@@ -440,6 +461,7 @@ static void on_initialized(struct acp_conn *c, json_t *result, json_t *error) {
   c->ready = true;
   json_t *caps = json_object_get(result, "agentCapabilities");
   c->can_load = json_is_true(json_object_get(caps, "loadSession"));
+  c->prompt_caps = content_caps(caps);
   json_t *auth = json_object_get(result, "authMethods");
   c->has_auth = json_is_array(auth) && json_array_size(auth) > 0;
   posture_identify(c, json_object_get(result, "agentInfo"));
@@ -791,6 +813,7 @@ static void conn_free(struct acp_conn *c) {
   for (size_t i = 0; i < c->nprompts; i++) {
     free(c->prompts[i].text);
     free(c->prompts[i].session);
+    json_decref(c->prompts[i].blocks);
   }
   free(c->calls);
   free(c->prompts);
@@ -985,11 +1008,18 @@ uint64_t acp_conn_turn(const struct acp_conn *c, const char *sid) {
 }
 
 int acp_conn_prompt(struct acp_conn *c, const char *text, const char *session) {
-  if (!c->alive || c->nprompts >= ACP_MAX_PROMPTS)
+  return acp_conn_prompt_blocks(c, text, session, NULL);
+}
+
+int acp_conn_prompt_blocks(struct acp_conn *c, const char *text,
+                           const char *session, json_t *blocks) {
+  if (!c->alive || c->nprompts >= ACP_MAX_PROMPTS) {
+    json_decref(blocks);
     return -1;
+  }
   c->prompts = xrealloc(c->prompts, (c->nprompts + 1) * sizeof(*c->prompts));
   c->prompts[c->nprompts++] =
-      (struct prompt){xstrdup(text), session ? xstrdup(session) : NULL};
+      (struct prompt){xstrdup(text), session ? xstrdup(session) : NULL, blocks};
   pump_prompts(c);
   return 0;
 }

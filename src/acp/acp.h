@@ -72,6 +72,12 @@ uint64_t acp_conn_turn(const struct acp_conn *c, const char *sid);
 // until that session exists and its previous turn has ended. Returns 0, or
 // -1 when the queue is full.
 int acp_conn_prompt(struct acp_conn *c, const char *text, const char *session);
+// The same with content blocks after the text (checked by content_check;
+// stolen, NULL for none). They are sent only when the agent's
+// promptCapabilities allow them; otherwise the turn ends with an error and
+// nothing is sent.
+int acp_conn_prompt_blocks(struct acp_conn *c, const char *text,
+                           const char *session, json_t *blocks);
 // Sends session/cancel for every running turn and drops queued prompts.
 void acp_conn_cancel(struct acp_conn *c);
 // Answers a request the agent made; result is stolen.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "acp/acp.h"
+#include "acp/content.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -164,16 +165,49 @@ static void m_set_mode(struct broker *b, const struct nvim_rpc_msg *m) {
   free(mode);
 }
 
+// The prompt's content blocks (argument 3: a list, or nil for none),
+// checked; NULL with the reason in err when they are not acceptable.
+static json_t *prompt_blocks(const msgpack_object *o, char *err,
+                             size_t errlen) {
+  if (!o || o->type == MSGPACK_OBJECT_NIL)
+    return json_array();
+  if (o->type != MSGPACK_OBJECT_ARRAY ||
+      o->via.array.size > CONTENT_MAX_BLOCKS) {
+    snprintf(err, errlen, "the content blocks must be a list of at most %d",
+             CONTENT_MAX_BLOCKS);
+    return NULL;
+  }
+  json_t *raw = jsonpack_unpack(o);
+  if (!raw) {
+    snprintf(err, errlen, "the content blocks must be UTF-8 maps");
+    return NULL;
+  }
+  json_t *blocks = content_check(raw, err, errlen);
+  json_decref(raw);
+  return blocks;
+}
+
 static void m_prompt(struct broker *b, const struct nvim_rpc_msg *m) {
   char *name = mp_utf8dup(arg(m, 0));
   char *text = mp_utf8dup(arg(m, 1));
   char *session = mp_utf8dup(arg(m, 2));
+  char bad[300];
+  json_t *blocks = prompt_blocks(arg(m, 3), bad, sizeof(bad));
   struct acp_conn *c = name ? broker_find_conn(b, name) : NULL;
-  const char *why = !text ? "a prompt must be UTF-8 text"
-                    : !c  ? "that agent is not running (:AcpStart starts it)"
-                    : acp_conn_prompt(c, text, session) != 0
-                        ? "too many prompts are waiting"
-                        : NULL;
+  const char *why = NULL;
+  if (!text)
+    why = "a prompt must be UTF-8 text";
+  else if (!blocks)
+    why = bad;
+  else if (!c)
+    why = "that agent is not running (:AcpStart starts it)";
+  if (!why) {
+    json_t *given = blocks; // the connection takes them, sent or not
+    blocks = NULL;
+    if (acp_conn_prompt_blocks(c, text, session, given) != 0)
+      why = "too many prompts are waiting";
+  }
+  json_decref(blocks);
   if (why) {
     broker_emit_error(b, name, why);
     broker_send_event(b, "turn_end",

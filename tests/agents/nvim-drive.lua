@@ -17,6 +17,9 @@
 -- and ACP_EXPECT_ASKED the number of prompts the person must see.
 -- ACP_EXPECT_UNASKED=1: the audit log must hold an `unasked` line (the
 -- posture is switched off with ACP_BROKER_TEST_NO_POSTURE=1).
+-- ACP_CONTEXT=selection: the prompt is sent with `:2,3AcpPrompt` from a
+-- file of the workspace, and the selected lines (not the others) must reach
+-- the fake model's input (doc/acp.txt, acp-context).
 -- Writes $ACP_RUN_DIR/nvim-result.json and exits 0 when the run matched the
 -- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no|edit).
 local acp = require('acp')
@@ -140,7 +143,13 @@ vim.wait(30000, function()
 end, 20)
 result.posture = acp.status().posture
 result.posture_reason = acp.status().posture_reason
-acp.prompt('Create test.txt, then run touch shell-ran.txt.')
+if vim.env.ACP_CONTEXT == 'selection' then
+  vim.fn.writefile({ 'int first;', 'int selected_7f3a;', 'int also_selected_c0de;', 'int outside_91c2;' }, ws .. '/ctx.c')
+  vim.cmd('edit ' .. vim.fn.fnameescape(ws .. '/ctx.c'))
+  vim.cmd('2,3AcpPrompt Create test.txt, then run touch shell-ran.txt.')
+else
+  acp.prompt('Create test.txt, then run touch shell-ran.txt.')
+end
 
 local function float_win()
   for _, w in ipairs(vim.api.nvim_list_wins()) do
@@ -244,6 +253,16 @@ if project then
   local text = vim.fn.filereadable(log) == 1 and table.concat(vim.fn.readfile(log), '\n') or ''
   result.memory = text:find('This project is a test workspace.', 1, true) ~= nil
   ok = ok and result.memory
+end
+if vim.env.ACP_CONTEXT == 'selection' then
+  -- The selected lines reached the model; the line outside the range did not.
+  local log = vim.env.ACP_RUN_DIR .. '/fake-llm.jsonl'
+  local text = vim.fn.filereadable(log) == 1 and table.concat(vim.fn.readfile(log), '\n') or ''
+  result.context = text:find('int selected_7f3a;', 1, true) ~= nil
+    and text:find('int also_selected_c0de;', 1, true) ~= nil
+    and text:find('ctx.c', 1, true) ~= nil
+    and text:find('outside_91c2', 1, true) == nil
+  ok = ok and result.context
 end
 if vim.env.ACP_EXPECT_POSTURE then
   ok = ok and result.posture == vim.env.ACP_EXPECT_POSTURE

@@ -1118,6 +1118,50 @@ static void test_cancel(void) {
   finish();
 }
 
+// Content blocks go after the text, and only where the agent's
+// promptCapabilities offer them; otherwise the turn ends and nothing is sent.
+static void test_prompt_blocks(void) {
+  struct acp_conn *c = start();
+  if (!c)
+    return;
+  json_t *m = rx_next();
+  say("{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"protocolVersion\":1,"
+      "\"agentInfo\":{\"name\":\"x\",\"version\":\"1.0\"},"
+      "\"agentCapabilities\":{\"promptCapabilities\":{\"embeddedContext\":"
+      "true}}}}",
+      (long long)id_of(m));
+  ok(ev_wait("agent_ready") != NULL, "agent_ready");
+  open_session(tmp, "s", NULL);
+  json_t *blocks = json_pack("[{s:s,s:{s:s,s:s}}]", "type", "resource",
+                             "resource", "uri", "file:///a", "text", "A");
+  is_int(acp_conn_prompt_blocks(c, "look", NULL, blocks), 0, "queued");
+  m = rx_next();
+  is_str(method_of(m), "session/prompt", "sent");
+  json_t *p = json_object_get(json_object_get(m, "params"), "prompt");
+  is_size(json_array_size(p), 2, "the text and the block");
+  is_str(str_at(json_array_get(p, 0), "text"), "look", "the text first");
+  is_str(str_at(json_array_get(p, 1), "resource.text"), "A",
+         "then the embedded resource");
+  json_t *d = ev_wait("turn_start");
+  is_int(json_integer_value(json_object_get(d, "context")), 1,
+         "turn_start counts the blocks");
+  answer(id_of(m), "{\"stopReason\":\"end_turn\"}");
+  ok(ev_wait("turn_end") != NULL, "the turn ends");
+
+  blocks = json_pack("[{s:s,s:s,s:s}]", "type", "image", "data", "AAAA",
+                     "mimeType", "image/png");
+  is_int(acp_conn_prompt_blocks(c, "see", NULL, blocks), 0, "queued");
+  d = ev_wait("turn_end");
+  is_str(str_at(d, "stopReason"), "error",
+         "an image not offered ends the turn");
+  ok(str_at(d, "message") && strstr(str_at(d, "message"), "offer image"),
+     "saying why: %s", str_at(d, "message"));
+  sync_agent();
+  is_size(rx_pending(), 0, "nothing is sent");
+  is_int((intmax_t)acp_conn_turn(c, "s"), 1, "no turn started");
+  finish();
+}
+
 // Logins: a session refused with -32000 waits for authenticate.
 static void test_auth(void) {
   struct acp_conn *c = start();
@@ -1309,6 +1353,7 @@ int main(void) {
   test_posture_spawn_args();
   test_posture_off();
   test_cancel();
+  test_prompt_blocks();
   test_auth();
   test_load();
   test_spawn_failure();

@@ -7,9 +7,12 @@
 --- extmark and its height, so a tool call, the plan of a turn or the
 --- message being streamed is redrawn where it is. The person types into a
 --- separate input buffer under the chat window; `<CR>` in normal mode
---- sends it to the chat's own agent.
+--- sends it to the chat's own agent, with the context it names (`@path`,
+--- `#buffer`, `#selection`, `#diagnostics`) and the staged context, which
+--- is shown above the input.
 
 local compat = require('acp.compat')
+local context = require('acp.context')
 local highlight = require('acp.highlight')
 local model = require('acp.chat.model')
 local render = require('acp.chat.render')
@@ -61,7 +64,8 @@ function M.buffer(session)
 end
 
 --- 'omnifunc' of the input buffer: completes the agent's slash commands
---- (`/name`) at the start of the input.
+--- (`/name`) at the start of the input, project files after `@` and the
+--- context words after `#`.
 ---@param findstart integer
 ---@param base string
 ---@return integer|table
@@ -70,11 +74,27 @@ function M.complete(findstart, base)
   if findstart == 1 then
     local col = vim.api.nvim_win_get_cursor(0)[2]
     local before = vim.api.nvim_get_current_line():sub(1, col)
+    local at = before:find('[@#][^%s@#]*$')
+    if chat ~= nil and at ~= nil and (at == 1 or before:sub(at - 1, at - 1):match('%s')) then
+      return at - 1
+    end
     local start = before:find('/[^%s/]*$')
     if chat == nil or start == nil or not before:sub(1, start - 1):match('^%s*$') then
       return -3
     end
     return start - 1
+  end
+  if base:sub(1, 1) == '@' then
+    return context.complete_files(base:sub(2))
+  end
+  if base:sub(1, 1) == '#' then
+    local items = {}
+    for _, w in ipairs(context.words) do
+      if ('#' .. w):sub(1, #base) == base then
+        items[#items + 1] = { word = '#' .. w, menu = 'context' }
+      end
+    end
+    return items
   end
   local items = {}
   for _, c in ipairs(chat and chat.commands or {}) do
@@ -414,6 +434,15 @@ function H.ensure_input(chat)
   vim.keymap.set('n', '<CR>', function()
     H.send(chat)
   end, { buffer = buf, desc = 'acp: send the prompt' })
+  -- `@` at the start of a word completes the project's files.
+  vim.keymap.set('i', '@', function()
+    local col = vim.api.nvim_win_get_cursor(0)[2]
+    local prev = vim.api.nvim_get_current_line():sub(col, col)
+    if col == 0 or prev:match('%s') then
+      return '@<C-x><C-o>'
+    end
+    return '@'
+  end, { buffer = buf, expr = true, desc = 'acp: complete a project file' })
   vim.keymap.set('n', '<C-c>', function()
     H.cancel(chat)
   end, { buffer = buf, desc = 'acp: cancel the turn' })
@@ -468,6 +497,7 @@ end
 function H.show(chat)
   H.ensure_input(chat)
   H.create_autocommands()
+  context.remember_win(vim.api.nvim_get_current_win())
   if compat.is_float(vim.api.nvim_get_current_win()) then
     -- A split cannot be made from a float: start from the tab's first window.
     vim.api.nvim_set_current_win(vim.api.nvim_tabpage_list_wins(0)[1])
@@ -532,13 +562,50 @@ function H.update_bars(chat)
   end
 end
 
+--- The staged context above the input: the winbar of the input windows
+--- (Neovim 0.8+), else the statusline of the chat windows (right above
+--- the input); nothing staged, no line.
+function H.set_context_bar(win, buf, chat)
+  local name
+  if compat.has(8) then
+    name = buf == chat.input and 'winbar' or nil
+  else
+    name = buf == chat.buf and not compat.is_float(win) and 'statusline' or nil
+  end
+  if name == nil then
+    return
+  end
+  local summary = context.summary()
+  local ok, had = pcall(vim.api.nvim_win_get_var, win, 'acp_chat_context')
+  if summary == nil then
+    if ok then
+      compat.set_win(win, had, '')
+      vim.api.nvim_win_del_var(win, 'acp_chat_context')
+    end
+    return
+  end
+  compat.set_win(win, name, ' ' .. summary:gsub('%%', '%%%%') .. '%=:AcpAdd clear ')
+  vim.api.nvim_win_set_var(win, 'acp_chat_context', name)
+end
+
+--- Redraws the staged-context line of every chat shown.
+function M.context_changed()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local chat = H.by_buf[vim.api.nvim_win_get_buf(win)]
+    if chat ~= nil then
+      H.set_context_bar(win, vim.api.nvim_win_get_buf(win), chat)
+    end
+  end
+end
+
 --- Sets the bar of `win`, which shows `buf` (the chat or its input), and
 --- marks the window so that another buffer shown in it gets its own bars back.
 function H.set_bar(chat, win, buf)
+  H.set_context_bar(win, buf, chat)
   local summary = (chat.agent .. ' · ' .. render.summary(chat)):gsub('%%', '%%%%')
   local name, value
   if buf == chat.input then
-    name, value = 'statusline', ' ' .. summary .. '%=<CR> send · <C-c> cancel · /<C-x><C-o> commands '
+    name, value = 'statusline', ' ' .. summary .. '%=<CR> send · <C-c> cancel · @ files · # context '
   elseif compat.has(8) and not compat.is_float(win) then
     name, value = 'winbar', ' ' .. summary
   else
@@ -570,16 +637,25 @@ function H.create_autocommands()
       end)
     end,
   })
+  -- `#buffer` and `:AcpAdd buffer` mean the code window the person left.
+  vim.api.nvim_create_autocmd('WinLeave', {
+    group = H.augroup,
+    callback = function()
+      context.remember_win(vim.api.nvim_get_current_win())
+    end,
+  })
   -- The bars belong to the chat, not to the window showing it.
   vim.api.nvim_create_autocmd('BufWinEnter', {
     group = H.augroup,
     callback = function(args)
       local win = vim.api.nvim_get_current_win()
       local chat = H.by_buf[args.buf]
-      local ok, bar = pcall(vim.api.nvim_win_get_var, win, 'acp_chat_bar')
-      if ok then
-        compat.set_win(win, bar, '')
-        vim.api.nvim_win_del_var(win, 'acp_chat_bar')
+      for _, var in ipairs({ 'acp_chat_bar', 'acp_chat_context' }) do
+        local ok, bar = pcall(vim.api.nvim_win_get_var, win, var)
+        if ok then
+          compat.set_win(win, bar, '')
+          vim.api.nvim_win_del_var(win, var)
+        end
       end
       if chat ~= nil then
         H.set_bar(chat, win, args.buf)
@@ -598,7 +674,8 @@ function H.focus_input(chat)
   vim.cmd('startinsert!')
 end
 
---- Sends the input area to the chat's agent; clears it once sent.
+--- Sends the input area to the chat's agent with the context it names and
+--- the staged context; clears both once sent.
 function H.send(chat)
   local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
   local text = table.concat(lines, '\n')
@@ -618,11 +695,20 @@ function H.prompt(chat, text)
   if state.agents[chat.agent] == nil then
     return false, ("(acp) agent '%s' is not running: :AcpStart starts a new session"):format(chat.agent)
   end
-  local ok, err = rpc.prompt(chat.agent, text, chat.session)
-  if not ok then
+  local items, err = context.from_input(text)
+  if items == nil then
     return false, err
   end
+  local blocks, notes = context.build(chat.agent, items)
+  local ok, send_err = rpc.prompt(chat.agent, text, chat.session, blocks)
+  if not ok then
+    return false, send_err
+  end
+  context.take()
   state.prompt_sent(chat.agent)
+  if #notes > 0 then
+    vim.notify('(acp) ' .. table.concat(notes, '\n'), vim.log.levels.WARN)
+  end
   return true
 end
 
@@ -631,5 +717,7 @@ function H.cancel(chat)
     rpc.cancel(chat.agent)
   end
 end
+
+state.on('context', M.context_changed)
 
 return M
