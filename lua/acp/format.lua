@@ -65,9 +65,10 @@ end
 --- changes included, else the disk), the diff is computed against it, and
 --- `notice` says, in one line, when the agent's oldText is not that text
 --- (doc/acp.txt `acp-unsaved`). `have.snippet`: the agent's oldText is only
---- the part it replaces (Claude's Edit), so it is looked for in `have`.
+--- the part it replaces (Claude's Edit), so it is looked for in `have`;
+--- `have.seen`: the text the agent last saw of the file (acp.merge).
 ---@param item table
----@param have {text: string, from: 'buffer'|'disk', modified: boolean, snippet: boolean|nil}|nil
+---@param have {text: string, from: 'buffer'|'disk', modified: boolean, snippet: boolean|nil, seen: string|nil}|nil
 ---@return {from: string, to: string, lines: string[]|nil, note: string|nil, notice: string|nil}
 function M.diff(item, have)
   local path = text.short_path(compat.str(item.path) or '?')
@@ -115,6 +116,11 @@ function H.against(r, path, old, new, have)
   end
   if old == cur or (old == nil and cur == '') then
     return old, new
+  end
+  if old == nil and have.seen == cur then
+    -- No old text sent (Claude's Write), but the agent read this text.
+    r.from, r.to = '--- ' .. path, '+++ ' .. path
+    return cur, new
   end
   if have.modified then
     r.notice = 'Your buffer has unsaved changes the agent has not seen'

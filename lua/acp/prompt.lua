@@ -803,7 +803,8 @@ end
 --- Renders one ToolCallContent item; returns true when it showed something.
 function H.content_item(b, item, input)
   if item.type == 'diff' then
-    local d = format.diff(item, H.have(item, input))
+    local ok, have = pcall(H.have, item, input)
+    local d = format.diff(item, ok and have or nil)
     if d.notice then
       b.add({ { '! ' .. d.notice, 'AcpPromptWarning' } })
     end
@@ -846,11 +847,13 @@ function H.have(item, input)
     return nil
   end
   local uv = vim.uv or vim.loop
-  local cur, from, modified = fs.current(uv.fs_realpath(path) or path, H.diff_max)
+  local resolved = uv.fs_realpath(path) or path
+  local cur, from, modified = fs.current(resolved, H.diff_max)
   if cur == nil then
     return nil
   end
-  return { text = cur, from = from, modified = modified, snippet = input.old_string ~= nil }
+  local seen = require('acp.merge').seen(resolved)
+  return { text = cur, from = from, modified = modified, snippet = input.old_string ~= nil, seen = seen }
 end
 
 --- Largest text a prompt diffs against (as the broker's CLIENT_DIFF_MAX).

@@ -99,6 +99,20 @@ local function select_answers(key)
   return asked
 end
 
+T.test('merge3: disjoint changes merge, overlapping or touching ones conflict, same ones are taken once', function()
+  local m = require('acp.merge').merge3
+  T.eq(m('a\nb\nc\nd\ne\n', 'X\na\nb\nc\nd\ne\n', 'a\nb\nc\nd\nE\n').text, 'X\na\nb\nc\nd\nE\n', 'an insertion and a change')
+  T.eq(m('a\nb\nc\nd\ne\n', 'a\nc\nd\ne\n', 'a\nb\nc\nd\n').text, 'a\nc\nd\n', 'two deletions')
+  local r = m('a\nb\nc\n', 'a\nB1\nc\n', 'a\nB2\nc\n')
+  T.eq({ r.text, r.conflicts }, { nil, 1 }, 'the same line changed two ways')
+  T.eq(m('a\nb\nc\n', 'a\nB\nc\n', 'a\nB\nc\n').text, 'a\nB\nc\n', 'the same change on both sides')
+  T.eq(m('a\nb\nc\n', 'A\nb\nc\n', 'a\nB\nc\n').conflicts, 1, 'adjacent changes conflict')
+  T.eq(m('a\n', 'a\nx\n', 'a\ny\n').conflicts, 1, 'two insertions at one place')
+  T.eq(m('', 'x\n', 'x\n').text, 'x\n', 'the same new file')
+  T.eq(m('a\nb\nc\nd\n', 'A\nb\nc\nd\n', 'a\nb\nc\nd').text, 'A\nb\nc\nd', "the agent's final newline removal")
+  T.eq(m('a\nb\nc\nd\n', 'a\nb\nc\nd', 'A\nb\nc\nd\n').text, 'A\nb\nc\nd', "the person's missing final newline")
+end)
+
 T.test('the unsaved-line case: the prompt diffs the buffer, says so; allowing merges, keeps the line, does not save', function()
   local project = T.project()
   T.write(project .. '/main.c', DISK)
