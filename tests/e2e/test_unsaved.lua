@@ -228,6 +228,45 @@ T.test('conflict, open both in a diff: a new tab, the write refused', function()
   T.eq(T.read(c.project .. '/main.c'), DISK, 'the disk is untouched')
 end)
 
+T.test("Claude's Edit (only the replaced part): shown in place in the buffer, or said missing", function()
+  local project = T.project()
+  T.write(project .. '/main.c', DISK)
+  local buf = open_file(project .. '/main.c')
+  api.nvim_buf_set_lines(buf, 0, 0, false, { '// mine' })
+  local function claude_edit(tcid, old, new)
+    return {
+      type = 'permission',
+      announce = true,
+      toolCall = {
+        toolCallId = tcid,
+        title = 'Edit main.c',
+        kind = 'edit',
+        rawInput = { file_path = '${cwd}/main.c', old_string = old, new_string = new },
+        locations = { { path = '${cwd}/main.c' } },
+        content = { { type = 'diff', path = '${cwd}/main.c', oldText = old, newText = new } },
+      },
+      options = {
+        { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
+        { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+      },
+    }
+  end
+  T.start_demo({
+    name = 'unsaved-snippet',
+    steps = { claude_edit('snip_1', 'int c;\n', 'int c = 3;\n'), claude_edit('snip_2', 'int z;\n', 'int z = 0;\n') },
+  }, { project = project })
+  require('acp').prompt('Edit')
+  local text, p = prompt_text('snip_1')
+  T.ok(not text:find('unsaved changes', 1, true), 'the part is there: no notice: ' .. text)
+  T.contains(text, '@@ -1,6 +1,6 @@', 'shown at its place in the buffer (line 4 of 6)')
+  T.contains(text, ' // mine', 'with the unsaved line as context')
+  T.contains(text, '+int c = 3;', 'the change')
+  require('acp').respond(p.id, 'reject')
+  text = prompt_text('snip_2')
+  T.contains(text, 'Your buffer has unsaved changes the agent has not seen: the text it replaces is not there', 'said missing')
+  T.contains(text, '-int z;', "the agent's own diff")
+end)
+
 T.test('an unmodified buffer the agent saw: written as before, no question', function()
   local project = T.project()
   T.write(project .. '/main.c', DISK)
