@@ -15,6 +15,7 @@
 --- chose the agent's text.
 
 local merge = require('acp.merge')
+local state = require('acp.state')
 local text = require('acp.text')
 
 local M = {}
@@ -192,7 +193,12 @@ function M.decide(token, choice)
   H.nwaiting = H.nwaiting - 1
   local shown = H.short(w.path)
   local result
-  if choice == 'theirs' then
+  if choice == 'theirs' and w.stale then
+    -- The broker refused the call when the turn ended (a cancel, the
+    -- agent gone): its text is not applied behind its back.
+    result = ('the turn ended before the person answered about %s'):format(w.path)
+    H.tell(("acp: the agent's turn ended before you answered: its text of %s was not applied"):format(shown))
+  elseif choice == 'theirs' then
     if vim.api.nvim_buf_is_loaded(w.buf) and vim.api.nvim_buf_get_option(w.buf, 'modifiable') then
       result = H.apply(w.buf, w.path, w.content, w.content, true)
       if result == true then
@@ -348,6 +354,17 @@ function H.hold(buf, path, content, conflicts)
   end)
   return { wait = token }
 end
+
+--- A turn that ends (or an agent that exits) while a write is held means
+--- the broker refused it (client_cancel): taking it later would apply text
+--- the agent was told was not written.
+state.subscribe(function(name)
+  if name == 'turn_end' or name == 'agent_exit' then
+    for _, w in pairs(H.waiting) do
+      w.stale = true
+    end
+  end
+end)
 
 H.choices = {
   { key = 'mine', label = 'Keep mine (the agent is told its write was refused)' },

@@ -1214,6 +1214,27 @@ void client_cancel(struct client *cl, struct acp_conn *c) {
     if (hc)
       hold_answer_refused(hc, h, "turn");
   }
+  // Writes Neovim holds for the person: refused now (a later answer is
+  // ignored), so that the agent's turn can end.
+  for (struct fs_call **pp = &cl->waits; *pp;) {
+    struct fs_call *f = *pp;
+    if (c && f->serial != acp_conn_serial(c)) {
+      pp = &f->next;
+      continue;
+    }
+    *pp = f->next;
+    cl->nwaits--;
+    struct acp_conn *fc = c ? c : conn_by_serial(cl, f->serial);
+    if (fc) {
+      acp_conn_respond_error(fc, f->id, CLIENT_ERR_REFUSED,
+                             "fs/write_text_file refused: the turn was "
+                             "cancelled while the person was asked about "
+                             "their unsaved changes that overlap it");
+      if (f->tcid)
+        own_update(cl, fc, f->session, f->tcid, "failed", NULL);
+    }
+    fs_call_free(f);
+  }
 }
 
 void client_conn_gone(struct client *cl, struct acp_conn *c) {

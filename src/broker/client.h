@@ -101,7 +101,8 @@ bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
 bool client_fs_answer(struct client *cl, uint64_t token,
                       const msgpack_object *result);
 // The turn of c is cancelled or c is going (all connections when NULL):
-// unasked writes and terminals whose prompt is not shown yet are refused.
+// unasked writes and terminals whose prompt is not shown yet are refused,
+// and so are the writes Neovim holds for the person (client_fs_answer).
 void client_cancel(struct client *cl, struct acp_conn *c);
 // The agent is gone: its terminals are killed and released.
 void client_conn_gone(struct client *cl, struct acp_conn *c);

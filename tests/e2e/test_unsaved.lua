@@ -228,6 +228,45 @@ T.test('conflict, open both in a diff: a new tab, the write refused', function()
   T.eq(T.read(c.project .. '/main.c'), DISK, 'the disk is untouched')
 end)
 
+T.test("conflict, the turn cancelled before the answer: the write is refused, a late \"take the agent's\" applies nothing", function()
+  local project = T.project()
+  T.write(project .. '/main.c', DISK)
+  local buf = open_file(project .. '/main.c')
+  api.nvim_buf_set_lines(buf, 4, 5, false, { 'int e = 1;' })
+  local pending_choice
+  local real = vim.ui.select
+  vim.ui.select = function(items, _, on_choice)
+    pending_choice = function(key)
+      for i, item in ipairs(items) do
+        if item.key == key then
+          return on_choice(item, i)
+        end
+      end
+    end
+  end
+  T.defer(function()
+    vim.ui.select = real
+  end)
+  local ctx = T.start_demo({ name = 'unsaved-cancel', steps = { edit_step('edit_5', DISK, AGENT) } }, { project = project })
+  require('acp').prompt('Change e')
+  require('acp').respond(T.wait_pending('edit_5').id, 'proceed_once')
+  T.wait(function()
+    return pending_choice
+  end, nil, 'the question')
+  T.eq(write_answers(ctx, project .. '/main.c'), {}, 'the write waits for the person')
+  require('acp').cancel()
+  local answer = write_answer(ctx, project .. '/main.c')
+  T.eq(answer.error and answer.error.code, -32001, 'refused')
+  T.contains(answer.error.message, 'cancelled', 'the agent reads why')
+  T.idle()
+  pending_choice('theirs')
+  T.eq(lines(buf), { 'int a;', 'int b;', 'int c;', 'int d;', 'int e = 1;' }, 'the buffer is untouched')
+  T.eq(T.read(project .. '/main.c'), DISK, 'the disk is untouched')
+  T.wait(function()
+    return T.notes_text():find('was not applied', 1, true)
+  end, nil, 'the person is told')
+end)
+
 T.test("Claude's Edit (only the replaced part): shown in place in the buffer, or said missing", function()
   local project = T.project()
   T.write(project .. '/main.c', DISK)

@@ -609,9 +609,18 @@ static void test_held_write(void) {
   is_int(error_code(id2), -32001, "a token in use: refused at once");
   ok(answer(id) == NULL, "the first still waits");
 
+  // The turn is cancelled: what waits is refused at once.
+  client_cancel(cl, H.conn);
+  is_int(error_code(id), -32001, "a cancelled turn refuses a held write");
+  ok(strstr(error_message(id), "cancelled") != NULL, "saying so");
+  ok(!client_fs_answer(cl, 8, &yes), "a later answer is ignored");
+
   // The agent goes: what waits is dropped (ASan: no leak).
+  reset();
+  id = request("fs/write_text_file", fs_write_params(p, "three\n"));
+  lua_reply_wait(9);
   client_conn_gone(cl, H.conn);
-  ok(!client_fs_answer(cl, 8, &yes), "dropped with its agent");
+  ok(!client_fs_answer(cl, 9, &yes), "dropped with its agent");
   ok(answer(id) == NULL, "and never answered");
 
   // A write the person allowed in the broker's own prompt is marked so.
