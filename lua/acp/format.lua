@@ -60,9 +60,17 @@ end
 --- A ToolCallContent `diff` as unified-diff text to show, for the prompt
 --- and the chat: `from` and `to` are the ---/+++ lines, then either `lines`
 --- (the hunks) or a `note` saying why there are none.
+---
+--- With `have` (what the person has of the file: the loaded buffer, unsaved
+--- changes included, else the disk), the diff is computed against it, and
+--- `notice` says, in one line, when the agent's oldText is not that text
+--- (doc/acp.txt `acp-unsaved`). `have.snippet`: the agent's oldText is only
+--- the part it replaces (Claude's Edit), so it is looked for in `have`;
+--- `have.seen`: the text the agent last saw of the file (acp.merge).
 ---@param item table
----@return {from: string, to: string, lines: string[]|nil, note: string|nil}
-function M.diff(item)
+---@param have {text: string, from: 'buffer'|'disk', modified: boolean, snippet: boolean|nil, seen: string|nil}|nil
+---@return {from: string, to: string, lines: string[]|nil, note: string|nil, notice: string|nil}
+function M.diff(item, have)
   local path = text.short_path(compat.str(item.path) or '?')
   local new = type(item.newText) == 'string' and item.newText or ''
   local old = type(item.oldText) == 'string' and item.oldText or nil
@@ -70,6 +78,9 @@ function M.diff(item)
     from = '--- ' .. (old and path or '/dev/null'),
     to = '+++ ' .. path .. (old and '' or '  (new file)'),
   }
+  if have ~= nil and type(have.text) == 'string' then
+    old, new = H.against(r, path, old, new, have)
+  end
   -- Both texts end with a newline, so vim.diff does not flag the last line.
   local function nl(s)
     return (s ~= '' and s:sub(-1) ~= '\n') and s .. '\n' or s
@@ -83,6 +94,44 @@ function M.diff(item)
     r.lines = text.split_lines(diff)
   end
   return r
+end
+
+--- The texts to diff when the person has `have.text` of the file; sets
+--- r.notice (and r.from) when the agent's old text is not what they have.
+function H.against(r, path, old, new, have)
+  local cur = have.text
+  local where = have.from == 'buffer' and 'your buffer' or 'the file on disk'
+  if have.snippet and old ~= nil and old ~= '' then
+    local s, e = cur:find(old, 1, true)
+    if s == nil then
+      r.notice = have.modified and 'Your buffer has unsaved changes the agent has not seen: the text it replaces is not there'
+        or ('The text the agent replaces is not in ' .. where)
+      return old, new
+    end
+    if cur:find(old, e + 1, true) ~= nil then
+      return old, new -- more than once: its own diff
+    end
+    r.from = '--- ' .. path
+    return cur, cur:sub(1, s - 1) .. new .. cur:sub(e + 1)
+  end
+  if old == cur or (old == nil and cur == '') then
+    return old, new
+  end
+  if old == nil and have.seen == cur then
+    -- No old text sent (Claude's Write), but the agent read this text.
+    r.from, r.to = '--- ' .. path, '+++ ' .. path
+    return cur, new
+  end
+  if have.modified then
+    r.notice = 'Your buffer has unsaved changes the agent has not seen'
+  elseif old == nil then
+    r.notice = 'The file exists: the agent replaces all of it'
+  else
+    r.notice = 'The agent saw other text than ' .. where .. ' holds now'
+  end
+  r.from = '--- ' .. path .. '  (' .. where .. ')'
+  r.to = '+++ ' .. path .. "  (the agent's)"
+  return cur, new
 end
 
 --- Describes `p` into `items`. The broker sends `{["<file>"] = {allow =

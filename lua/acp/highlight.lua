@@ -19,6 +19,7 @@ M.links = {
   AcpPromptDiffAdd = 'DiffAdd',
   AcpPromptDiffDelete = 'DiffDelete',
   AcpPromptDiffHunk = 'Special',
+  AcpPromptWarning = 'WarningMsg',
   AcpChatHeader = 'Title',
   AcpChatMeta = 'Comment',
   AcpChatUser = 'Special',

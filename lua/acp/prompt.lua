@@ -8,6 +8,9 @@
 
 local compat = require('acp.compat')
 local format = require('acp.format')
+-- Loaded with the prompt: acp.merge records the old text of each request
+-- as what the agent saw (acp-unsaved).
+local fs = require('acp.fs')
 local state = require('acp.state')
 local text = require('acp.text')
 
@@ -750,7 +753,7 @@ function H.details(req, tc)
   local shown = kind == 'execute'
   for _, item in ipairs(type(tc.content) == 'table' and tc.content or {}) do
     if type(item) == 'table' then
-      shown = H.content_item(b, item) or shown
+      shown = H.content_item(b, item, input) or shown
     end
   end
 
@@ -798,9 +801,13 @@ function H.judged(req)
 end
 
 --- Renders one ToolCallContent item; returns true when it showed something.
-function H.content_item(b, item)
+function H.content_item(b, item, input)
   if item.type == 'diff' then
-    local d = format.diff(item)
+    local ok, have = pcall(H.have, item, input)
+    local d = format.diff(item, ok and have or nil)
+    if d.notice then
+      b.add({ { '! ' .. d.notice, 'AcpPromptWarning' } })
+    end
     b.add({ { d.from, 'AcpPromptLabel' } })
     b.add({ { d.to, 'AcpPromptLabel' } })
     if d.note then
@@ -830,6 +837,27 @@ function H.content_item(b, item)
 end
 
 H.path = text.short_path
+
+--- What the person has of the file of a diff item (the loaded buffer,
+--- unsaved changes included, else the disk), for format.diff; nil when the
+--- file is neither loaded nor readable, or too large to show.
+function H.have(item, input)
+  local path = compat.str(item.path)
+  if path == nil or path:sub(1, 1) ~= '/' then
+    return nil
+  end
+  local uv = vim.uv or vim.loop
+  local resolved = uv.fs_realpath(path) or path
+  local cur, from, modified = fs.current(resolved, H.diff_max)
+  if cur == nil then
+    return nil
+  end
+  local seen = require('acp.merge').seen(resolved)
+  return { text = cur, from = from, modified = modified, snippet = input.old_string ~= nil, seen = seen }
+end
+
+--- Largest text a prompt diffs against (as the broker's CLIENT_DIFF_MAX).
+H.diff_max = 1024 * 1024
 
 function H.options(req)
   local b = H.block()

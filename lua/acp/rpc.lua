@@ -153,6 +153,14 @@ function M.respond(token, option_id, opts)
   return M.notify_if_running('acp_respond', token, option_id == nil and vim.NIL or option_id, o)
 end
 
+--- Answers a write acp.fs held while the person was asked: true (done)
+--- or why it is refused.
+---@param token integer
+---@param result boolean|string
+function M.fs_answer(token, result)
+  return M.notify_if_running('acp_fs_answer', token, result)
+end
+
 function M.stop_agent(name)
   return M.notify_if_running('acp_stop', name)
 end

@@ -24,7 +24,8 @@ extern char **environ;
 #define CLIENT_APPROVAL_MS 300000 // and at most this long (within the turn)
 #define CLIENT_MAX_HOLDS 256      // unasked calls waiting for the person
 #define CLIENT_HOLD_BYTES ((size_t)64 << 20) // the content they hold
-#define CLIENT_DIFF_MAX ((size_t)1 << 20)    // old + new text shown in a prompt
+#define CLIENT_MAX_WAITS 64 // writes Neovim holds for the person's answer
+#define CLIENT_DIFF_MAX ((size_t)1 << 20) // old + new text shown in a prompt
 #define CLIENT_EVENT_MS 100    // terminal output events, at most this often
 #define CLIENT_EVENT_TAIL 8192 // bytes of output in a terminal event
 #define CLIENT_ERR_REFUSED (-32001) // the broker refused (policy, confinement)
@@ -92,6 +93,8 @@ struct client {
   size_t napprovals;
   struct hold *holds;
   size_t nholds, hold_bytes;
+  struct fs_call *waits; // writes Neovim holds (acp_fs_answer answers)
+  size_t nwaits;
   uint64_t checks; // numbers the broker's own tool call ids
 };
 
@@ -107,6 +110,9 @@ struct fs_call {
   json_t *content;
   uint32_t line, limit;
   char *tcid; // the broker's own tool call (an unasked write), or NULL
+  struct fs_call *next; // in cl->waits
+  uint64_t wait;        // Neovim's token while the person is asked
+  bool approved;        // the person allowed it in the broker's own prompt
 };
 
 // The live connection with this serial (its pointer may have been reused).
@@ -341,8 +347,30 @@ static void fs_from_disk(struct acp_conn *c, struct fs_call *f) {
   fs_done(c, f, "disk");
 }
 
+// Keeps f until Neovim answers for the person ({wait = token}); false when
+// the answer is not that or too many wait.
+static bool fs_wait(struct fs_call *f, const msgpack_object *map) {
+  struct client *cl = f->cl;
+  uint64_t token = 0;
+  for (uint32_t i = 0; i < map->via.map.size; i++)
+    if (nvim_rpc_str_eq(&map->via.map.ptr[i].key, "wait") &&
+        map->via.map.ptr[i].val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+      token = map->via.map.ptr[i].val.via.u64;
+  if (!token || cl->nwaits >= CLIENT_MAX_WAITS)
+    return false;
+  for (struct fs_call *w = cl->waits; w; w = w->next)
+    if (w->wait == token)
+      return false;
+  f->wait = token;
+  f->next = cl->waits;
+  cl->waits = f;
+  cl->nwaits++;
+  return true;
+}
+
 // Neovim's answer: the buffer's text (read), true (the buffer took the
-// write), or nil/false (no buffer: disk).
+// write), a string (the buffer refused), {wait = token} (the person is
+// asked: client_fs_answer answers), or nil/false (no buffer: disk).
 static void fs_lua_cb(void *ud, const msgpack_object *error,
                       const msgpack_object *result) {
   struct fs_call *f = ud;
@@ -373,6 +401,17 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
     acp_conn_respond_error(c, f->id, JSONRPC_INTERNAL_ERROR, msg);
     if (f->tcid)
       own_update(f->cl, c, f->session, f->tcid, "failed", NULL);
+  } else if (nvim_ok && f->write && result->type == MSGPACK_OBJECT_MAP) {
+    // The person's unsaved changes overlap the write: Neovim asks them and
+    // answers later. Never the disk: it would bypass the buffer.
+    if (fs_wait(f, result))
+      return;
+    acp_conn_respond_error(c, f->id, CLIENT_ERR_REFUSED,
+                           "fs/write_text_file refused: the person has "
+                           "unsaved changes that overlap it, and too many "
+                           "writes wait for their answer");
+    if (f->tcid)
+      own_update(f->cl, c, f->session, f->tcid, "failed", NULL);
   } else {
     fs_from_disk(c, f);
   }
@@ -382,9 +421,13 @@ static void fs_lua_cb(void *ud, const msgpack_object *error,
 // Hands the call to Neovim (the loaded buffer), else to the disk; f is
 // taken.
 static void fs_go(struct client *cl, struct acp_conn *c, struct fs_call *f) {
+  // "approved": the person allowed this write in the broker's own prompt,
+  // which showed the diff from what they had (the "peek" read).
   json_t *args =
-      f->write ? json_pack("[s,s,O]", "write", f->resolved, f->content)
-               : json_pack("[s,s,i,i]", "read", f->resolved, f->line, f->limit);
+      !f->write ? json_pack("[s,s,i,i]", "read", f->resolved, f->line, f->limit)
+      : f->approved
+          ? json_pack("[s,s,O,s]", "write", f->resolved, f->content, "approved")
+          : json_pack("[s,s,O]", "write", f->resolved, f->content);
   if (!cl->host->call_lua(cl->ud, lua_fs, args, fs_lua_cb, f)) {
     fs_from_disk(c, f);
     fs_call_free(f);
@@ -575,7 +618,8 @@ static void hold_write(struct client *cl, struct acp_conn *c, struct fs_call *f,
   }
   h->f = f;
   f->tcid = xstrdup(json_string_value(json_object_get(info, "toolCallId")));
-  json_t *args = json_pack("[s,s,i,i]", "read", f->resolved, 0, 0);
+  // "peek": the broker looks, the agent does not see it.
+  json_t *args = json_pack("[s,s,i,i,s]", "read", f->resolved, 0, 0, "peek");
   if (!cl->host->call_lua(cl->ud, lua_fs, args, hold_old_cb, h))
     hold_refuse(cl, c, h, "fs/write_text_file",
                 "the agent did not ask to write it, and Neovim is gone: "
@@ -1110,6 +1154,7 @@ bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
     return false;
   if (allow && acp_conn_alive(c)) {
     if (h->f) {
+      h->f->approved = strcmp(by, "person") == 0;
       fs_go(cl, c, h->f);
       h->f = NULL;
     } else {
@@ -1123,6 +1168,42 @@ bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
   return true;
 }
 
+bool client_fs_answer(struct client *cl, uint64_t token,
+                      const msgpack_object *result) {
+  struct fs_call *f = NULL;
+  for (struct fs_call **pp = &cl->waits; *pp; pp = &(*pp)->next)
+    if ((*pp)->wait == token) {
+      f = *pp;
+      *pp = f->next;
+      cl->nwaits--;
+      break;
+    }
+  if (!f)
+    return false;
+  struct acp_conn *c = conn_by_serial(cl, f->serial);
+  if (c && result && result->type == MSGPACK_OBJECT_BOOLEAN &&
+      result->via.boolean) {
+    acp_conn_respond(c, f->id, json_object());
+    fs_done(c, f, "buffer");
+  } else if (c) {
+    // Refused: the person kept their version (or looks at both); the
+    // agent reads why.
+    char msg[800];
+    bool str = result && result->type == MSGPACK_OBJECT_STR;
+    snprintf(
+        msg, sizeof(msg), "fs/write_text_file refused: %.*s",
+        str ? (int)(result->via.str.size > 600 ? 600 : result->via.str.size)
+            : 22,
+        str ? result->via.str.ptr : "the person refused it");
+    LOG_I("%s: %s", acp_conn_name(c), msg);
+    acp_conn_respond_error(c, f->id, CLIENT_ERR_REFUSED, msg);
+    if (f->tcid)
+      own_update(cl, c, f->session, f->tcid, "failed", NULL);
+  }
+  fs_call_free(f);
+  return true;
+}
+
 void client_cancel(struct client *cl, struct acp_conn *c) {
   for (struct hold *h = cl->holds; h; h = h->next) {
     if (h->token || h->answered || (c && h->serial != acp_conn_serial(c)))
@@ -1132,6 +1213,27 @@ void client_cancel(struct client *cl, struct acp_conn *c) {
     audit(cl, h->info, "ask", "cancel", NULL);
     if (hc)
       hold_answer_refused(hc, h, "turn");
+  }
+  // Writes Neovim holds for the person: refused now (a later answer is
+  // ignored), so that the agent's turn can end.
+  for (struct fs_call **pp = &cl->waits; *pp;) {
+    struct fs_call *f = *pp;
+    if (c && f->serial != acp_conn_serial(c)) {
+      pp = &f->next;
+      continue;
+    }
+    *pp = f->next;
+    cl->nwaits--;
+    struct acp_conn *fc = c ? c : conn_by_serial(cl, f->serial);
+    if (fc) {
+      acp_conn_respond_error(fc, f->id, CLIENT_ERR_REFUSED,
+                             "fs/write_text_file refused: the turn was "
+                             "cancelled while the person was asked about "
+                             "their unsaved changes that overlap it");
+      if (f->tcid)
+        own_update(cl, fc, f->session, f->tcid, "failed", NULL);
+    }
+    fs_call_free(f);
   }
 }
 
@@ -1146,6 +1248,16 @@ void client_conn_gone(struct client *cl, struct acp_conn *c) {
       approval_drop(cl, i);
     else
       i++;
+  for (struct fs_call **pp = &cl->waits; *pp;) {
+    struct fs_call *f = *pp;
+    if (f->serial == acp_conn_serial(c)) {
+      *pp = f->next;
+      cl->nwaits--;
+      fs_call_free(f);
+    } else {
+      pp = &f->next;
+    }
+  }
 }
 
 struct client *client_new(uv_loop_t *loop, const struct client_host *host,
@@ -1164,6 +1276,11 @@ void client_free(struct client *cl) {
     approval_clear(&cl->approvals[i]);
   while (cl->holds)
     hold_free(cl, cl->holds);
+  while (cl->waits) {
+    struct fs_call *f = cl->waits;
+    cl->waits = f->next;
+    fs_call_free(f);
+  }
   free(cl);
 }
 

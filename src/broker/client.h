@@ -95,8 +95,14 @@ void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
 // returns true (the caller then sends no outcome to the agent).
 bool client_answered(struct client *cl, struct acp_conn *c, uint64_t token,
                      bool allow, const char *by);
+// Neovim's answer to a write it held for the person ({wait = token}, see
+// doc/protocol.md): true completes it; a string (why) or anything else
+// refuses it (-32001). Returns false when no write waits for token.
+bool client_fs_answer(struct client *cl, uint64_t token,
+                      const msgpack_object *result);
 // The turn of c is cancelled or c is going (all connections when NULL):
-// unasked writes and terminals whose prompt is not shown yet are refused.
+// unasked writes and terminals whose prompt is not shown yet are refused,
+// and so are the writes Neovim holds for the person (client_fs_answer).
 void client_cancel(struct client *cl, struct acp_conn *c);
 // The agent is gone: its terminals are killed and released.
 void client_conn_gone(struct client *cl, struct acp_conn *c);

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "broker_priv.h"
+#include "client.h"
 #include "codec/jsonpack.h"
 #include "policy/gate.h"
 
@@ -300,6 +301,18 @@ static void m_respond(struct broker *b, const struct nvim_rpc_msg *m) {
   free(scope);
 }
 
+// Neovim's answer to a write it held while the person was asked.
+static void m_fs_answer(struct broker *b, const struct nvim_rpc_msg *m) {
+  const msgpack_object *t = arg(m, 0);
+  if (!t || t->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    broker_emit_error(b, NULL, "acp_fs_answer needs a write's token");
+    return;
+  }
+  if (!client_fs_answer(b->client, t->via.u64, arg(m, 1)))
+    LOG_I("answer for held write %llu, which no longer waits",
+          (unsigned long long)t->via.u64);
+}
+
 // The cwd and agent a policy command is about: ctx.cwd, else the agent's
 // current session's cwd.
 static char *ctx_cwd(struct broker *b, const msgpack_object *cwd_obj,
@@ -438,7 +451,7 @@ const struct broker_method broker_methods[] = {
     {"acp_rule", m_rule},         {"acp_yolo", m_yolo},
     {"acp_mode", m_mode},         {"acp_rules", m_rules},
     {"acp_trust", m_trust},       {"acp_authenticate", m_authenticate},
-    {"acp_set_mode", m_set_mode},
+    {"acp_set_mode", m_set_mode}, {"acp_fs_answer", m_fs_answer},
 };
 
 const size_t broker_nmethods =

@@ -89,6 +89,7 @@ static struct {
                             // decision and the disk)
   uint64_t tokens;
   bool closing;
+  json_t *last_args; // of the last Lua call
 } H;
 
 static struct acp_conn *h_conn(void *ud, uint64_t serial) {
@@ -112,7 +113,8 @@ static bool h_call_lua(void *ud, const char *code, json_t *args,
                        nvim_rpc_response_cb cb, void *cb_ud) {
   (void)ud;
   (void)code;
-  json_decref(args);
+  json_decref(H.last_args);
+  H.last_args = args;
   if (H.before_lua)
     H.before_lua();
   if (!H.nvim || H.nlua == sizeof(H.lua) / sizeof(*H.lua))
@@ -542,6 +544,100 @@ static void test_asked_write(void) {
   H.nvim = false;
 }
 
+// Neovim answers the oldest waiting Lua call with result.
+static void lua_reply(const msgpack_object *result) {
+  msgpack_object nil = {.type = MSGPACK_OBJECT_NIL};
+  struct lua_call c = H.lua[0];
+  memmove(H.lua, H.lua + 1, --H.nlua * sizeof(*H.lua));
+  c.cb(c.ud, &nil, result);
+}
+
+// Neovim holds a write while the person is asked ({wait = token}).
+static void lua_reply_wait(uint64_t token) {
+  msgpack_object_kv kv = {
+      .key = {.type = MSGPACK_OBJECT_STR, .via.str = {4, "wait"}},
+      .val = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = token}};
+  msgpack_object map = {.type = MSGPACK_OBJECT_MAP,
+                        .via.map = {.size = 1, .ptr = &kv}};
+  lua_reply(&map);
+}
+
+// The last Lua call's argument i (borrowed).
+static const char *lua_arg(size_t i) {
+  return json_string_value(json_array_get(H.last_args, i));
+}
+
+static void test_held_write(void) {
+  char p[400];
+  msgpack_object yes = {.type = MSGPACK_OBJECT_BOOLEAN, .via.boolean = true};
+  msgpack_object why = {.type = MSGPACK_OBJECT_STR,
+                        .via.str = {13, "kept his own!"}};
+  configure("{}", "acceptEdits");
+  snprintf(p, sizeof(p), "%s/held.txt", proj);
+  put(p, "disk\n");
+  H.nvim = true;
+
+  // The person's unsaved changes overlap: Neovim answers later.
+  reset();
+  int id = request("fs/write_text_file", fs_write_params(p, "agent\n"));
+  is_str(lua_arg(0), "write", "the write goes to Neovim");
+  ok(lua_arg(3) == NULL, "not marked approved (the policy allowed it)");
+  lua_reply_wait(5);
+  ok(answer(id) == NULL, "held: not answered while the person is asked");
+  ok(!client_fs_answer(cl, 6, &yes), "another token answers nothing");
+  ok(client_fs_answer(cl, 5, &yes), "the answer for token 5");
+  ok(json_is_object(json_object_get(answer(id), "result")),
+     "true: the write is done");
+  is_size(count_events("fs"), 1, "and told to Lua");
+  is_str(slurp(p), "disk\n", "never on disk: the buffer took it");
+  ok(!client_fs_answer(cl, 5, &yes), "a token answers once");
+
+  reset();
+  id = request("fs/write_text_file", fs_write_params(p, "agent\n"));
+  lua_reply_wait(7);
+  ok(client_fs_answer(cl, 7, &why), "a string answers");
+  is_int(error_code(id), -32001, "a string: refused");
+  ok(strstr(error_message(id), "kept his own!") != NULL, "with the reason");
+  is_str(slurp(p), "disk\n", "not written");
+
+  // A token already waiting is not taken twice; the second write is refused.
+  reset();
+  id = request("fs/write_text_file", fs_write_params(p, "one\n"));
+  lua_reply_wait(8);
+  int id2 = request("fs/write_text_file", fs_write_params(p, "two\n"));
+  lua_reply_wait(8);
+  is_int(error_code(id2), -32001, "a token in use: refused at once");
+  ok(answer(id) == NULL, "the first still waits");
+
+  // The turn is cancelled: what waits is refused at once.
+  client_cancel(cl, H.conn);
+  is_int(error_code(id), -32001, "a cancelled turn refuses a held write");
+  ok(strstr(error_message(id), "cancelled") != NULL, "saying so");
+  ok(!client_fs_answer(cl, 8, &yes), "a later answer is ignored");
+
+  // The agent goes: what waits is dropped (ASan: no leak).
+  reset();
+  id = request("fs/write_text_file", fs_write_params(p, "three\n"));
+  lua_reply_wait(9);
+  client_conn_gone(cl, H.conn);
+  ok(!client_fs_answer(cl, 9, &yes), "dropped with its agent");
+  ok(answer(id) == NULL, "and never answered");
+
+  // A write the person allowed in the broker's own prompt is marked so.
+  configure("{}", "default");
+  reset();
+  id = request("fs/write_text_file", fs_write_params(p, "asked\n"));
+  is_str(lua_arg(4), "peek", "the prompt's read is a peek");
+  lua_reply_nil();
+  uint64_t token = (uint64_t)json_integer_value(
+      json_object_get(json_array_get(H.asks, 0), "token"));
+  ok(client_answered(cl, H.conn, token, true, "person"), "allowed");
+  is_str(lua_arg(3), "approved", "the write says the person allowed it");
+  lua_reply(&yes);
+  ok(json_is_object(json_object_get(answer(id), "result")), "done");
+  H.nvim = false;
+}
+
 // ---- terminals ----
 
 static bool terminal_done(void) {
@@ -683,6 +779,7 @@ int main(void) {
   test_swap();
   test_deny_and_plan();
   test_asked_write();
+  test_held_write();
   test_terminal();
 
   client_conn_gone(cl, &conn);
@@ -695,6 +792,7 @@ int main(void) {
   json_decref(H.errors);
   json_decref(H.audits);
   json_decref(H.asks);
+  json_decref(H.last_args);
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
   if (system(cmd) != 0)
