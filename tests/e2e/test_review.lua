@@ -155,6 +155,9 @@ T.test(':AcpReview lists the hunks; revert one, then the file; the person keeps 
   end)
   T.eq(lines(buf)[9], 'L9', 'undo brings back the last reverted hunk')
 
+  T.eq(vim.fn.getcompletion('AcpReview re', 'cmdline'), { 'revert' }, 'completion of the subcommand')
+  T.eq(vim.fn.getcompletion('AcpReview revert ', 'cmdline'), { 'file', 'all' }, 'completion of revert')
+
   -- Nothing was sent to the agent.
   local prompts = T.messages(T.transcript(ctx.transcript), 'in', 'session/prompt')
   T.eq(#prompts, 1, 'the agent got one prompt, nothing about the revert')
