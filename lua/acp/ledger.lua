@@ -77,6 +77,13 @@ function M.on_event(name, d)
     local tc = type(d.toolCall) == 'table' and d.toolCall or d
     H.see_tool(sid, rec, vim.tbl_extend('force', tc, { toolCallId = d.toolCallId or tc.toolCallId }), name == 'unasked')
     if name == 'permission' and type(d.id) == 'number' then
+      -- The files the policy judged, a command's operands too.
+      local cwd = state.sessions[sid] and state.sessions[sid].cwd
+      for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
+        if compat.str(p) then
+          H.named(rec, H.see(rec, H.norm(H.abs(p, cwd))), d.toolCallId)
+        end
+      end
       H.asked(sid, d)
     else
       H.decision(sid, d.toolCallId, 'acted without asking')

@@ -453,12 +453,12 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
       json_is_string(title) ? title : NULL, "kind",
       json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc);
   // From the verdict: why the person is asked, what the policy judged (the
-  // analysed command and its atoms) and the options it would answer allow
-  // or reject with: Lua shows and uses these, it rebuilds nothing from
-  // rawInput.
-  static const char *const judged[] = {"reason",      "rule",        "source",
-                                       "narrow",      "command",     "atoms",
-                                       "allowOption", "rejectOption"};
+  // analysed command and its atoms, the paths it names) and the options it
+  // would answer allow or reject with: Lua shows and uses these, it
+  // rebuilds nothing from rawInput.
+  static const char *const judged[] = {"reason", "rule",        "source",
+                                       "narrow", "command",     "atoms",
+                                       "paths",  "allowOption", "rejectOption"};
   for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
     json_t *val = json_object_get(info, judged[i]);
     if (val)

@@ -220,4 +220,22 @@ T.test('an edit the mode allows (no prompt, no announcement, as Gemini): snapsho
   T.eq(T.read(path), 'one\ntwo\n', 'the file on disk')
 end)
 
+T.test('a file a command changed (sed -i in a terminal), not loaded: snapshotted from the request, summed up, reverted', function()
+  local project = T.project()
+  local path = project .. '/s.txt'
+  T.write(path, 'alpha\nbeta\n')
+  local sed = "sed -i 's/^beta$/BETA/' s.txt"
+  local step = T.shell_request('sed_${turn}', sed, OPTIONS)
+  step.on_allow = { type = 'run', command = sed }
+  local ctx = T.start_demo({ name = 'sed', steps = { step } }, { project = project })
+  require('acp').prompt('Capitalise beta')
+  allow('sed_1')
+  T.idle()
+  local data = changes(ctx)
+  T.eq({ vim.fn.fnamemodify(data.files[1].path, ':t'), data.files[1].added, data.files[1].removed }, { 's.txt', 1, 1 }, 's.txt +1 -1')
+  T.eq(T.read(path), 'alpha\nBETA\n', 'the command ran')
+  vim.cmd('AcpReview revert all')
+  T.eq(T.read(path), 'alpha\nbeta\n', 'reverted on disk')
+end)
+
 T.done()
