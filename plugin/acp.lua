@@ -134,6 +134,16 @@ command('AcpLog', function()
   cmds().log()
 end, { nargs = 0, desc = 'Open the decision audit log' })
 
+command('AcpReview', function(o)
+  cmds().review(o.args)
+end, {
+  nargs = '*',
+  desc = 'Review what the agent changed: quickfix of hunks (turn|session), diff [file], revert [file|all]',
+  complete = function(arglead, cmdline)
+    return require('acp.commands').complete_review(arglead, cmdline)
+  end,
+})
+
 -- nvim_set_keymap, not vim.keymap.set: that would load a Lua module at
 -- every startup.
 local function plug(lhs, fn, desc)

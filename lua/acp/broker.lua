@@ -15,6 +15,7 @@ local rpc = require('acp.rpc')
 require('acp.auth')
 require('acp.chat')
 require('acp.commands')
+require('acp.ledger')
 require('acp.prompt')
 
 local M = setmetatable({}, { __index = rpc })

@@ -766,6 +766,28 @@ function H.confirm_trust(d, root)
 end
 
 -- A `rules` answer no command waited for (it came late) is shown anyway.
+--- :AcpReview [turn|session] | diff [file] | revert [file|all]
+---@param args string
+function M.review(args)
+  require('acp.review').command(args)
+end
+
+function M.complete_review(arglead, cmdline)
+  local words = {}
+  for w in cmdline:gmatch('%S+') do
+    words[#words + 1] = w
+  end
+  local n = #words - (arglead == '' and 0 or 1)
+  if n <= 1 then
+    return H.filter(require('acp.review').subcommands, arglead)
+  elseif words[2] == 'revert' and n == 2 then
+    return H.filter({ 'file', 'all' }, arglead)
+  elseif words[2] == 'diff' and n == 2 then
+    return vim.fn.getcompletion(arglead, 'file')
+  end
+  return {}
+end
+
 state.on('rules', M.show_rules)
 
 return M

@@ -230,6 +230,34 @@ function M.chat(opts)
   return require('acp.chat').open(opts or {})
 end
 
+--- What the agent changed in the session: `{ {path=, hunks={ {old_start=,
+--- old_count=, new_start=, new_count=}, ...} }, ... }`, each file against
+--- its snapshot from before the agent's first change (`:help acp-review`).
+--- opts.scope = 'turn': the last turn that changed files, against their
+--- snapshots from before that turn.
+---@param opts {scope: string|nil, session: string|nil}|nil
+---@return table[]
+function M.review(opts)
+  return require('acp.ledger').review(opts)
+end
+
+--- Restores hunk `hunk` (an index into review()'s hunks of path; nil: all
+--- of them) in the loaded buffer (undoable), else in a buffer loaded for
+--- it; a buffer without unsaved changes is written. The agent is not told.
+---@param path string
+---@param hunk integer|nil
+---@param opts {scope: string|nil, session: string|nil}|nil as for review()
+---@return boolean ok
+---@return string|nil err
+function M.revert(path, hunk, opts)
+  local ok, msg = require('acp.ledger').revert(path, hunk, opts)
+  if not ok then
+    return H.fail(msg)
+  end
+  vim.notify(msg, vim.log.levels.INFO)
+  return true
+end
+
 -- Helper functionality =======================================================
 
 function H.fail(msg)

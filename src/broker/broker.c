@@ -375,9 +375,17 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // The verdict becomes the event (broker_send_event releases it), with
   // only what doc/protocol.md lists: Neovim decodes every field of every
   // decision, and an agent can have thousands decided per second.
+  // An allowed call that may change files keeps its paths: Lua snapshots
+  // them before the change (the turn ledger, doc/protocol.md). Reads, the
+  // bulk of what is decided, do not.
+  const char *kind = str(v->info, "kind");
+  bool edit = v->decision == POLICY_ALLOW &&
+              !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
+                         !strcmp(kind, "fetch") || !strcmp(kind, "think")));
   static const char *const internal[] = {"root", "paths", "rawCommand"};
   for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
-    json_object_del(v->info, internal[i]);
+    if (!edit || strcmp(internal[i], "paths") != 0)
+      json_object_del(v->info, internal[i]);
   json_object_set_new(v->info, "optionId",
                       v->option_id ? json_string(v->option_id) : json_null());
   broker_send_event(b, "decided", v->info, NULL);
@@ -445,12 +453,12 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
       json_is_string(title) ? title : NULL, "kind",
       json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc);
   // From the verdict: why the person is asked, what the policy judged (the
-  // analysed command and its atoms) and the options it would answer allow
-  // or reject with: Lua shows and uses these, it rebuilds nothing from
-  // rawInput.
-  static const char *const judged[] = {"reason",      "rule",        "source",
-                                       "narrow",      "command",     "atoms",
-                                       "allowOption", "rejectOption"};
+  // analysed command and its atoms, the paths it names) and the options it
+  // would answer allow or reject with: Lua shows and uses these, it
+  // rebuilds nothing from rawInput.
+  static const char *const judged[] = {"reason", "rule",        "source",
+                                       "narrow", "command",     "atoms",
+                                       "paths",  "allowOption", "rejectOption"};
   for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
     json_t *val = json_object_get(info, judged[i]);
     if (val)

@@ -217,6 +217,23 @@ if vim.fn.filereadable(audit) == 1 then
     end
   end
 end
+if vim.env.ACP_EXPECT_REVIEW == '1' then
+  -- The turn ledger (doc/acp.txt, acp-review): test.txt, created by the
+  -- agent (Claude writes it itself, Gemini through fs/*), is in review()
+  -- with one hunk against its snapshot (missing); reverting empties it.
+  vim.wait(3000, function()
+    return #acp.review() > 0
+  end, 20)
+  result.review = {}
+  local found
+  for _, r in ipairs(acp.review()) do
+    local name = vim.fn.fnamemodify(r.path, ':t')
+    table.insert(result.review, { file = name, hunks = #r.hunks })
+    found = found or (name == 'test.txt' and #r.hunks == 1 and r.hunks[1].old_count == 0)
+  end
+  result.reverted = found and acp.revert(ws .. '/test.txt') and #vim.fn.readfile(ws .. '/test.txt') == 0 or false
+  result.review_left = #acp.review()
+end
 local f = io.open(vim.env.ACP_RUN_DIR .. '/nvim-result.json', 'w')
 f:write(encode(result))
 f:close()
@@ -293,5 +310,8 @@ if policy == 'rules' then
     and decided[1].decision == 'allow' and decided[2].decision == 'allow'
 elseif policy == 'deny' then
   ok = ok and #decided >= 1 and decided[1].decision == 'deny' and decided[1].rule == 'Edit(/test.txt)'
+end
+if vim.env.ACP_EXPECT_REVIEW == '1' then
+  ok = ok and result.reverted == true and result.review_left == 0
 end
 vim.cmd(ok and 'qa!' or 'cquit 1')

@@ -33,6 +33,10 @@ for agent in gemini claude codex; do
   run "$agent" cancel cancelled no
   run "$agent" rules end_turn yes
 done
+# The turn ledger: review() lists the file the agent created (Claude
+# writes it itself, Gemini through fs/*) and revert() empties it.
+run claude allow end_turn yes ACP_EXPECT_REVIEW=1
+run gemini allow end_turn yes ACP_EXPECT_REVIEW=1
 run gemini reject end_turn no
 run claude reject end_turn no
 run codex reject cancelled no

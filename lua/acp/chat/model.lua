@@ -575,6 +575,15 @@ function H.events.turn_end(d)
   H.touch(chat)
 end
 
+--- The files the turn changed (acp.ledger emits 'changes' at its end), as
+--- a note after it.
+state.on('changes', function(d)
+  local chat = type(d) == 'table' and H.session_chat(d)
+  if chat and type(d.summary) == 'string' then
+    H.note(chat, d.summary .. ' (:AcpReview)')
+  end
+end)
+
 --- Marks the unfinished tool calls of the turn as ended with `word`.
 function H.end_tools(chat, word)
   for _, rec in pairs(chat.turn) do

@@ -1,0 +1,241 @@
+-- The turn ledger and :AcpReview: each file the agent changes in a turn is
+-- snapshotted before its first change; the turn ends with a summary (files,
+-- +/- lines) in the chat and a notice; :AcpReview lists the agent's hunks
+-- in the quickfix list, shows a file against its snapshot, and reverts a
+-- hunk, a file or everything (undoable, never touching the person's own
+-- later edits). Reverting tells the agent nothing.
+local T = require('helpers')
+local api = vim.api
+
+local OPTIONS = {
+  { kind = 'allow_once', name = 'Allow', optionId = 'allow' },
+  { kind = 'reject_once', name = 'Reject', optionId = 'reject' },
+}
+
+-- A Claude-shaped edit of `name` (announced with its location and diff)
+-- whose allow writes `new` through fs/write_text_file.
+local function edit(id, name, old, new)
+  return {
+    type = 'permission',
+    announce = true,
+    toolCall = {
+      toolCallId = id .. '_${turn}',
+      title = 'Write ' .. name,
+      kind = 'edit',
+      locations = { { path = '${cwd}/' .. name } },
+      content = { { type = 'diff', path = '${cwd}/' .. name, oldText = old or vim.NIL, newText = new } },
+      rawInput = { file_path = '${cwd}/' .. name },
+    },
+    options = OPTIONS,
+    on_allow = { type = 'write', path = name, content = new },
+  }
+end
+
+local function allow(tcid)
+  local p = T.wait_pending(tcid)
+  T.ok(require('acp').respond(p.id, 'allow'), 'allowed ' .. tcid)
+end
+
+local function lines(buf)
+  return api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+-- Waits for the summary of the turn of ctx's session (the 'changes' event).
+local function changes(ctx)
+  return T.wait(function()
+    local ev = require('acp.state').events
+    for i = #ev, 1, -1 do
+      if ev[i].event == 'changes' and ev[i].data.session == ctx.session then
+        return ev[i].data
+      end
+    end
+  end, nil, 'the changes of the turn')
+end
+
+local function buf_text(buf)
+  return buf and table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), '\n') or ''
+end
+
+T.test('the end of a turn shows which files it changed, with +/- lines', function()
+  local project = T.project()
+  T.write(project .. '/a.txt', 'one\ntwo\nthree\n')
+  vim.cmd('edit ' .. vim.fn.fnameescape(project .. '/a.txt'))
+  local ctx = T.start_demo({
+    name = 'ledger',
+    steps = {
+      edit('wa', 'a.txt', 'one\ntwo\nthree\n', 'one\nTWO\nthree\nfour\n'),
+      edit('wn', 'new.txt', nil, 'x\ny\n'),
+      { type = 'message', text = 'Wrote two files.' },
+    },
+  }, { project = project })
+  require('acp').chat()
+  require('acp').prompt('Change a.txt, add new.txt')
+  allow('wa_1')
+  allow('wn_1')
+  T.idle()
+  local data = changes(ctx)
+  T.eq(data.session, ctx.session, 'session')
+  local got = {}
+  for _, f in ipairs(data.files) do
+    got[#got + 1] = { vim.fn.fnamemodify(f.path, ':t'), f.added, f.removed, f.created }
+  end
+  T.eq(got, { { 'a.txt', 2, 1, false }, { 'new.txt', 2, 0, true } }, 'files, lines added and removed')
+  T.eq(data.files[1].toolCalls, { { toolCallId = 'wa_1', title = 'Write a.txt', decision = 'allowed by you' } }, 'the tool call that changed a.txt')
+  T.contains(data.summary, 'this turn changed 2 files', 'summary')
+  T.contains(data.summary, 'a.txt +2 -1', 'summary of a.txt')
+  T.wait(function()
+    return T.notes_text():find('this turn changed 2 files', 1, true)
+  end, nil, 'the notice')
+  T.wait(function()
+    return buf_text(require('acp.chat').buffer(ctx.session)):find('this turn changed 2 files', 1, true)
+  end, nil, 'the summary in the chat')
+end)
+
+T.test(':AcpReview lists the hunks; revert one, then the file; the person keeps their own edit; undoable', function()
+  local project = T.project()
+  local old = 'l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n'
+  T.write(project .. '/code.txt', old)
+  vim.cmd('edit ' .. vim.fn.fnameescape(project .. '/code.txt'))
+  local buf, win = api.nvim_get_current_buf(), api.nvim_get_current_win()
+  local ctx = T.start_demo({
+    name = 'review',
+    steps = { edit('wc', 'code.txt', old, 'l1\nL2\nl3\nl4\nl5\nl6\nl7\nl8\nL9\nl10\n') },
+  }, { project = project })
+  require('acp').prompt('Capitalise two lines')
+  allow('wc_1')
+  T.idle()
+  changes(ctx)
+  T.eq(lines(buf)[2], 'L2', "the agent's write reached the buffer")
+  -- The person edits another line afterwards, without saving.
+  api.nvim_buf_set_lines(buf, 4, 5, false, { 'mine' })
+
+  local review = require('acp').review()
+  T.eq(#review, 1, 'one file in review()')
+  T.eq(review[1].path, vim.loop.fs_realpath(project .. '/code.txt'), 'its path')
+  T.eq(#review[1].hunks, 2, "the agent's two hunks, not the person's edit")
+  T.eq(review[1].hunks[1].new_start, 2, 'first hunk at line 2')
+
+  api.nvim_set_current_win(win)
+  vim.cmd('AcpReview')
+  local qf = vim.fn.getqflist()
+  T.eq(#qf, 2, 'two quickfix entries')
+  T.eq({ qf[1].lnum, qf[2].lnum }, { 2, 9 }, 'their lines')
+  T.contains(qf[1].text, 'L2', 'the text of the first')
+  T.contains(qf[1].text, '[Write code.txt: allowed by you]', 'the tool call and its decision')
+  T.eq(vim.fn.getqflist({ title = 0 }).title:match('^acp review') ~= nil, true, 'the title')
+
+  -- The diff view: the file beside its snapshot.
+  vim.cmd('AcpReview diff ' .. vim.fn.fnameescape(project .. '/code.txt'))
+  local snap_buf
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(w) ~= buf then
+      snap_buf = api.nvim_win_get_buf(w)
+    end
+    T.ok(vim.wo[w].diff, 'both windows in diff mode')
+  end
+  T.eq(lines(snap_buf), { 'l1', 'l2', 'l3', 'l4', 'l5', 'l6', 'l7', 'l8', 'l9', 'l10' }, 'the snapshot')
+  vim.cmd('tabclose')
+
+  -- Revert the hunk under the cursor.
+  api.nvim_set_current_win(win)
+  api.nvim_win_set_cursor(win, { 2, 0 })
+  vim.cmd('AcpReview revert')
+  T.eq(lines(buf), { 'l1', 'l2', 'l3', 'l4', 'mine', 'l6', 'l7', 'l8', 'L9', 'l10' }, 'hunk 1 reverted, the rest kept')
+  T.ok(vim.bo[buf].modified, 'not written: the person has unsaved changes')
+  T.eq(#require('acp').review()[1].hunks, 1, 'one hunk left in review()')
+  T.eq(#vim.fn.getqflist(), 1, 'the quickfix list follows')
+
+  -- Revert the rest of the file.
+  vim.cmd('AcpReview revert file')
+  T.eq(lines(buf), { 'l1', 'l2', 'l3', 'l4', 'mine', 'l6', 'l7', 'l8', 'l9', 'l10' }, 'all reverted; the edit kept')
+  T.eq(#require('acp').review(), 0, 'nothing left to review')
+
+  api.nvim_buf_call(buf, function()
+    vim.cmd('silent undo')
+  end)
+  T.eq(lines(buf)[9], 'L9', 'undo brings back the last reverted hunk')
+
+  T.eq(vim.fn.getcompletion('AcpReview re', 'cmdline'), { 'revert' }, 'completion of the subcommand')
+  T.eq(vim.fn.getcompletion('AcpReview revert ', 'cmdline'), { 'file', 'all' }, 'completion of revert')
+
+  -- Nothing was sent to the agent.
+  local prompts = T.messages(T.transcript(ctx.transcript), 'in', 'session/prompt')
+  T.eq(#prompts, 1, 'the agent got one prompt, nothing about the revert')
+end)
+
+T.test('a hunk the person edited since is not reverted', function()
+  local project = T.project()
+  local old = 'a\nb\nc\n'
+  T.write(project .. '/x.txt', old)
+  vim.cmd('edit ' .. vim.fn.fnameescape(project .. '/x.txt'))
+  local buf = api.nvim_get_current_buf()
+  local ctx = T.start_demo({ name = 'conflict', steps = { edit('wx', 'x.txt', old, 'a\nB\nc\n') } }, { project = project })
+  require('acp').prompt('Change b')
+  allow('wx_1')
+  T.idle()
+  changes(ctx)
+  api.nvim_buf_set_lines(buf, 1, 2, false, { 'B and mine' })
+  local review = require('acp').review()
+  T.eq(review[1].hunks[1].conflict, true, 'the hunk is marked')
+  local ok = require('acp').revert(project .. '/x.txt', 1)
+  T.eq(ok, false, 'revert refused')
+  T.eq(lines(buf), { 'a', 'B and mine', 'c' }, "the person's line is kept")
+end)
+
+T.test('a file the agent wrote directly on disk, no buffer: reviewed and reverted on disk', function()
+  local project = T.project()
+  local path = project .. '/d.txt'
+  T.write(path, 'keep\nold\n')
+  local step = edit('wd', 'd.txt', 'keep\nold\n', 'keep\nnew\nmore\n')
+  step.on_allow = nil -- the test writes it, as an agent that writes itself
+  local ctx = T.start_demo({ name = 'direct', steps = { step } }, { project = project })
+  require('acp').prompt('Edit d.txt')
+  local p = T.wait_pending('wd_1')
+  T.write(path, 'keep\nnew\nmore\n')
+  T.ok(require('acp').respond(p.id, 'allow'), 'allowed')
+  T.idle()
+  local data = changes(ctx)
+  T.eq({ data.files[1].added, data.files[1].removed }, { 2, 1 }, '+2 -1')
+  T.eq(data.files[1].how, 'disk', 'seen on disk')
+  vim.cmd('AcpReview revert all')
+  T.eq(T.read(path), 'keep\nold\n', 'the file is as before the turn')
+end)
+
+T.test('an edit the mode allows (no prompt, no announcement, as Gemini): snapshotted from the decision', function()
+  local project = T.project()
+  local path = project .. '/g.txt'
+  T.write(path, 'one\ntwo\n')
+  local step = edit('wg', 'g.txt', 'one\ntwo\n', 'one\n2\n')
+  step.announce = nil
+  local ctx = T.start_demo({ name = 'gemini-edit', steps = { step } }, {
+    project = project,
+    setup = { ui = { arm_ms = 50 }, permissions = { defaultMode = 'acceptEdits' } },
+  })
+  require('acp').prompt('Edit g.txt')
+  T.idle()
+  local data = changes(ctx)
+  T.eq({ data.files[1].added, data.files[1].removed, data.files[1].unknown }, { 1, 1, false }, '+1 -1 against its snapshot')
+  T.contains(data.files[1].toolCalls[1].decision, 'allowed by mode', 'how it was decided')
+  T.ok(require('acp').revert(path), 'reverted')
+  T.eq(T.read(path), 'one\ntwo\n', 'the file on disk')
+end)
+
+T.test('a file a command changed (sed -i in a terminal), not loaded: snapshotted from the request, summed up, reverted', function()
+  local project = T.project()
+  local path = project .. '/s.txt'
+  T.write(path, 'alpha\nbeta\n')
+  local sed = "sed -i 's/^beta$/BETA/' s.txt"
+  local step = T.shell_request('sed_${turn}', sed, OPTIONS)
+  step.on_allow = { type = 'run', command = sed }
+  local ctx = T.start_demo({ name = 'sed', steps = { step } }, { project = project })
+  require('acp').prompt('Capitalise beta')
+  allow('sed_1')
+  T.idle()
+  local data = changes(ctx)
+  T.eq({ vim.fn.fnamemodify(data.files[1].path, ':t'), data.files[1].added, data.files[1].removed }, { 's.txt', 1, 1 }, 's.txt +1 -1')
+  T.eq(T.read(path), 'alpha\nBETA\n', 'the command ran')
+  vim.cmd('AcpReview revert all')
+  T.eq(T.read(path), 'alpha\nbeta\n', 'reverted on disk')
+end)
+
+T.done()
