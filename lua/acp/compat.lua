@@ -11,6 +11,44 @@ local H = {}
 --- libuv bindings (`vim.uv` from 0.10, `vim.loop` before).
 M.uv = vim.uv or vim.loop
 
+--- The whole content of the regular file at path when it holds at most max
+--- bytes, and its fs_stat. nil (with the stat when there is one) when it is
+--- missing, not a regular file, larger than max, or unreadable.
+---@param path string
+---@param max integer
+---@return string|nil data
+---@return table|nil stat
+function M.read_file(path, max)
+  local st = M.uv.fs_stat(path)
+  if st == nil or st.type ~= 'file' or st.size > max then
+    return nil, st
+  end
+  local fd = M.uv.fs_open(path, 'r', 0)
+  if fd == nil then
+    return nil, st
+  end
+  -- One byte more than it had: a file that grew past max since is refused.
+  local data = M.uv.fs_read(fd, st.size + 1, 0)
+  M.uv.fs_close(fd)
+  if type(data) ~= 'string' or #data > max then
+    return nil, st
+  end
+  return data, st
+end
+
+--- path with its symlinks resolved (fs_realpath); for a file that does
+--- not exist (any more), its resolved directory joined with its name.
+---@param path string
+---@return string
+function M.realpath(path)
+  local real = M.uv.fs_realpath(path)
+  if real then
+    return real
+  end
+  local dir = M.uv.fs_realpath(vim.fn.fnamemodify(path, ':h'))
+  return dir and H.join(dir, vim.fn.fnamemodify(path, ':t')) or path
+end
+
 --- True when Neovim is at least 0.`minor`.
 ---@param minor integer
 ---@return boolean

@@ -520,7 +520,7 @@ function H.file_blocks(ctx, path, buf)
   if mime ~= nil then
     link.mimeType = mime
     if ctx.image and st ~= nil and st.size <= M.max_image and ctx.total + st.size * 4 / 3 <= M.max_total then
-      local data = H.read(path, st.size)
+      local data = compat.read_file(path, M.max_image)
       if data ~= nil then
         local b64 = M.base64(data)
         H.spend(ctx, #b64)
@@ -571,26 +571,9 @@ function H.text_of(path, buf)
     end
     return text
   end
-  local st = compat.uv.fs_stat(path)
-  if st == nil or st.type ~= 'file' or st.size > M.max_text then
-    return nil
-  end
-  local data = H.read(path, st.size)
+  local data = compat.read_file(path, M.max_text)
   if data == nil or data:find('\0', 1, true) then
     return nil
-  end
-  return data
-end
-
-function H.read(path, size)
-  local f = io.open(path, 'rb')
-  if f == nil then
-    return nil
-  end
-  local data = f:read(size + 1) or ''
-  f:close()
-  if #data > size then
-    return nil -- it grew meanwhile
   end
   return data
 end

@@ -85,7 +85,7 @@ function M.diff(item, have)
   local function nl(s)
     return (s ~= '' and s:sub(-1) ~= '\n') and s .. '\n' or s
   end
-  local ok, diff = pcall(vim.diff, nl(old or ''), nl(new), { result_type = 'unified', ctxlen = 3 })
+  local ok, diff = pcall(text.diff, nl(old or ''), nl(new), { result_type = 'unified', ctxlen = 3 })
   if not ok or type(diff) ~= 'string' then
     r.note = '(could not compute the diff)'
   elseif diff == '' then

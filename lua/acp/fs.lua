@@ -14,6 +14,7 @@
 --- buffer with unsaved changes is never written to disk unless the person
 --- chose the agent's text.
 
+local compat = require('acp.compat')
 local merge = require('acp.merge')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -230,15 +231,14 @@ function M.waiting()
 end
 
 --- The loaded, file-backed buffer whose file is path (compared after
---- resolving symlinks), or nil.
+--- resolving symlinks, compat.realpath), or nil.
 ---@param path string
 ---@return integer|nil
 function M.find(path)
-  local uv = vim.uv or vim.loop
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
       local name = vim.api.nvim_buf_get_name(buf)
-      if name ~= '' and (name == path or uv.fs_realpath(name) == path) then
+      if name ~= '' and (name == path or compat.realpath(name) == path) then
         return buf
       end
     end
@@ -273,29 +273,14 @@ end
 
 --- The file's text, or nil (missing, unreadable, too large).
 function H.disk(path, max)
-  local uv = vim.uv or vim.loop
-  local st = uv.fs_stat(path)
-  if st == nil or st.type ~= 'file' or st.size > (max or merge.max_bytes) then
-    return nil
-  end
-  local f = io.open(path, 'rb')
-  if f == nil then
-    return nil
-  end
-  local s = f:read('*a')
-  f:close()
-  return s
+  return (compat.read_file(path, max or merge.max_bytes))
 end
 
 --- Replaces the buffer's text with new_text as one undoable change
 --- touching only the lines that differ; remembers agent_text as what the
 --- agent saw; writes the buffer when save. true, or why not.
 function H.apply(buf, path, new_text, agent_text, save)
-  local lines = text.lines(new_text)
-  local eol = lines[#lines] == ''
-  if eol then
-    table.remove(lines)
-  end
+  local lines, eol = text.file_lines(new_text)
   if #lines == 0 then
     lines = { '' }
   end

@@ -22,6 +22,7 @@
 --- acp.text.
 
 local compat = require('acp.compat')
+local fs = require('acp.fs')
 local state = require('acp.state')
 local text = require('acp.text')
 
@@ -802,8 +803,7 @@ function H.hunks(a, b)
   if a == nil or b == nil or a.unknown or b.unknown then
     return {}
   end
-  local diff = (vim.text and vim.text.diff) or vim.diff
-  local ok, idx = pcall(diff, H.text(a), H.text(b), { result_type = 'indices' })
+  local ok, idx = pcall(text.diff, text.diff_text(a.lines), text.diff_text(b.lines), { result_type = 'indices' })
   local list = {}
   for _, h in ipairs(ok and type(idx) == 'table' and idx or {}) do
     list[#list + 1] = { old_start = h[1], old_count = h[2], new_start = h[3], new_count = h[4] }
@@ -811,13 +811,6 @@ function H.hunks(a, b)
   return list
 end
 
---- Every line ends with a newline, so that the last one diffs like the others.
-function H.text(snap)
-  if #snap.lines == 0 then
-    return ''
-  end
-  return table.concat(snap.lines, '\n') .. '\n'
-end
 
 function H.size(snap)
   local n = 0
@@ -828,7 +821,7 @@ function H.size(snap)
 end
 
 function H.same(a, b)
-  return (a.missing == true) == (b.missing == true) and H.text(a) == H.text(b)
+  return (a.missing == true) == (b.missing == true) and text.diff_text(a.lines) == text.diff_text(b.lines)
 end
 
 --- What the person has of path now: the loaded buffer, else the disk;
@@ -839,21 +832,11 @@ function H.snapshot(path)
   if buf ~= nil then
     return H.buf_snapshot(buf)
   end
-  local uv = compat.uv
-  local st = uv.fs_stat(path)
+  local data, st = compat.read_file(path, M.max_bytes)
   if st == nil then
     return { missing = true, lines = {} }
   end
-  if st.type ~= 'file' or st.size > M.max_bytes then
-    return nil
-  end
-  local fd = uv.fs_open(path, 'r', 0)
-  if fd == nil then
-    return nil
-  end
-  local data = uv.fs_read(fd, st.size, 0)
-  uv.fs_close(fd)
-  if type(data) ~= 'string' then
+  if data == nil then
     return nil
   end
   local snap = H.from_text(data)
@@ -881,38 +864,14 @@ function H.buf_snapshot(buf)
 end
 
 function H.from_text(s)
-  local lines = text.lines(s)
-  local eol = lines[#lines] == ''
-  if eol then
-    table.remove(lines)
-  end
+  local lines, eol = text.file_lines(s)
   return { lines = lines, eol = eol }
 end
 
---- The loaded, file-backed buffer of path (compared after resolving
---- symlinks), or nil.
-function H.find(path)
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
-      local name = vim.api.nvim_buf_get_name(buf)
-      if name ~= '' and (name == path or H.norm(name) == path) then
-        return buf
-      end
-    end
-  end
-  return nil
-end
+H.find = fs.find
 
 --- path with symlinks resolved (of its directory when it does not exist).
-function H.norm(path)
-  local uv = compat.uv
-  local real = uv.fs_realpath(path)
-  if real then
-    return real
-  end
-  local dir = uv.fs_realpath(vim.fn.fnamemodify(path, ':h'))
-  return dir and compat.join(dir, vim.fn.fnamemodify(path, ':t')) or path
-end
+H.norm = compat.realpath
 
 function H.abs(p, cwd)
   if p:sub(1, 1) == '/' or cwd == nil then

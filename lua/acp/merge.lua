@@ -148,11 +148,7 @@ end
 
 --- {lines, eol}: the lines of s, and whether it ends with a newline.
 function H.split(s)
-  local lines = text.lines(s)
-  local eol = lines[#lines] == ''
-  if eol then
-    table.remove(lines)
-  end
+  local lines, eol = text.file_lines(s)
   return { lines = lines, eol = eol or #lines == 0 }
 end
 
@@ -163,22 +159,12 @@ function H.join(lines, eol)
   return table.concat(lines, '\n') .. (eol and '\n' or '')
 end
 
---- Text for vim.diff: every line ends with a newline, so that a missing
---- final newline is not a change of the last line.
-function H.diff_text(x)
-  if #x.lines == 0 then
-    return ''
-  end
-  return table.concat(x.lines, '\n') .. '\n'
-end
-
-H.diff = vim.text and vim.text.diff or vim.diff
 
 --- The hunks base → other as {lo, hi (base lines lo+1..hi replaced, 0-based
 --- half-open), from, count (other's lines), side}.
 function H.hunks(b, o, side)
   local list = {}
-  local idx = H.diff(H.diff_text(b), H.diff_text(o), { result_type = 'indices' })
+  local idx = text.diff(text.diff_text(b.lines), text.diff_text(o.lines), { result_type = 'indices' })
   for _, d in ipairs(idx or {}) do
     local sa, ca, sb, cb = d[1], d[2], d[3], d[4]
     -- A count of 0 gives the line after which the change goes.

@@ -26,6 +26,20 @@ function M.lines(text)
   end
 end
 
+--- A file's text as buffer lines: its lines without the empty one after a
+--- final newline, and whether there was one (a buffer's 'eol').
+---@param text string
+---@return string[] lines
+---@return boolean eol
+function M.file_lines(text)
+  local lines = M.lines(text)
+  local eol = lines[#lines] == ''
+  if eol then
+    table.remove(lines)
+  end
+  return lines, eol
+end
+
 --- Text split into lines (CR LF and CR count as LF; no empty last line
 --- for a final newline).
 ---@param text any
@@ -156,6 +170,20 @@ function M.shell_join(argv)
     parts[#parts + 1] = p
   end
   return table.concat(parts, ' ')
+end
+
+--- vim.diff, named vim.text.diff from Neovim 0.11 on.
+M.diff = (vim.text and vim.text.diff) or vim.diff
+
+--- lines as text for M.diff: every line ends with a newline, so that a
+--- missing final newline is not a change of the last line.
+---@param lines string[]
+---@return string
+function M.diff_text(lines)
+  if #lines == 0 then
+    return ''
+  end
+  return table.concat(lines, '\n') .. '\n'
 end
 
 return M
