@@ -71,5 +71,7 @@ run gemini allow end_turn yes ACP_PROJECT=gemini-allow ACP_EXPECT_ASKED=1 "${U[@
 run codex allow end_turn edit ACP_PROJECT=codex-config ACP_EXPECT_ASKED=0 "${U[@]}"
 # Context into prompts: the lines of :2,3AcpPrompt reach the model.
 run claude allow end_turn yes ACP_CONTEXT=selection
+run gemini allow end_turn yes ACP_CONTEXT=selection
+run codex allow end_turn yes ACP_CONTEXT=selection
 echo "1..$n"
 exit $((failed > 0))
