@@ -674,6 +674,36 @@ T.test(':AcpChat before the session exists opens the chat once it does', functio
   end, nil, 'a window showing the chat of the new session')
 end)
 
+T.test('a chat opened once its session exists leaves focus in a float that took it meanwhile', function()
+  T.defer(T.stop_all)
+  local path = T.scenario({ name = 'late-float', steps = { { type = 'message', text = 'hi' } } })
+  require('acp').start({
+    cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
+    env = { ACP_DEMO_SCENARIO = path, ACP_DEMO_TRANSCRIPT = T.tmpname('transcript', '.jsonl') },
+  }, { cwd = T.project() })
+  T.ok(require('acp').chat(), ':AcpChat is accepted while the agent starts')
+  -- What the person sees before the session: a focused float, as the
+  -- permission prompt is when it comes first.
+  local fbuf = vim.api.nvim_create_buf(false, true)
+  local float = vim.api.nvim_open_win(fbuf, true, { relative = 'editor', row = 1, col = 1, width = 20, height = 3 })
+  T.defer(function()
+    pcall(vim.api.nvim_win_close, float, true)
+  end)
+  T.eq(require('acp').status().session, nil, 'no session yet')
+  local session = T.wait(function()
+    return require('acp').status().session
+  end, nil, 'the session')
+  T.wait(function()
+    local buf = require('acp.chat').buffer(session)
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if buf and vim.api.nvim_win_get_buf(w) == buf then
+        return true
+      end
+    end
+  end, nil, 'a window showing the chat of the new session')
+  T.eq(vim.api.nvim_get_current_win(), float, 'the float still has focus')
+end)
+
 T.test('session title, context usage and config options appear in the header', function()
   local ctx = T.start_demo({
     name = 'header-updates',

@@ -119,7 +119,13 @@ function M.open_pending(name, data)
     H.waiting[agent] = nil
     local session = compat.str(data.session)
     vim.schedule(function()
+      -- Opened later than asked for: a float that has focus by now (the
+      -- permission prompt that came with the session) keeps it.
+      local cur = vim.api.nvim_get_current_win()
       M.open({ session = session })
+      if compat.is_float(cur) and vim.api.nvim_win_is_valid(cur) then
+        vim.api.nvim_set_current_win(cur)
+      end
     end)
   elseif name == 'agent_exit' then
     H.waiting[agent] = nil
