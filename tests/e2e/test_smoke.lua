@@ -3,32 +3,31 @@
 -- agent, so it also validates the harness itself.
 local T = require('helpers')
 
--- The commands of :help acp-commands that exist so far (:AcpChat, :AcpAsk, :AcpRules,
--- :AcpYolo, :AcpMode, :AcpTrust and :AcpLog arrive with the policy and chat
--- work; add them here then).
-T.test('plugin/acp.lua defines the commands', function()
+-- Every command :help acp documents (a *:Acp...* tag) exists, and every Acp
+-- command plugin/acp.lua defines is documented.
+T.test('plugin/acp.lua defines the commands :help acp documents, and no other', function()
+  local doc = table.concat(vim.fn.readfile(T.dir .. '/../../doc/acp.txt'), '\n')
+  local documented = {}
+  for name in doc:gmatch('%*:(Acp%a+)%*') do
+    documented[name] = true
+  end
+  T.ok(documented.AcpStart and documented.AcpAllow, 'the tags were read')
   local cmds = vim.api.nvim_get_commands({})
-  local missing = {}
-  for _, name in ipairs({
-    'AcpStart',
-    'AcpStop',
-    'AcpPrompt',
-    'AcpCancel',
-    'AcpAllow',
-    'AcpDeny',
-    'AcpPending',
-    'AcpAsk',
-    'AcpRules',
-    'AcpYolo',
-    'AcpMode',
-    'AcpTrust',
-    'AcpLog',
-  }) do
+  local missing, undocumented = {}, {}
+  for name in pairs(documented) do
     if cmds[name] == nil then
       missing[#missing + 1] = name
     end
   end
-  T.eq(missing, {}, 'commands missing')
+  for name in pairs(cmds) do
+    if name:match('^Acp') and not documented[name] then
+      undocumented[#undocumented + 1] = name
+    end
+  end
+  table.sort(missing)
+  table.sort(undocumented)
+  T.eq(missing, {}, 'documented commands missing')
+  T.eq(undocumented, {}, 'commands without a *:Acp...* tag in doc/acp.txt')
 end)
 
 T.test('loading the plugin does not load the Lua modules', function()
