@@ -121,12 +121,14 @@ function M.on_event(name, d)
 end
 
 --- What the agent changed, each file with its hunks against its snapshot:
---- `{ {path=, hunks={ {old_start=, old_count=, new_start=, new_count=, conflict=}, ... }}, ... }`.
+--- `{ {path=, hunks={ {old_start=, old_count=, new_start=, new_count=, conflict=, toolCall=}, ... }}, ... }`.
 --- A hunk is a change the agent made (the file at the end of the turn
 --- against the snapshot), placed where it is now: `new_start` counts lines
 --- of the buffer (else the disk) as they are, the person's later edits
 --- included; `conflict` is true when the person has since edited those
 --- lines (such a hunk is not reverted). old_* count lines of the snapshot.
+--- toolCall is the tool call that made the change, `{toolCallId=, title=,
+--- decision=}` (see H.blame); nil when no call named the file.
 --- opts.scope 'session' (default): every file changed in the session,
 --- against the file before the agent's first change in it; 'turn': the
 --- files of the last turn that changed any, against the file before that
@@ -148,6 +150,7 @@ function M.review(opts)
           new_start = h.new_start,
           new_count = h.new_count,
           conflict = h.conflict,
+          toolCall = H.blame(e, h),
         }
       end
       list[#list + 1] = { path = e.path, hunks = public, toolCalls = e.why or {} }
@@ -219,6 +222,7 @@ function M.revert(path, index, opts)
     local lines = H.slice(e.snap.lines, h.old_start, h.old_count)
     H.replace_buf(buf, h.new_start, h.new_count, lines)
     H.splice(e.after.lines, h.after_start, h.new_count, lines)
+    H.shift_spans(e.after, h.after_start, h.new_count, #lines)
   end
   H.undo_break(buf)
   local wrote
@@ -365,6 +369,189 @@ function H.why(sid, rec, path)
       title = tc and compat.str(tc.title) or nil,
       decision = l and l.decisions and l.decisions[tcid] or nil,
     }
+  end
+  return out
+end
+
+--- Spans of the file as the agent left it (`after`, lines) and the tool
+--- call that made each: `{ {s=, c=, tcid=}, ... }`, lines s .. s+c-1 (c =
+--- 0: the place after line s), later ones first in precedence. In order:
+--- the spans of earlier turns (`prev`, that file as the turn before left
+--- it), placed where they are now; this turn's hunks no call of it covers,
+--- given to its last call; the lines each call's diffs changed and its
+--- locations' lines, in the order the calls named the file.
+function H.spans(sid, rec, path, snap, after, prev)
+  local spans = {}
+  if prev ~= nil and prev.spans ~= nil and #prev.spans > 0 then
+    local edits = H.hunks(prev, after)
+    for _, sp in ipairs(prev.spans) do
+      spans[#spans + 1] = { s = H.place(edits, sp.s, sp.c), c = sp.c, tcid = sp.tcid }
+    end
+  end
+  local calls = rec.tools and rec.tools[path] or {}
+  if #calls == 0 or after.unknown then
+    return spans
+  end
+  local s = state.sessions[sid]
+  local cwd = s and s.cwd
+  local mine = {}
+  for _, tcid in ipairs(calls) do
+    local tc = s and s.tools[tcid]
+    for _, sp in ipairs(tc and H.call_spans(tc, path, cwd, after.lines) or {}) do
+      sp.tcid = tcid
+      mine[#mine + 1] = sp
+    end
+  end
+  for _, h in ipairs(H.hunks(snap, after)) do
+    local covered = false
+    for _, sp in ipairs(mine) do
+      covered = covered or H.overlap(sp.s, sp.c, h.new_start, h.new_count)
+    end
+    if not covered then
+      spans[#spans + 1] = { s = h.new_start, c = h.new_count, tcid = calls[#calls] }
+    end
+  end
+  vim.list_extend(spans, mine)
+  -- Bounded: the most recent ones.
+  while #spans > M.max_spans do
+    table.remove(spans, 1)
+  end
+  return spans
+end
+
+--- Spans at most per file (H.spans).
+M.max_spans = 256
+
+--- The lines of `lines` (the file as the agent left it) that tool call tc
+--- changed in path: for each of its diffs of path whose newText is found
+--- there, the lines its oldText → newText changed (all of it for a new
+--- file); for each of its locations of path with a line, that line
+--- (1-based).
+function H.call_spans(tc, path, cwd, lines)
+  local out = {}
+  for _, c in ipairs(type(tc.content) == 'table' and tc.content or {}) do
+    if
+      type(c) == 'table'
+      and c.type == 'diff'
+      and compat.str(c.path)
+      and type(c.newText) == 'string'
+      and H.norm(H.abs(c.path, cwd)) == path
+    then
+      local new = H.from_text(c.newText)
+      local at = H.locate(lines, new.lines)
+      if at ~= nil then
+        if type(c.oldText) == 'string' then
+          for _, h in ipairs(H.hunks(H.from_text(c.oldText), new)) do
+            out[#out + 1] = { s = at + h.new_start, c = h.new_count }
+          end
+        else
+          out[#out + 1] = { s = at + 1, c = #new.lines }
+        end
+      end
+    end
+  end
+  for _, loc in ipairs(type(tc.locations) == 'table' and tc.locations or {}) do
+    local line = type(loc) == 'table' and loc.line
+    if type(line) == 'number' and line >= 1 and compat.str(loc.path) and H.norm(H.abs(loc.path, cwd)) == path then
+      out[#out + 1] = { s = math.floor(line), c = 1 }
+    end
+  end
+  return out
+end
+
+--- Line comparisons H.locate makes at most (then it gives up).
+M.max_locate = 1000000
+
+--- 0-based offset of the first place where `sub` (non-empty) is a run of
+--- lines of `lines`, or nil (not found, or too costly to find).
+function H.locate(lines, sub)
+  local n, m = #lines, #sub
+  if m == 0 or m > n then
+    return nil
+  end
+  local budget, first = M.max_locate, sub[1]
+  for k = 0, n - m do
+    if lines[k + 1] == first then
+      local j = 2
+      while j <= m and lines[k + j] == sub[j] do
+        j = j + 1
+      end
+      if j > m then
+        return k
+      end
+      budget = budget - j
+    end
+    budget = budget - 1
+    if budget < 0 then
+      return nil
+    end
+  end
+  return nil
+end
+
+--- Whether lines s1 .. s1+c1-1 and s2 .. s2+c2-1 meet (a count of 0 is
+--- the place after line s: it meets the lines on either side of it).
+function H.overlap(s1, c1, s2, c2)
+  local a1, b1 = s1 - 1, s1 - 1 + c1
+  local a2, b2 = s2 - 1, s2 - 1 + c2
+  if c1 == 0 then
+    a1, b1 = s1, s1
+  end
+  if c2 == 0 then
+    a2, b2 = s2, s2
+  end
+  if c1 > 0 and c2 > 0 then
+    return a1 < b2 and a2 < b1
+  end
+  return a1 <= b2 and a2 <= b1
+end
+
+--- The tool call of entry e (see H.entries) that made hunk h: the last
+--- span of e.after over the hunk's lines whose call is one of e.why's;
+--- else the last of e.why. A copy of its e.why item, or nil.
+function H.blame(e, h)
+  local why = e.why or {}
+  if #why == 0 then
+    return nil
+  end
+  local by = {}
+  for _, c in ipairs(why) do
+    by[c.toolCallId] = c
+  end
+  local spans = e.after.spans or {}
+  for i = #spans, 1, -1 do
+    local sp = spans[i]
+    if by[sp.tcid] and H.overlap(sp.s, sp.c, h.after_start, h.new_count) then
+      return vim.deepcopy(by[sp.tcid])
+    end
+  end
+  return vim.deepcopy(why[#why])
+end
+
+--- After `count` lines of after from line `first` became `n` lines (a
+--- revert), its spans below them move.
+function H.shift_spans(after, first, count, n)
+  local edit = { { old_start = first, old_count = count, new_start = first, new_count = n } }
+  for _, sp in ipairs(after.spans or {}) do
+    sp.s = H.place(edit, sp.s, sp.c)
+  end
+end
+
+--- The tool calls of a file over the session: those of earlier turns
+--- (old), then this turn's (new), each once, the most recent 20.
+function H.merge_why(old, new)
+  local out, seen = {}, {}
+  for _, c in ipairs(new) do
+    seen[c.toolCallId] = true
+  end
+  for _, c in ipairs(old or {}) do
+    if not seen[c.toolCallId] then
+      out[#out + 1] = c
+    end
+  end
+  vim.list_extend(out, new)
+  while #out > 20 do
+    table.remove(out, 1)
   end
   return out
 end
@@ -594,7 +781,8 @@ function H.finish(sid, rec)
     end
     local info = rec.changed[path]
     info.why = H.why(sid, rec, path)
-    f.turn, f.after, f.why = rec.n, after, info.why
+    after.spans = H.spans(sid, rec, path, snap, after, f.after)
+    f.turn, f.after, f.why = rec.n, after, H.merge_why(f.why, info.why)
     local added, removed = 0, 0
     for _, h in ipairs(H.hunks(snap, after)) do
       added, removed = added + h.new_count, removed + h.old_count
