@@ -14,7 +14,11 @@
 --- At each checkpoint the loaded buffers are checked (`:checktime`, with
 --- a FileChangedShell handler of ours only for that call): an unmodified
 --- buffer whose file changed is reloaded (views kept, undoable), a modified
---- one is never touched and the person is warned.
+--- one is never touched and the person is warned. During a turn a libuv
+--- watch of the directories of the loaded buffers' files (within the
+--- session's cwd) and of the files the turn named (at most max_watches,
+--- not recursive, stopped at the turn end and when the agent goes) checks
+--- those files as soon as they change (H.flush).
 ---
 --- review() and revert() (acp.review/revert, :AcpReview) compare each file
 --- with its snapshot. Reverting changes the buffer (undoable) and tells the
@@ -53,12 +57,17 @@ function M.on_event(name, d)
   if type(d) ~= 'table' then
     return
   end
+  if name == 'agent_exit' then
+    H.unwatch_agent(compat.str(d.agent))
+    return
+  end
   local sid = compat.str(d.session)
   if sid == nil then
     return
   end
   if name == 'turn_start' then
     H.begin(sid)
+    H.watch_start(sid, compat.str(d.agent))
     return
   end
   local rec = H.current(sid)
@@ -116,6 +125,7 @@ function M.on_event(name, d)
     end
   elseif name == 'turn_end' then
     rec.live = false
+    H.watch_stop(sid)
     H.schedule(sid, rec)
   end
 end
@@ -268,7 +278,7 @@ function H.begin(sid)
   end
   l.turn = l.turn + 1
   H.last = sid
-  local rec = { n = l.turn, seen = {}, nseen = 0, bytes = 0, changed = {}, order = {}, live = true }
+  local rec = { sid = sid, n = l.turn, seen = {}, nseen = 0, bytes = 0, changed = {}, order = {}, live = true }
   l.turns[#l.turns + 1] = rec
   if #l.turns > M.max_turns then
     table.remove(l.turns, 1)
@@ -587,6 +597,9 @@ function H.see(rec, path, snap)
     rec.seen[path] = snap
     rec.nseen = rec.nseen + 1
     rec.bytes = rec.bytes + size
+    if rec.live then
+      H.watch_path(rec.sid, path)
+    end
   end
   return path
 end
@@ -756,6 +769,193 @@ function H.check_buffer(buf, rec, cwd)
     )
   end
   state.log('disk_changed', data)
+end
+
+-- The watch during a turn ------------------------------------------------
+
+--- Directories watched at most, all sessions together.
+M.max_watches = 64
+--- Milliseconds from a change on disk to its check: a burst of events (a
+--- write, a rename) is checked once.
+M.watch_delay_ms = 50
+
+--- Session id -> {dirs = {dir -> fs_event handle}, paths = {path -> true},
+--- hits = {path -> true}, dirhits = {dir -> true}, timer, agent}.
+H.watches = {}
+H.nwatches = 0
+
+--- The number of directories watched now.
+---@return integer
+function M.watching()
+  return H.nwatches
+end
+
+--- A turn of sid starts: the directories of its loaded buffers' files
+--- within the session's cwd are watched (not recursively), and those of
+--- the files the turn names later (H.see). A change there is checked at
+--- once (H.flush) instead of at the next checkpoint.
+function H.watch_start(sid, agent)
+  H.watch_stop(sid)
+  for other, w in pairs(H.watches) do
+    -- Left by an agent that went without an agent_exit (the broker died).
+    if w.agent ~= nil and state.agents[w.agent] == nil then
+      H.watch_stop(other)
+    end
+  end
+  local timer = compat.uv.new_timer()
+  if timer == nil then
+    return
+  end
+  H.watches[sid] = { dirs = {}, paths = {}, npaths = 0, hits = {}, dirhits = {}, timer = timer, agent = agent }
+  local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  if cwd == nil then
+    return
+  end
+  cwd = H.norm(cwd)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
+      local name = vim.api.nvim_buf_get_name(buf)
+      local path = name ~= '' and H.norm(name)
+      if path and path:sub(1, #cwd + 1) == cwd .. '/' then
+        H.watch_path(sid, path)
+      end
+    end
+  end
+end
+
+--- Watches the directory of path (normalised) for the turn of sid.
+function H.watch_path(sid, path)
+  local w = H.watches[sid]
+  if w == nil or w.paths[path] or w.npaths >= 4 * M.max_files then
+    return
+  end
+  w.paths[path] = true
+  w.npaths = w.npaths + 1
+  local dir = vim.fn.fnamemodify(path, ':h')
+  if w.dirs[dir] ~= nil or H.nwatches >= M.max_watches then
+    return
+  end
+  local handle = compat.uv.new_fs_event()
+  if handle == nil then
+    return
+  end
+  local ok = pcall(function()
+    assert(handle:start(dir, {}, function(err, name)
+      H.on_fs_event(sid, w, dir, err, name)
+    end))
+  end)
+  if not ok then
+    handle:close()
+    return
+  end
+  w.dirs[dir] = handle
+  H.nwatches = H.nwatches + 1
+end
+
+--- A change in dir (a libuv callback: no Neovim API here): noted if it is
+--- a watched path, checked after M.watch_delay_ms on the main loop.
+function H.on_fs_event(sid, w, dir, err, name)
+  if w.stopped then
+    return
+  end
+  if err or type(name) ~= 'string' or name == '' then
+    w.dirhits[dir] = true
+  else
+    local path = (dir == '/' and '' or dir) .. '/' .. name
+    if not w.paths[path] then
+      return
+    end
+    w.hits[path] = true
+  end
+  if not w.armed then
+    w.armed = true
+    w.timer:start(M.watch_delay_ms, 0, function()
+      w.armed = false
+      vim.schedule(function()
+        local ok, e = pcall(H.flush, sid, w)
+        if not ok then
+          vim.notify('(acp) internal error in the turn ledger: ' .. tostring(e), vim.log.levels.ERROR)
+        end
+      end)
+    end)
+  end
+end
+
+--- Checks the watched paths that changed: a loaded buffer as at a
+--- checkpoint (reloaded, or the person warned); a file without one that
+--- the turn named is marked changed when it differs from its snapshot.
+--- Anything else is ignored (no snapshot: nothing to review).
+function H.flush(sid, w)
+  if H.watches[sid] ~= w then
+    return
+  end
+  if w.agent ~= nil and state.agents[w.agent] == nil then
+    -- The agent is gone without an agent_exit (the broker died).
+    H.watch_stop(sid)
+    return
+  end
+  local rec = H.current(sid)
+  if rec == nil or not rec.live then
+    return
+  end
+  local hits, dirhits = w.hits, w.dirhits
+  w.hits, w.dirhits = {}, {}
+  if next(dirhits) ~= nil then
+    for path in pairs(w.paths) do
+      if dirhits[vim.fn.fnamemodify(path, ':h')] then
+        hits[path] = true
+      end
+    end
+  end
+  local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  cwd = cwd and H.norm(cwd)
+  for path in pairs(hits) do
+    local buf = H.find(path)
+    if buf ~= nil then
+      if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
+        H.check_buffer(buf, rec, cwd)
+      end
+    else
+      local snap = rec.seen[path]
+      if snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
+        local now = H.snapshot(path)
+        if now ~= nil and not H.same(snap, now) then
+          H.mark(rec, path, 'disk')
+        end
+      end
+    end
+  end
+end
+
+--- Stops the watch of sid's turn.
+function H.watch_stop(sid)
+  local w = H.watches[sid]
+  if w == nil then
+    return
+  end
+  H.watches[sid] = nil
+  w.stopped = true
+  for _, handle in pairs(w.dirs) do
+    pcall(handle.stop, handle)
+    if not handle:is_closing() then
+      handle:close()
+    end
+    H.nwatches = H.nwatches - 1
+  end
+  w.dirs = {}
+  pcall(w.timer.stop, w.timer)
+  if not w.timer:is_closing() then
+    w.timer:close()
+  end
+end
+
+--- The agent `name` is gone: the watches of its sessions stop.
+function H.unwatch_agent(name)
+  for sid, w in pairs(H.watches) do
+    if name == nil or w.agent == nil or w.agent == name then
+      H.watch_stop(sid)
+    end
+  end
 end
 
 --- The end of turn rec of sid: its changes become part of the session's
