@@ -14,7 +14,11 @@
 --- At each checkpoint the loaded buffers are checked (`:checktime`, with
 --- a FileChangedShell handler of ours only for that call): an unmodified
 --- buffer whose file changed is reloaded (views kept, undoable), a modified
---- one is never touched and the person is warned.
+--- one is never touched and the person is warned. During a turn a libuv
+--- watch of the directories of the loaded buffers' files (within the
+--- session's cwd) and of the files the turn named (at most max_watches,
+--- not recursive, stopped at the turn end and when the agent goes) checks
+--- those files as soon as they change (H.flush).
 ---
 --- review() and revert() (acp.review/revert, :AcpReview) compare each file
 --- with its snapshot. Reverting changes the buffer (undoable) and tells the
@@ -53,12 +57,17 @@ function M.on_event(name, d)
   if type(d) ~= 'table' then
     return
   end
+  if name == 'agent_exit' then
+    H.unwatch_agent(compat.str(d.agent))
+    return
+  end
   local sid = compat.str(d.session)
   if sid == nil then
     return
   end
   if name == 'turn_start' then
     H.begin(sid)
+    H.watch_start(sid, compat.str(d.agent))
     return
   end
   local rec = H.current(sid)
@@ -116,17 +125,20 @@ function M.on_event(name, d)
     end
   elseif name == 'turn_end' then
     rec.live = false
+    H.watch_stop(sid)
     H.schedule(sid, rec)
   end
 end
 
 --- What the agent changed, each file with its hunks against its snapshot:
---- `{ {path=, hunks={ {old_start=, old_count=, new_start=, new_count=, conflict=}, ... }}, ... }`.
+--- `{ {path=, hunks={ {old_start=, old_count=, new_start=, new_count=, conflict=, toolCall=}, ... }}, ... }`.
 --- A hunk is a change the agent made (the file at the end of the turn
 --- against the snapshot), placed where it is now: `new_start` counts lines
 --- of the buffer (else the disk) as they are, the person's later edits
 --- included; `conflict` is true when the person has since edited those
 --- lines (such a hunk is not reverted). old_* count lines of the snapshot.
+--- toolCall is the tool call that made the change, `{toolCallId=, title=,
+--- decision=}` (see H.blame); nil when no call named the file.
 --- opts.scope 'session' (default): every file changed in the session,
 --- against the file before the agent's first change in it; 'turn': the
 --- files of the last turn that changed any, against the file before that
@@ -148,6 +160,7 @@ function M.review(opts)
           new_start = h.new_start,
           new_count = h.new_count,
           conflict = h.conflict,
+          toolCall = H.blame(e, h),
         }
       end
       list[#list + 1] = { path = e.path, hunks = public, toolCalls = e.why or {} }
@@ -219,6 +232,7 @@ function M.revert(path, index, opts)
     local lines = H.slice(e.snap.lines, h.old_start, h.old_count)
     H.replace_buf(buf, h.new_start, h.new_count, lines)
     H.splice(e.after.lines, h.after_start, h.new_count, lines)
+    H.shift_spans(e.after, h.after_start, h.new_count, #lines)
   end
   H.undo_break(buf)
   local wrote
@@ -264,7 +278,7 @@ function H.begin(sid)
   end
   l.turn = l.turn + 1
   H.last = sid
-  local rec = { n = l.turn, seen = {}, nseen = 0, bytes = 0, changed = {}, order = {}, live = true }
+  local rec = { sid = sid, n = l.turn, seen = {}, nseen = 0, bytes = 0, changed = {}, order = {}, live = true }
   l.turns[#l.turns + 1] = rec
   if #l.turns > M.max_turns then
     table.remove(l.turns, 1)
@@ -369,6 +383,189 @@ function H.why(sid, rec, path)
   return out
 end
 
+--- Spans of the file as the agent left it (`after`, lines) and the tool
+--- call that made each: `{ {s=, c=, tcid=}, ... }`, lines s .. s+c-1 (c =
+--- 0: the place after line s), later ones first in precedence. In order:
+--- the spans of earlier turns (`prev`, that file as the turn before left
+--- it), placed where they are now; this turn's hunks no call of it covers,
+--- given to its last call; the lines each call's diffs changed and its
+--- locations' lines, in the order the calls named the file.
+function H.spans(sid, rec, path, snap, after, prev)
+  local spans = {}
+  if prev ~= nil and prev.spans ~= nil and #prev.spans > 0 then
+    local edits = H.hunks(prev, after)
+    for _, sp in ipairs(prev.spans) do
+      spans[#spans + 1] = { s = H.place(edits, sp.s, sp.c), c = sp.c, tcid = sp.tcid }
+    end
+  end
+  local calls = rec.tools and rec.tools[path] or {}
+  if #calls == 0 or after.unknown then
+    return spans
+  end
+  local s = state.sessions[sid]
+  local cwd = s and s.cwd
+  local mine = {}
+  for _, tcid in ipairs(calls) do
+    local tc = s and s.tools[tcid]
+    for _, sp in ipairs(tc and H.call_spans(tc, path, cwd, after.lines) or {}) do
+      sp.tcid = tcid
+      mine[#mine + 1] = sp
+    end
+  end
+  for _, h in ipairs(H.hunks(snap, after)) do
+    local covered = false
+    for _, sp in ipairs(mine) do
+      covered = covered or H.overlap(sp.s, sp.c, h.new_start, h.new_count)
+    end
+    if not covered then
+      spans[#spans + 1] = { s = h.new_start, c = h.new_count, tcid = calls[#calls] }
+    end
+  end
+  vim.list_extend(spans, mine)
+  -- Bounded: the most recent ones.
+  while #spans > M.max_spans do
+    table.remove(spans, 1)
+  end
+  return spans
+end
+
+--- Spans at most per file (H.spans).
+M.max_spans = 256
+
+--- The lines of `lines` (the file as the agent left it) that tool call tc
+--- changed in path: for each of its diffs of path whose newText is found
+--- there, the lines its oldText → newText changed (all of it for a new
+--- file); for each of its locations of path with a line, that line
+--- (1-based).
+function H.call_spans(tc, path, cwd, lines)
+  local out = {}
+  for _, c in ipairs(type(tc.content) == 'table' and tc.content or {}) do
+    if
+      type(c) == 'table'
+      and c.type == 'diff'
+      and compat.str(c.path)
+      and type(c.newText) == 'string'
+      and H.norm(H.abs(c.path, cwd)) == path
+    then
+      local new = H.from_text(c.newText)
+      local at = H.locate(lines, new.lines)
+      if at ~= nil then
+        if type(c.oldText) == 'string' then
+          for _, h in ipairs(H.hunks(H.from_text(c.oldText), new)) do
+            out[#out + 1] = { s = at + h.new_start, c = h.new_count }
+          end
+        else
+          out[#out + 1] = { s = at + 1, c = #new.lines }
+        end
+      end
+    end
+  end
+  for _, loc in ipairs(type(tc.locations) == 'table' and tc.locations or {}) do
+    local line = type(loc) == 'table' and loc.line
+    if type(line) == 'number' and line >= 1 and compat.str(loc.path) and H.norm(H.abs(loc.path, cwd)) == path then
+      out[#out + 1] = { s = math.floor(line), c = 1 }
+    end
+  end
+  return out
+end
+
+--- Line comparisons H.locate makes at most (then it gives up).
+M.max_locate = 1000000
+
+--- 0-based offset of the first place where `sub` (non-empty) is a run of
+--- lines of `lines`, or nil (not found, or too costly to find).
+function H.locate(lines, sub)
+  local n, m = #lines, #sub
+  if m == 0 or m > n then
+    return nil
+  end
+  local budget, first = M.max_locate, sub[1]
+  for k = 0, n - m do
+    if lines[k + 1] == first then
+      local j = 2
+      while j <= m and lines[k + j] == sub[j] do
+        j = j + 1
+      end
+      if j > m then
+        return k
+      end
+      budget = budget - j
+    end
+    budget = budget - 1
+    if budget < 0 then
+      return nil
+    end
+  end
+  return nil
+end
+
+--- Whether lines s1 .. s1+c1-1 and s2 .. s2+c2-1 meet (a count of 0 is
+--- the place after line s: it meets the lines on either side of it).
+function H.overlap(s1, c1, s2, c2)
+  local a1, b1 = s1 - 1, s1 - 1 + c1
+  local a2, b2 = s2 - 1, s2 - 1 + c2
+  if c1 == 0 then
+    a1, b1 = s1, s1
+  end
+  if c2 == 0 then
+    a2, b2 = s2, s2
+  end
+  if c1 > 0 and c2 > 0 then
+    return a1 < b2 and a2 < b1
+  end
+  return a1 <= b2 and a2 <= b1
+end
+
+--- The tool call of entry e (see H.entries) that made hunk h: the last
+--- span of e.after over the hunk's lines whose call is one of e.why's;
+--- else the last of e.why. A copy of its e.why item, or nil.
+function H.blame(e, h)
+  local why = e.why or {}
+  if #why == 0 then
+    return nil
+  end
+  local by = {}
+  for _, c in ipairs(why) do
+    by[c.toolCallId] = c
+  end
+  local spans = e.after.spans or {}
+  for i = #spans, 1, -1 do
+    local sp = spans[i]
+    if by[sp.tcid] and H.overlap(sp.s, sp.c, h.after_start, h.new_count) then
+      return vim.deepcopy(by[sp.tcid])
+    end
+  end
+  return vim.deepcopy(why[#why])
+end
+
+--- After `count` lines of after from line `first` became `n` lines (a
+--- revert), its spans below them move.
+function H.shift_spans(after, first, count, n)
+  local edit = { { old_start = first, old_count = count, new_start = first, new_count = n } }
+  for _, sp in ipairs(after.spans or {}) do
+    sp.s = H.place(edit, sp.s, sp.c)
+  end
+end
+
+--- The tool calls of a file over the session: those of earlier turns
+--- (old), then this turn's (new), each once, the most recent 20.
+function H.merge_why(old, new)
+  local out, seen = {}, {}
+  for _, c in ipairs(new) do
+    seen[c.toolCallId] = true
+  end
+  for _, c in ipairs(old or {}) do
+    if not seen[c.toolCallId] then
+      out[#out + 1] = c
+    end
+  end
+  vim.list_extend(out, new)
+  while #out > 20 do
+    table.remove(out, 1)
+  end
+  return out
+end
+
 --- The snapshot a done tool call's diff of path gives, or nil.
 function H.old_text(tc, path)
   for _, c in ipairs(type(tc.content) == 'table' and tc.content or {}) do
@@ -400,6 +597,9 @@ function H.see(rec, path, snap)
     rec.seen[path] = snap
     rec.nseen = rec.nseen + 1
     rec.bytes = rec.bytes + size
+    if rec.live then
+      H.watch_path(rec.sid, path)
+    end
   end
   return path
 end
@@ -571,6 +771,193 @@ function H.check_buffer(buf, rec, cwd)
   state.log('disk_changed', data)
 end
 
+-- The watch during a turn ------------------------------------------------
+
+--- Directories watched at most, all sessions together.
+M.max_watches = 64
+--- Milliseconds from a change on disk to its check: a burst of events (a
+--- write, a rename) is checked once.
+M.watch_delay_ms = 50
+
+--- Session id -> {dirs = {dir -> fs_event handle}, paths = {path -> true},
+--- hits = {path -> true}, dirhits = {dir -> true}, timer, agent}.
+H.watches = {}
+H.nwatches = 0
+
+--- The number of directories watched now.
+---@return integer
+function M.watching()
+  return H.nwatches
+end
+
+--- A turn of sid starts: the directories of its loaded buffers' files
+--- within the session's cwd are watched (not recursively), and those of
+--- the files the turn names later (H.see). A change there is checked at
+--- once (H.flush) instead of at the next checkpoint.
+function H.watch_start(sid, agent)
+  H.watch_stop(sid)
+  for other, w in pairs(H.watches) do
+    -- Left by an agent that went without an agent_exit (the broker died).
+    if w.agent ~= nil and state.agents[w.agent] == nil then
+      H.watch_stop(other)
+    end
+  end
+  local timer = compat.uv.new_timer()
+  if timer == nil then
+    return
+  end
+  H.watches[sid] = { dirs = {}, paths = {}, npaths = 0, hits = {}, dirhits = {}, timer = timer, agent = agent }
+  local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  if cwd == nil then
+    return
+  end
+  cwd = H.norm(cwd)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
+      local name = vim.api.nvim_buf_get_name(buf)
+      local path = name ~= '' and H.norm(name)
+      if path and path:sub(1, #cwd + 1) == cwd .. '/' then
+        H.watch_path(sid, path)
+      end
+    end
+  end
+end
+
+--- Watches the directory of path (normalised) for the turn of sid.
+function H.watch_path(sid, path)
+  local w = H.watches[sid]
+  if w == nil or w.paths[path] or w.npaths >= 4 * M.max_files then
+    return
+  end
+  w.paths[path] = true
+  w.npaths = w.npaths + 1
+  local dir = vim.fn.fnamemodify(path, ':h')
+  if w.dirs[dir] ~= nil or H.nwatches >= M.max_watches then
+    return
+  end
+  local handle = compat.uv.new_fs_event()
+  if handle == nil then
+    return
+  end
+  local ok = pcall(function()
+    assert(handle:start(dir, {}, function(err, name)
+      H.on_fs_event(sid, w, dir, err, name)
+    end))
+  end)
+  if not ok then
+    handle:close()
+    return
+  end
+  w.dirs[dir] = handle
+  H.nwatches = H.nwatches + 1
+end
+
+--- A change in dir (a libuv callback: no Neovim API here): noted if it is
+--- a watched path, checked after M.watch_delay_ms on the main loop.
+function H.on_fs_event(sid, w, dir, err, name)
+  if w.stopped then
+    return
+  end
+  if err or type(name) ~= 'string' or name == '' then
+    w.dirhits[dir] = true
+  else
+    local path = (dir == '/' and '' or dir) .. '/' .. name
+    if not w.paths[path] then
+      return
+    end
+    w.hits[path] = true
+  end
+  if not w.armed then
+    w.armed = true
+    w.timer:start(M.watch_delay_ms, 0, function()
+      w.armed = false
+      vim.schedule(function()
+        local ok, e = pcall(H.flush, sid, w)
+        if not ok then
+          vim.notify('(acp) internal error in the turn ledger: ' .. tostring(e), vim.log.levels.ERROR)
+        end
+      end)
+    end)
+  end
+end
+
+--- Checks the watched paths that changed: a loaded buffer as at a
+--- checkpoint (reloaded, or the person warned); a file without one that
+--- the turn named is marked changed when it differs from its snapshot.
+--- Anything else is ignored (no snapshot: nothing to review).
+function H.flush(sid, w)
+  if H.watches[sid] ~= w then
+    return
+  end
+  if w.agent ~= nil and state.agents[w.agent] == nil then
+    -- The agent is gone without an agent_exit (the broker died).
+    H.watch_stop(sid)
+    return
+  end
+  local rec = H.current(sid)
+  if rec == nil or not rec.live then
+    return
+  end
+  local hits, dirhits = w.hits, w.dirhits
+  w.hits, w.dirhits = {}, {}
+  if next(dirhits) ~= nil then
+    for path in pairs(w.paths) do
+      if dirhits[vim.fn.fnamemodify(path, ':h')] then
+        hits[path] = true
+      end
+    end
+  end
+  local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  cwd = cwd and H.norm(cwd)
+  for path in pairs(hits) do
+    local buf = H.find(path)
+    if buf ~= nil then
+      if vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_option(buf, 'buftype') == '' then
+        H.check_buffer(buf, rec, cwd)
+      end
+    else
+      local snap = rec.seen[path]
+      if snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
+        local now = H.snapshot(path)
+        if now ~= nil and not H.same(snap, now) then
+          H.mark(rec, path, 'disk')
+        end
+      end
+    end
+  end
+end
+
+--- Stops the watch of sid's turn.
+function H.watch_stop(sid)
+  local w = H.watches[sid]
+  if w == nil then
+    return
+  end
+  H.watches[sid] = nil
+  w.stopped = true
+  for _, handle in pairs(w.dirs) do
+    pcall(handle.stop, handle)
+    if not handle:is_closing() then
+      handle:close()
+    end
+    H.nwatches = H.nwatches - 1
+  end
+  w.dirs = {}
+  pcall(w.timer.stop, w.timer)
+  if not w.timer:is_closing() then
+    w.timer:close()
+  end
+end
+
+--- The agent `name` is gone: the watches of its sessions stop.
+function H.unwatch_agent(name)
+  for sid, w in pairs(H.watches) do
+    if name == nil or w.agent == nil or w.agent == name then
+      H.watch_stop(sid)
+    end
+  end
+end
+
 --- The end of turn rec of sid: its changes become part of the session's
 --- ledger and the summary is emitted ('changes') and told.
 function H.finish(sid, rec)
@@ -594,7 +981,8 @@ function H.finish(sid, rec)
     end
     local info = rec.changed[path]
     info.why = H.why(sid, rec, path)
-    f.turn, f.after, f.why = rec.n, after, info.why
+    after.spans = H.spans(sid, rec, path, snap, after, f.after)
+    f.turn, f.after, f.why = rec.n, after, H.merge_why(f.why, info.why)
     local added, removed = 0, 0
     for _, h in ipairs(H.hunks(snap, after)) do
       added, removed = added + h.new_count, removed + h.old_count

@@ -134,9 +134,11 @@ function H.items(list)
   for _, f in ipairs(list) do
     local now = ledger.current(f.path)
     local lines = now and now.lines or {}
-    local why = H.why(f.toolCalls)
     for i, h in ipairs(f.hunks) do
       local first = h.new_count > 0 and lines[h.new_start] or nil
+      -- The call that made this hunk, else (none known) every call that
+      -- named the file.
+      local why = H.why(h.toolCall and { h.toolCall } or f.toolCalls)
       items[#items + 1] = {
         filename = f.path,
         lnum = math.max(h.new_start, 1),
@@ -155,8 +157,8 @@ function H.items(list)
   return items
 end
 
---- "  [Write a.c: allowed by you]": the tool calls that named the file
---- and their decisions (the audit log has a line for each, by toolCallId).
+--- "  [Write a.c: allowed by you]": tool calls and their decisions (the
+--- audit log has a line for each, by toolCallId).
 function H.why(calls)
   local parts = {}
   for _, c in ipairs(calls or {}) do

@@ -80,4 +80,137 @@ T.test('a file changed on disk under a buffer with unsaved changes: nothing over
   T.eq(n, 1, 'one warning')
 end)
 
+-- A turn that pauses (a sleep step) after a message, so that the test can
+-- change files on disk while it runs, as an agent that writes itself does.
+local function start_paused(project, extra)
+  local steps = { { type = 'message', text = 'Working.' }, { type = 'sleep', ms = 20000 } }
+  local ctx = T.start_demo({ name = 'paused', steps = steps }, vim.tbl_extend('force', { project = project }, extra or {}))
+  require('acp').prompt('Edit notes.txt')
+  T.wait(function()
+    for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'out')) do
+      if m.params and m.params.update and m.params.update.sessionUpdate == 'agent_message_chunk' then
+        return true
+      end
+    end
+  end, nil, 'the agent to be in its turn')
+  -- (The transcript can be ahead of the events Neovim has handled.)
+  T.wait(function()
+    local l = require('acp.ledger').ledger(ctx.session)
+    return l and l.turns[1] and l.turns[1].live
+  end, nil, 'the turn to start in Neovim')
+  return ctx
+end
+
+-- Writes text to path as editors and agents often do: a temporary file
+-- renamed over it.
+local function replace(path, text)
+  T.write(path .. '.tmp', text)
+  assert(vim.loop.fs_rename(path .. '.tmp', path))
+end
+
+local function turn_record(ctx)
+  local l = require('acp.ledger').ledger(ctx.session)
+  return l and l.turns[#l.turns]
+end
+
+T.test('mid-turn: a file changed on disk under an unmodified buffer is reloaded before the turn ends', function()
+  local project, path, buf, win = open_notes()
+  api.nvim_win_set_cursor(win, { 40, 3 })
+  local ctx = start_paused(project)
+  T.ok(require('acp.ledger').watching() > 0, 'the directory of the buffer is watched during the turn')
+  local lines = numbered(60)
+  lines[5] = 'LINE FIVE'
+  T.write(path, table.concat(lines, '\n') .. '\n')
+  T.wait(function()
+    return api.nvim_buf_get_lines(buf, 4, 5, false)[1] == 'LINE FIVE'
+  end, nil, 'the buffer to be reloaded during the turn')
+  T.ok(require('acp').status().busy, 'the turn is still running')
+  T.eq(api.nvim_win_get_cursor(win), { 40, 3 }, 'the cursor stays')
+  T.ok(T.notes_text():find('notes.txt changed on disk: its buffer was reloaded', 1, true), 'the person is told')
+  local rec = turn_record(ctx)
+  T.ok(rec and rec.live and rec.changed[path], 'the file is marked changed by the turn at once')
+  -- A second change, written through a rename: reloaded again.
+  lines[6] = 'LINE SIX'
+  replace(path, table.concat(lines, '\n') .. '\n')
+  T.wait(function()
+    return api.nvim_buf_get_lines(buf, 5, 6, false)[1] == 'LINE SIX'
+  end, nil, 'the buffer to be reloaded after a rename over its file')
+  T.ok(require('acp').status().busy, 'the turn is still running')
+  require('acp').cancel()
+  T.idle()
+  T.eq(require('acp.ledger').watching(), 0, 'every watch is stopped at the turn end')
+  local data = T.wait(function()
+    for _, e in ipairs(require('acp.state').events) do
+      if e.event == 'changes' and e.data.session == ctx.session then
+        return e.data
+      end
+    end
+  end, nil, 'the summary')
+  T.eq({ data.files[1].path, data.files[1].added, data.files[1].removed }, { path, 2, 2 }, 'against the buffer before the first change')
+end)
+
+T.test('mid-turn: a buffer with unsaved changes is never reloaded; the person is warned at once', function()
+  local project, path, buf = open_notes()
+  api.nvim_buf_set_lines(buf, 0, 1, false, { 'my unsaved line' })
+  start_paused(project)
+  local lines = numbered(60)
+  lines[5] = 'LINE FIVE'
+  T.write(path, table.concat(lines, '\n') .. '\n')
+  T.wait(function()
+    return T.notes_text():find('notes.txt changed on disk while you have unsaved changes', 1, true)
+  end, nil, 'the warning during the turn')
+  T.ok(require('acp').status().busy, 'the turn is still running')
+  T.eq(api.nvim_buf_get_lines(buf, 0, 5, false), { 'my unsaved line', 'line 2', 'line 3', 'line 4', 'line 5' }, 'the buffer')
+  T.ok(vim.bo[buf].modified, 'the unsaved change is still there')
+  require('acp').cancel()
+  T.idle()
+  local n = select(2, T.notes_text():gsub('changed on disk while', ''))
+  T.eq(n, 1, 'one warning, not another at the turn end')
+end)
+
+T.test('mid-turn: a file the turn named, without a buffer, is marked changed when it changes; others are ignored', function()
+  local project = T.project()
+  T.write(project .. '/named.txt', 'a\nb\n')
+  T.write(project .. '/other.txt', 'x\n')
+  local steps = {
+    { type = 'update', update = { sessionUpdate = 'tool_call', toolCallId = 'w_${turn}', title = 'Write named.txt', kind = 'edit', status = 'in_progress', locations = { { path = '${cwd}/named.txt' } } } },
+    { type = 'sleep', ms = 20000 },
+  }
+  local ctx = T.start_demo({ name = 'named', steps = steps }, { project = project })
+  require('acp').prompt('Edit named.txt')
+  T.wait(function()
+    local rec = turn_record(ctx)
+    return rec and rec.seen[project .. '/named.txt']
+  end, nil, 'the file to be named')
+  T.ok(require('acp.ledger').watching() > 0, 'its directory is watched')
+  T.write(project .. '/other.txt', 'y\n')
+  T.write(project .. '/named.txt', 'a\nB\n')
+  T.wait(function()
+    return turn_record(ctx).changed[project .. '/named.txt']
+  end, nil, 'the named file to be marked changed during the turn')
+  T.ok(require('acp').status().busy, 'the turn is still running')
+  T.eq(turn_record(ctx).changed[project .. '/other.txt'], nil, 'a file the turn never named and without a buffer is not')
+  require('acp').stop()
+  T.wait(function()
+    return require('acp.ledger').watching() == 0
+  end, nil, 'every watch to stop when the agent goes')
+end)
+
+T.test('the watch is bounded: at most max_watches directories, none recursive', function()
+  local project = T.project()
+  local ledger = require('acp.ledger')
+  for i = 1, ledger.max_watches + 6 do
+    local p = ('%s/d%02d/f.txt'):format(project, i)
+    T.write(p, 'x\n')
+    vim.cmd('badd ' .. vim.fn.fnameescape(p))
+    vim.fn.bufload(vim.fn.bufnr(p))
+  end
+  start_paused(project)
+  T.eq(ledger.watching(), ledger.max_watches, 'the number of watched directories')
+  require('acp').cancel()
+  T.idle()
+  T.eq(ledger.watching(), 0, 'all stopped at the turn end')
+  vim.cmd('silent! %bwipeout!')
+end)
+
 T.done()

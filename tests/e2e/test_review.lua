@@ -238,4 +238,78 @@ T.test('a file a command changed (sed -i in a terminal), not loaded: snapshotted
   T.eq(T.read(path), 'alpha\nbeta\n', 'reverted on disk')
 end)
 
+T.test('each hunk names the tool call that made it and how that call was allowed', function()
+  local project = T.project()
+  local path = project .. '/code.txt'
+  T.write(path, 'l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n')
+  -- A command a rule allows changes lines 5 and 9; it names line 9 only.
+  local sed = "sed -i -e 's/^l9$/L9/' -e 's/^l5$/L5/' code.txt"
+  local step1 = T.shell_request('sed_${turn}', sed, OPTIONS)
+  step1.toolCall.locations = { { path = '${cwd}/code.txt', line = 9 } }
+  step1.on_allow = { type = 'run', command = sed }
+  -- Then an edit the person allows changes line 2; its diff is a snippet
+  -- (as Claude's Edit), its write the whole file.
+  local step2 = edit('wc', 'code.txt', 'l2', 'L2')
+  step2.on_allow = { type = 'write', path = 'code.txt', content = 'l1\nL2\nl3\nl4\nL5\nl6\nl7\nl8\nL9\nl10\n' }
+  local ctx = T.start_demo({ name = 'two-calls', steps = { step1, step2 } }, {
+    project = project,
+    setup = { ui = { arm_ms = 50 }, permissions = { allow = { 'Bash(sed *)' } } },
+  })
+  require('acp').prompt('Capitalise three lines')
+  allow('wc_1')
+  T.idle()
+  changes(ctx)
+  local hunks = require('acp').review()[1].hunks
+  local got = {}
+  for _, h in ipairs(hunks) do
+    got[#got + 1] = { h.new_start, h.toolCall.toolCallId, h.toolCall.decision }
+  end
+  T.eq(got, {
+    { 2, 'wc_1', 'allowed by you' }, -- its diff covers line 2
+    { 5, 'wc_1', 'allowed by you' }, -- covered by no call: the last one
+    { 9, 'sed_1', 'allowed by rule Bash(sed *)' }, -- its location is line 9
+  }, 'each hunk with its tool call')
+  vim.cmd('AcpReview')
+  local qf = vim.fn.getqflist()
+  T.eq(#qf, 3, 'three entries')
+  T.contains(qf[1].text, '[Write code.txt: allowed by you]', 'the first entry')
+  T.eq(qf[1].text:find('sed', 1, true), nil, 'the first entry names only its own call')
+  T.contains(qf[3].text, ': allowed by rule Bash(sed *)]', 'the third entry')
+  T.eq(qf[3].text:find('by you', 1, true), nil, 'the third entry names only its own call')
+  -- Reverting the first hunk leaves the others with their calls.
+  T.ok(require('acp').revert(path, 1), 'reverted hunk 1')
+  hunks = require('acp').review()[1].hunks
+  T.eq({ hunks[1].toolCall.toolCallId, hunks[2].toolCall.toolCallId }, { 'wc_1', 'sed_1' }, 'after a revert')
+end)
+
+T.test("the session's review keeps each hunk's tool call across turns", function()
+  local project = T.project()
+  local path = project .. '/t.txt'
+  T.write(path, 'a\nx1\nb\nx2\nc\n')
+  -- Turn n capitalises xn, with a command whose diff is a snippet.
+  local cmd = "sed -i 's/^x${turn}$/X${turn}/' t.txt"
+  local step = T.shell_request('up_${turn}', cmd, OPTIONS)
+  step.toolCall.locations = { { path = '${cwd}/t.txt' } }
+  step.toolCall.content = { { type = 'diff', path = '${cwd}/t.txt', oldText = 'x${turn}', newText = 'X${turn}' } }
+  step.on_allow = { type = 'run', command = cmd }
+  local ctx = T.start_demo({ name = 'turns', steps = { step } }, { project = project })
+  for turn = 1, 2 do
+    require('acp').prompt('Capitalise x' .. turn)
+    allow('up_' .. turn)
+    T.idle()
+    T.wait(function()
+      local l = require('acp.ledger').ledger(ctx.session)
+      return l and l.turns[turn] and l.turns[turn].after
+    end, nil, 'the end of turn ' .. turn)
+  end
+  T.eq(T.read(path), 'a\nX1\nb\nX2\nc\n', 'both commands ran')
+  local got = {}
+  for _, h in ipairs(require('acp').review({ scope = 'session' })[1].hunks) do
+    got[#got + 1] = { h.new_start, h.toolCall.toolCallId }
+  end
+  T.eq(got, { { 2, 'up_1' }, { 4, 'up_2' } }, "each hunk with its turn's call")
+  local turn = require('acp').review({ scope = 'turn' })[1].hunks
+  T.eq({ #turn, turn[1].new_start, turn[1].toolCall.toolCallId }, { 1, 4, 'up_2' }, 'the last turn alone')
+end)
+
 T.done()
