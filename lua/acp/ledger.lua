@@ -685,11 +685,19 @@ function H.check(sid, rec)
     end
   end
   for path, snap in pairs(rec.seen) do
-    if rec.changed[path] == nil and not snap.unknown and not loaded[path] and not H.same_stat(snap, path) then
-      local now = H.snapshot(path)
-      if now ~= nil and not H.same(snap, now) then
-        H.mark(rec, path, 'disk')
-      end
+    if not loaded[path] then
+      H.check_file(rec, path, snap)
+    end
+  end
+end
+
+--- A file without a buffer: marked changed ('disk') when it no longer
+--- matches its snapshot (read again only when its size, time or inode moved).
+function H.check_file(rec, path, snap)
+  if snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
+    local now = H.snapshot(path)
+    if now ~= nil and not H.same(snap, now) then
+      H.mark(rec, path, 'disk')
     end
   end
 end
@@ -916,13 +924,7 @@ function H.flush(sid, w)
         H.check_buffer(buf, rec, cwd)
       end
     else
-      local snap = rec.seen[path]
-      if snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
-        local now = H.snapshot(path)
-        if now ~= nil and not H.same(snap, now) then
-          H.mark(rec, path, 'disk')
-        end
-      end
+      H.check_file(rec, path, rec.seen[path])
     end
   end
 end
