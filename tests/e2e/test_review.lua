@@ -242,7 +242,10 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   local project = T.project()
   local path = project .. '/code.txt'
   T.write(path, 'l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n')
-  -- A command a rule allows changes lines 5 and 9; it names line 9 only.
+  -- A command changes lines 5 and 9; it names line 9 only. The person
+  -- allows it: a call the policy allows by itself is only heard of by
+  -- Neovim once the agent has its answer, and a fast command may have run
+  -- by then (:help acp-review).
   local sed = "sed -i -e 's/^l9$/L9/' -e 's/^l5$/L5/' code.txt"
   local step1 = T.shell_request('sed_${turn}', sed, OPTIONS)
   step1.toolCall.locations = { { path = '${cwd}/code.txt', line = 9 } }
@@ -253,9 +256,10 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   step2.on_allow = { type = 'write', path = 'code.txt', content = 'l1\nL2\nl3\nl4\nL5\nl6\nl7\nl8\nL9\nl10\n' }
   local ctx = T.start_demo({ name = 'two-calls', steps = { step1, step2 } }, {
     project = project,
-    setup = { ui = { arm_ms = 50 }, permissions = { allow = { 'Bash(sed *)' } } },
+    setup = { ui = { arm_ms = 50 } },
   })
   require('acp').prompt('Capitalise three lines')
+  allow('sed_1')
   allow('wc_1')
   T.idle()
   changes(ctx)
@@ -267,15 +271,15 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   T.eq(got, {
     { 2, 'wc_1', 'allowed by you' }, -- its diff covers line 2
     { 5, 'wc_1', 'allowed by you' }, -- covered by no call: the last one
-    { 9, 'sed_1', 'allowed by rule Bash(sed *)' }, -- its location is line 9
+    { 9, 'sed_1', 'allowed by you' }, -- its location is line 9
   }, 'each hunk with its tool call')
   vim.cmd('AcpReview')
   local qf = vim.fn.getqflist()
   T.eq(#qf, 3, 'three entries')
   T.contains(qf[1].text, '[Write code.txt: allowed by you]', 'the first entry')
   T.eq(qf[1].text:find('sed', 1, true), nil, 'the first entry names only its own call')
-  T.contains(qf[3].text, ': allowed by rule Bash(sed *)]', 'the third entry')
-  T.eq(qf[3].text:find('by you', 1, true), nil, 'the third entry names only its own call')
+  T.contains(qf[3].text, '[sed ', 'the third entry')
+  T.eq(qf[3].text:find('Write', 1, true), nil, 'the third entry names only its own call')
   -- Reverting the first hunk leaves the others with their calls.
   T.ok(require('acp').revert(path, 1), 'reverted hunk 1')
   hunks = require('acp').review()[1].hunks
