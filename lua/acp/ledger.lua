@@ -88,12 +88,7 @@ function M.on_event(name, d)
     H.see_tool(sid, rec, vim.tbl_extend('force', tc, { toolCallId = d.toolCallId or tc.toolCallId }), name == 'unasked')
     if name == 'permission' and type(d.id) == 'number' then
       -- The files the policy judged, a command's operands too.
-      local cwd = state.sessions[sid] and state.sessions[sid].cwd
-      for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
-        if compat.str(p) then
-          H.named(rec, H.see(rec, H.norm(H.abs(p, cwd))), d.toolCallId)
-        end
-      end
+      H.name_paths(sid, rec, d)
       H.asked(sid, d)
     else
       H.decision(sid, d.toolCallId, 'acted without asking')
@@ -102,12 +97,7 @@ function M.on_event(name, d)
     H.resolved(sid, d)
   elseif name == 'decided' then
     -- An allowed call that may change files names them (doc/protocol.md).
-    local cwd = state.sessions[sid] and state.sessions[sid].cwd
-    for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
-      if compat.str(p) then
-        H.named(rec, H.see(rec, H.norm(H.abs(p, cwd))), d.toolCallId)
-      end
-    end
+    H.name_paths(sid, rec, d)
     local by = compat.str(d.by) or '?'
     local how = compat.str(d.rule) and (by .. ' ' .. d.rule) or by
     H.decision(sid, d.toolCallId, ('%s by %s'):format(d.decision == 'allow' and 'allowed' or 'denied', how))
@@ -956,6 +946,17 @@ function H.unwatch_agent(name)
   for sid, w in pairs(H.watches) do
     if name == nil or w.agent == nil or w.agent == name then
       H.watch_stop(sid)
+    end
+  end
+end
+
+--- The paths a `permission` or `decided` event d carries (what the policy
+--- judged), relative to the session's cwd: snapshotted and named by its call.
+function H.name_paths(sid, rec, d)
+  local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
+    if compat.str(p) then
+      H.named(rec, H.see(rec, H.norm(H.abs(p, cwd))), d.toolCallId)
     end
   end
 end
