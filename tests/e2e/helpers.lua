@@ -88,6 +88,18 @@ function M.notes_text()
   return table.concat(t, '\n')
 end
 
+--- The messages given to vim.notify since the test began that contain sub
+--- (at `level` when given).
+function M.notes_with(sub, level)
+  local r = {}
+  for _, n in ipairs(M.notes) do
+    if n.msg:find(sub, 1, true) and (level == nil or n.level == level) then
+      r[#r + 1] = n.msg
+    end
+  end
+  return r
+end
+
 --- Run fn after the current test (last registered runs first).
 function M.defer(fn)
   deferred[#deferred + 1] = fn
@@ -251,6 +263,19 @@ function M.messages(tr, dir, method)
     end
   end
   return r
+end
+
+--- The text of every agent_message_chunk the demo agent of ctx sent (its
+--- transcript), joined.
+function M.agent_text(ctx)
+  local text = ''
+  for _, m in ipairs(M.messages(M.transcript(ctx.transcript), 'out')) do
+    local u = m.params and m.params.update
+    if type(u) == 'table' and u.sessionUpdate == 'agent_message_chunk' then
+      text = text .. u.content.text
+    end
+  end
+  return text
 end
 
 --- The permission requests the agent sent, each with the answer it received:

@@ -651,37 +651,38 @@ T.test('a burst of many messages is drawn over several ticks, complete and in or
   T.eq(count(ls, 'more not shown'), 0, 'nothing dropped')
 end)
 
-T.test(':AcpChat before the session exists opens the chat once it does', function()
-  require('acp').setup({ ui = { arm_ms = 50 } })
+--- Starts the demo agent (one message) and asks for its chat before its
+--- session exists.
+local function start_then_chat(name)
   T.defer(T.stop_all)
-  local path = T.scenario({ name = 'late', steps = { { type = 'message', text = 'hi' } } })
+  local path = T.scenario({ name = name, steps = { { type = 'message', text = 'hi' } } })
   require('acp').start({
     cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
     env = { ACP_DEMO_SCENARIO = path, ACP_DEMO_TRANSCRIPT = T.tmpname('transcript', '.jsonl') },
   }, { cwd = T.project() })
-  T.eq(require('acp').status().session, nil, 'no session yet')
   T.ok(require('acp').chat(), ':AcpChat is accepted while the agent starts')
+end
+
+--- Waits for the session and for a window showing its chat.
+local function wait_chat_shown()
   local session = T.wait(function()
     return require('acp').status().session
   end, nil, 'the session')
   T.wait(function()
     local buf = require('acp.chat').buffer(session)
-    for _, w in ipairs(vim.api.nvim_list_wins()) do
-      if buf and vim.api.nvim_win_get_buf(w) == buf then
-        return true
-      end
-    end
+    return buf and #windows(buf) > 0
   end, nil, 'a window showing the chat of the new session')
+end
+
+T.test(':AcpChat before the session exists opens the chat once it does', function()
+  require('acp').setup({ ui = { arm_ms = 50 } })
+  start_then_chat('late')
+  T.eq(require('acp').status().session, nil, 'no session yet')
+  wait_chat_shown()
 end)
 
 T.test('a chat opened once its session exists leaves focus in a float that took it meanwhile', function()
-  T.defer(T.stop_all)
-  local path = T.scenario({ name = 'late-float', steps = { { type = 'message', text = 'hi' } } })
-  require('acp').start({
-    cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
-    env = { ACP_DEMO_SCENARIO = path, ACP_DEMO_TRANSCRIPT = T.tmpname('transcript', '.jsonl') },
-  }, { cwd = T.project() })
-  T.ok(require('acp').chat(), ':AcpChat is accepted while the agent starts')
+  start_then_chat('late-float')
   -- What the person sees before the session: a focused float, as the
   -- permission prompt is when it comes first.
   local fbuf = vim.api.nvim_create_buf(false, true)
@@ -690,17 +691,7 @@ T.test('a chat opened once its session exists leaves focus in a float that took 
     pcall(vim.api.nvim_win_close, float, true)
   end)
   T.eq(require('acp').status().session, nil, 'no session yet')
-  local session = T.wait(function()
-    return require('acp').status().session
-  end, nil, 'the session')
-  T.wait(function()
-    local buf = require('acp.chat').buffer(session)
-    for _, w in ipairs(vim.api.nvim_list_wins()) do
-      if buf and vim.api.nvim_win_get_buf(w) == buf then
-        return true
-      end
-    end
-  end, nil, 'a window showing the chat of the new session')
+  wait_chat_shown()
   T.eq(vim.api.nvim_get_current_win(), float, 'the float still has focus')
 end)
 

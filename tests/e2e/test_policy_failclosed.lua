@@ -6,15 +6,7 @@
 local T = require('helpers')
 local write = T.write
 
-local function notes_with(sub, level)
-  local r = {}
-  for _, n in ipairs(T.notes) do
-    if n.msg:find(sub, 1, true) and (level == nil or n.level == level) then
-      r[#r + 1] = n.msg
-    end
-  end
-  return r
-end
+local notes_with = T.notes_with
 
 local function rules_text()
   for _, b in ipairs(vim.api.nvim_list_bufs()) do

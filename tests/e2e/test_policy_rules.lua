@@ -9,16 +9,7 @@ local write = T.write
 local idle = T.idle
 local shell = T.shell_request
 
--- Notes (vim.notify) at `level` whose text contains `sub`.
-local function notes_with(sub, level)
-  local r = {}
-  for _, n in ipairs(T.notes) do
-    if n.msg:find(sub, 1, true) and (level == nil or n.level == level) then
-      r[#r + 1] = n.msg
-    end
-  end
-  return r
-end
+local notes_with = T.notes_with
 
 local function buffer_text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')

@@ -35,16 +35,6 @@ local function set_modes(ctx)
   return r
 end
 
-local function last_message(ctx)
-  local text = ''
-  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'out')) do
-    local u = m.params and m.params.update
-    if type(u) == 'table' and u.sessionUpdate == 'agent_message_chunk' then
-      text = text .. u.content.text
-    end
-  end
-  return text
-end
 
 T.test('a session that starts in a mode that would not ask is set to the asking mode before the first prompt', function()
   local ctx = T.start_demo({
@@ -59,7 +49,7 @@ T.test('a session that starts in a mode that would not ask is set to the asking 
   end, nil, 'posture asking')
   T.idle()
   T.eq(set_modes(ctx), { 'default' }, 'one session/set_mode, to default')
-  T.ok(last_message(ctx):find('mode default', 1, true), 'the prompt ran in the asking mode: ' .. last_message(ctx))
+  T.ok(T.agent_text(ctx):find('mode default', 1, true), 'the prompt ran in the asking mode: ' .. T.agent_text(ctx))
   -- The set_mode went out before the prompt.
   local order = {}
   for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in')) do
@@ -154,7 +144,7 @@ T.test('ACP_BROKER_TEST_NO_POSTURE: unverified, told before the first prompt, au
   acp.prompt('go')
   T.idle()
   T.eq(set_modes(ctx), {}, 'no set_mode: the mechanism is off')
-  T.ok(last_message(ctx):find('mode acceptEdits', 1, true), 'the prompt went, in the agent mode')
+  T.ok(T.agent_text(ctx):find('mode acceptEdits', 1, true), 'the prompt went, in the agent mode')
   local lines = posture_lines(ctx.session)
   T.eq(#lines, 1, 'one audit line')
   T.eq({ lines[1].by, lines[1].outcome, lines[1].decision }, { 'agent', 'unverified', 'ask' }, 'the audit line')
@@ -194,7 +184,7 @@ T.test('an agent the broker does not know is unverified, with the reason, before
   T.eq(lines[1].outcome, 'unverified', 'outcome unverified')
   acp.prompt('go')
   T.idle()
-  T.ok(last_message(ctx):find('Turn 1', 1, true), 'the prompt still went')
+  T.ok(T.agent_text(ctx):find('Turn 1', 1, true), 'the prompt still went')
 end)
 
 T.test('the demo agent without modes is asking; status() reports it', function()

@@ -10,16 +10,6 @@ local function demo_spec(ctx)
   }
 end
 
-local function last_message(ctx)
-  local text = ''
-  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'out')) do
-    local u = m.params and m.params.update
-    if type(u) == 'table' and u.sessionUpdate == 'agent_message_chunk' then
-      text = text .. u.content.text
-    end
-  end
-  return text
-end
 
 T.test('agent modes: shown, :AcpMode sets them (session/set_mode), updates followed', function()
   local ctx = T.start_demo('modes.json')
@@ -39,7 +29,7 @@ T.test('agent modes: shown, :AcpMode sets them (session/set_mode), updates follo
   T.eq(sets[1].params, { sessionId = ctx.session, modeId = 'code' }, 'its params')
   require('acp').prompt('Which mode?')
   T.idle()
-  T.ok(last_message(ctx):find('mode code', 1, true), 'the agent works in mode code: ' .. last_message(ctx))
+  T.ok(T.agent_text(ctx):find('mode code', 1, true), 'the agent works in mode code: ' .. T.agent_text(ctx))
 
   -- A name both have sets both; the broker keeps its own policy mode.
   vim.cmd('AcpMode plan')
@@ -91,7 +81,7 @@ T.test('resume: :AcpStart! loads the last session; its history replays', functio
   T.eq(updates, { 'user_message_chunk', 'agent_message_chunk', 'tool_call', 'agent_message_chunk' }, 'history')
   require('acp').prompt('Hello again')
   T.idle()
-  T.ok(last_message(ctx):find('Welcome back to ' .. first, 1, true), 'the resumed session answers')
+  T.ok(T.agent_text(ctx):find('Welcome back to ' .. first, 1, true), 'the resumed session answers')
 end)
 
 T.test('resume with an agent that cannot load: a new session, and the person is told', function()
@@ -132,7 +122,7 @@ T.test('login: the agent refuses a session until authenticate; the person picks 
   T.eq(auths[1].params, { methodId = 'demo-login' }, 'the chosen method')
   require('acp').prompt('Hi')
   T.idle()
-  T.ok(last_message(ctx):find('Authenticated', 1, true), 'the session works after the login')
+  T.ok(T.agent_text(ctx):find('Authenticated', 1, true), 'the session works after the login')
 end)
 
 T.test('login from the environment: no question when the key is set', function()

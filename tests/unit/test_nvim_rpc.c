@@ -288,19 +288,38 @@ static void item(struct nvim_rpc *ch, int v, bool droppable) {
   nvim_rpc_end_item(ch, droppable);
 }
 
-static void test_batches(void) {
-  uv_loop_t loop;
-  uv_loop_init(&loop);
-  int in[2], out[2];
+// A channel with batches on a loop, writing to a non-blocking pipe the test
+// reads with d (frames up to max bytes); the test answers through in[1].
+static struct nvim_rpc *rig_open(uv_loop_t *loop, int in[2], int out[2],
+                                 struct nvim_rpc_decoder *d, size_t max) {
+  uv_loop_init(loop);
   ok(pipe(in) == 0 && pipe(out) == 0, "pipes");
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   char err[128];
   struct nvim_rpc *ch =
-      nvim_rpc_open(&loop, in[0], out[1], &noop_ops, NULL, err, sizeof(err));
+      nvim_rpc_open(loop, in[0], out[1], &noop_ops, NULL, err, sizeof(err));
   ok(ch != NULL, "channel opens");
   nvim_rpc_set_batch(ch, "nvim_exec_lua", "return batch");
+  nvim_rpc_decoder_init(d, max);
+  return ch;
+}
+
+// Closes what rig_open opened; every handle must be closed.
+static void rig_close(uv_loop_t *loop, struct nvim_rpc *ch,
+                      struct nvim_rpc_decoder *d, int in[2], int out[2]) {
+  nvim_rpc_close(ch, NULL, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  ok(uv_loop_close(loop) == 0, "every handle closed");
+  nvim_rpc_decoder_free(d);
+  close(in[1]);
+  close(out[0]);
+}
+
+static void test_batches(void) {
+  uv_loop_t loop;
+  int in[2], out[2];
   struct nvim_rpc_decoder d;
-  nvim_rpc_decoder_init(&d, 1 << 20);
+  struct nvim_rpc *ch = rig_open(&loop, in, out, &d, 1 << 20);
   struct wire w = {0};
 
   // Items, a request, an item: the frame goes at the end of the loop
@@ -373,12 +392,7 @@ static void test_batches(void) {
   ok(backlog_calls == 2 && !backlog_above, "resumed once Neovim caught up");
   ok(w.items == 5000, "every item arrived (%zu)", w.items);
 
-  nvim_rpc_close(ch, NULL, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ok(uv_loop_close(&loop) == 0, "every handle closed");
-  nvim_rpc_decoder_free(&d);
-  close(in[1]);
-  close(out[0]);
+  rig_close(&loop, ch, &d, in, out);
 }
 
 // Reads until n batches were seen (or the pipe is empty), leaving what
@@ -397,17 +411,9 @@ static void drain_batches(int fd, struct nvim_rpc_decoder *d, struct wire *w,
 // its way: they resume once that frame is written, not never.
 static void test_resume_after_write(void) {
   uv_loop_t loop;
-  uv_loop_init(&loop);
   int in[2], out[2];
-  ok(pipe(in) == 0 && pipe(out) == 0, "pipes");
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  char err[128];
-  struct nvim_rpc *ch =
-      nvim_rpc_open(&loop, in[0], out[1], &noop_ops, NULL, err, sizeof(err));
-  ok(ch != NULL, "channel opens");
-  nvim_rpc_set_batch(ch, "nvim_exec_lua", "return batch");
   struct nvim_rpc_decoder d;
-  nvim_rpc_decoder_init(&d, 4 << 20);
+  struct nvim_rpc *ch = rig_open(&loop, in, out, &d, 4 << 20);
   struct wire w = {0};
   backlog_calls = 0;
   backlog_above = false;
@@ -458,12 +464,7 @@ static void test_resume_after_write(void) {
   ok(backlog_calls == 2 && !backlog_above,
      "resumed once the request was written (%d calls)", backlog_calls);
 
-  nvim_rpc_close(ch, NULL, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ok(uv_loop_close(&loop) == 0, "every handle closed");
-  nvim_rpc_decoder_free(&d);
-  close(in[1]);
-  close(out[0]);
+  rig_close(&loop, ch, &d, in, out);
 }
 
 int main(void) {
