@@ -1,8 +1,10 @@
 # acp-broker: the C core of the acp Neovim plugin.
 #
-#   make            build build/acp-broker and build/acp-demo-agent
+#   make            build build/acp-broker and build/acp-demo-agent, and
+#                   doc/tags (for :help acp) when an nvim is found
 #   make deps       install missing Debian packages (sudo when not root)
-#   make test       deps, build, unit + end-to-end tests (Neovim 0.7.2 and 0.10.4),
+#   make test       deps, build, unit + end-to-end tests (Neovim 0.7.2, 0.10.x and
+#                   0.12.x, the newer two fetched into build/ by tests/fetch-nvim.sh),
 #                   then the same under ASan+UBSan; ends with "N passed, N failed"
 #   make demo       deps, build, open Neovim with the plugin and the demo agent
 #   make asan       the tests under ASan+UBSan only
@@ -56,9 +58,10 @@ BROKER     := $(BUILD)/acp-broker
 DEMO       := $(BUILD)/acp-demo-agent
 
 .PHONY: all deps check-deps test test-run unit e2e asan asan-run valgrind \
-        demo fmt fmt-check clean nvim010 test-agents fuzz bench oracle layers
+        demo fmt fmt-check clean nvim010 nvim012 nvims test-agents fuzz bench \
+        oracle layers
 
-all: check-deps $(BROKER) $(DEMO)
+all: doc/tags check-deps $(BROKER) $(DEMO)
 
 check-deps:
 	@$(PKG_CONFIG) --exists $(PKGS) 2>/dev/null || { \
@@ -114,11 +117,28 @@ layers:
 unit: all $(UNIT_BIN)
 	@tests/run.sh unit $(UNIT_BIN)
 
-# Always run: the script returns at once when build/nvim-0.10 works, and
+# :help acp needs doc/tags (not committed). Plugin managers run `make`, so it
+# is built here with whichever nvim there is ($(NVIM)), and skipped, with a
+# message, when there is none. An error (a duplicate tag) fails the build.
+doc/tags: $(wildcard doc/*.txt)
+	@if command -v $(NVIM) >/dev/null 2>&1; then \
+	  env -u VIMRUNTIME $(NVIM) -u NONE -i NONE -n -es \
+	    -c 'try | helptags doc | catch | verbose echo v:exception | cquit | endtry' \
+	    -c 'qa!' && echo "doc/tags: generated" || \
+	    { echo >&2; echo "doc/tags: :helptags doc failed" >&2; rm -f $@; exit 1; }; \
+	else echo "doc/tags: skipped, no '$(NVIM)' found (run :helptags doc/ in Neovim)"; fi
+
+# Neovim 0.10.x (Debian trixie) and 0.12.x (Debian sid) for the e2e suite.
+# Always run: the script returns at once when build/nvim-0.1x works, and
 # refetches when it does not (its loader path is absolute, so a moved
 # checkout needs a new one).
+nvims: nvim010 nvim012
+
 nvim010:
-	@tests/fetch-nvim.sh $(abspath $(BUILD)/nvim-0.10)
+	@tests/fetch-nvim.sh 0.10 $(abspath $(BUILD)/nvim-0.10)
+
+nvim012:
+	@tests/fetch-nvim.sh 0.12 $(abspath $(BUILD)/nvim-0.12)
 
 e2e: all
 	@tests/run.sh e2e $(NVIM) $(BROKER) $(DEMO)
@@ -128,7 +148,7 @@ e2e: all
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: layers all $(UNIT_BIN) $(BUILD)/oracle-atoms nvim010
+test-run: layers all $(UNIT_BIN) $(BUILD)/oracle-atoms nvims
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 OPT=-O1 \
 	  $(BUILD)/asan/acp-broker $(BUILD)/asan/acp-demo-agent asan-unit-bins
 	@tests/run.sh all $(BUILD)
@@ -177,7 +197,7 @@ fmt-check:
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/asan $(BUILD)/tests $(BUILD)/libbroker.a \
-	  $(BROKER) $(DEMO) $(BUILD)/oracle-atoms
+	  $(BROKER) $(DEMO) $(BUILD)/oracle-atoms doc/tags
 
 include bench/bench.mk
 

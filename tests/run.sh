@@ -13,8 +13,9 @@
 #   tests/run.sh asan BUILD                  BUILD/asan/tests/* and e2e (nvim 0.7.2)
 #                                            with BUILD/asan/acp-broker + acp-demo-agent
 #   tests/run.sh all BUILD                   BUILD/tests/*, schema, layers, conformance,
-#                                            the oracle, e2e on `nvim` and on
-#                                            BUILD/nvim-0.10/usr/bin/nvim, then asan
+#                                            the oracle, e2e on `nvim` (0.7.2), on
+#                                            BUILD/nvim-0.10/usr/bin/nvim and on
+#                                            BUILD/nvim-0.12/usr/bin/nvim, then asan
 #
 # Each suite's lines are printed prefixed with its name, e.g.
 # "[e2e nvim-0.7.2] ok - allow writes the file". Lines starting "ok" count as
@@ -245,6 +246,7 @@ all)
 	suite_oracle "$build"
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
+	suite_e2e e2e "$build/nvim-0.12/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
 	suite_asan "$build"
 	;;
 *)
