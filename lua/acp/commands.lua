@@ -328,7 +328,7 @@ function M.show_rules(d)
       if not pcall(vim.cmd, 'close') then
         vim.cmd('bwipeout')
       end
-    end, { buffer = buf, nowait = true, silent = true, desc = 'acp: close' })
+    end, { [compat.buf_key] = buf, nowait = true, silent = true, desc = 'acp: close' })
   end
   compat.set_buf(buf, 'modifiable', true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)

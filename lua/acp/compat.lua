@@ -1,4 +1,4 @@
---- Small compatibility layer: Neovim 0.7.2 (Debian 12) up to 0.11.
+--- Small compatibility layer: Neovim 0.7.2 (Debian 12) up to 0.12.
 ---
 --- Everything that differs between versions goes through here, so the other
 --- modules can be written against one API.
@@ -65,6 +65,17 @@ end
 ---@param t any
 ---@return boolean
 M.islist = vim.islist or vim.tbl_islist
+
+--- `vim.text.diff` where it exists: Neovim 0.12 renames `vim.diff` to it and
+--- deprecates the old name.
+M.diff = (vim.text and vim.text.diff) or vim.diff
+
+--- The key that names a buffer in the options of `nvim_create_autocmd`
+--- (and the other autocmd functions) and of `vim.keymap.set`: `buf` from
+--- Neovim 0.12, which deprecates `buffer`; `buffer` before, where `buf` is
+--- an invalid key. Use as `{ [compat.buf_key] = buf, ... }`.
+---@type string
+M.buf_key = pcall(vim.api.nvim_get_autocmds, { buf = 0, event = 'BufEnter' }) and 'buf' or 'buffer'
 
 --- True when `v` is neither nil nor `vim.NIL` (JSON null).
 ---@param v any

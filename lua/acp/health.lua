@@ -10,10 +10,16 @@ function M.check()
   h.start('acp: Neovim')
   local v = vim.version()
   local version = ('%d.%d.%d'):format(v.major, v.minor, v.patch)
-  if vim.fn.has('nvim-0.7.2') == 1 then
-    h.ok('Neovim ' .. version)
-  else
+  if vim.fn.has('nvim-0.7.2') ~= 1 then
     h.error('Neovim ' .. version .. ' is too old', { 'acp needs Neovim 0.7.2 or later' })
+  elseif H.tested(v) then
+    h.ok(('Neovim %s (the tests run on %s)'):format(version, H.TESTED))
+  else
+    h.ok('Neovim ' .. version)
+    h.info(('the tests run on %s, not on this version; please report what does not work'):format(H.TESTED))
+  end
+  if vim.fn.filereadable(config.root() .. '/doc/tags') ~= 1 then
+    h.warn('doc/tags is missing: :help acp does not work', { ('run `make` in %s'):format(config.root()) })
   end
 
   h.start('acp: broker')
@@ -83,6 +89,13 @@ function M.check()
   else
     h.info('audit log of decisions: ' .. audit .. ' (nothing decided yet)')
   end
+end
+
+--- The Neovim versions `make test` runs the end-to-end suite on.
+H.TESTED = '0.7.2, 0.10.x and 0.12.x'
+
+function H.tested(v)
+  return v.major == 0 and ((v.minor == 7 and v.patch == 2) or v.minor == 10 or v.minor == 12)
 end
 
 --- Runs `<broker> rules --cwd <project root>` and reports settings files

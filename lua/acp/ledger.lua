@@ -702,7 +702,7 @@ function H.check_buffer(buf, rec, cwd)
   end
   local seen
   local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-    buffer = buf,
+    [compat.buf_key] = buf,
     callback = function(args)
       local reason = vim.v.fcs_reason
       local modified = vim.api.nvim_buf_get_option(args.buf, 'modified')

@@ -246,7 +246,7 @@ function H.open_float(req, opts)
   H.place_cursor(v, 1)
   H.set_keymaps(v, req)
   vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
+    [compat.buf_key] = buf,
     once = true,
     callback = function()
       H.on_wiped(buf)
@@ -418,7 +418,7 @@ function H.set_keymaps(v, req)
   local function map(lhs, fn, desc)
     vim.keymap.set('n', lhs, function()
       H.on_key(buf, fn)
-    end, { buffer = buf, nowait = true, silent = true, desc = desc })
+    end, { [compat.buf_key] = buf, nowait = true, silent = true, desc = desc })
   end
   for i = 1, math.min(9, #req.options) do
     map(tostring(i), function(view)

@@ -172,8 +172,8 @@ function M.shell_join(argv)
   return table.concat(parts, ' ')
 end
 
---- vim.diff, named vim.text.diff from Neovim 0.11 on.
-M.diff = (vim.text and vim.text.diff) or vim.diff
+--- vim.diff, or vim.text.diff where it exists (compat.diff).
+M.diff = require('acp.compat').diff
 
 --- lines as text for M.diff: every line ends with a newline, so that a
 --- missing final newline is not a change of the last line.

@@ -79,6 +79,22 @@ vim.notify = function(msg, level, opts)
   return real_notify(msg, level, opts)
 end
 
+-- Deprecated Neovim features used by the plugin or by the tests: every call
+-- of vim.deprecate whose traceback passes through this repository (0.12
+-- prints the hard deprecations and records even the soft ones for
+-- :checkhealth vim.deprecated). M.done() fails the file on any, and on an
+-- "is deprecated" line in :messages.
+local root = vim.fn.fnamemodify(M.dir, ':h:h')
+local deprecations = {}
+local real_deprecate = vim.deprecate
+vim.deprecate = function(name, ...)
+  local where = debug.traceback('', 2)
+  if where:find(root, 1, true) then
+    deprecations[#deprecations + 1] = tostring(name) .. where
+  end
+  return real_deprecate(name, ...)
+end
+
 --- Messages given to vim.notify since the test began, joined by newlines.
 function M.notes_text()
   local t = {}
@@ -625,6 +641,15 @@ function M.fresh_broker()
   end, nil, 'VmHWM of the broker')
 end
 
+--- The window-local value of option `name` of window `win` ('' when only
+--- the global value applies; `vim.wo` gives the value in effect from 0.12).
+function M.win_local(win, name)
+  if vim.fn.has('nvim-0.10') == 1 then
+    return api.nvim_get_option_value(name, { win = win, scope = 'local' })
+  end
+  return api.nvim_win_get_option(win, name)
+end
+
 --- Write the results and quit: exit code 0 when every test passed, else 1.
 function M.done()
   if finished then
@@ -634,6 +659,15 @@ function M.done()
   if count == 0 then
     failures = failures + 1
     emit('not ok - no tests ran')
+  end
+  local messages = vim.fn.execute('messages')
+  if #deprecations > 0 or messages:find('is deprecated', 1, true) then
+    failures = failures + 1
+    emit('not ok - no deprecated Neovim feature is used (:checkhealth vim.deprecated)')
+    local text = table.concat(deprecations, '\n') .. '\n:messages:' .. messages
+    for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+      emit('#   ' .. line)
+    end
   end
   emit(M.DONE_MARKER)
   if failures > 0 then

@@ -377,7 +377,8 @@ T.test('a window at the end follows new lines, another stays; the bars stay with
   T.contains(vim.wo[input_win].statusline, 'idle', 'the statusline of the input')
   local scratch = api.nvim_create_buf(false, true)
   api.nvim_win_set_buf(input_win, scratch)
-  T.eq(vim.wo[input_win].statusline, '', 'the statusline once the input buffer left the window')
+  T.eq(T.win_local(input_win, 'statusline'), '', 'the statusline once the input buffer left the window')
+  T.eq(vim.wo[input_win].statusline, vim.go.statusline, 'the global statusline applies again')
   if vim.fn.has('nvim-0.8') == 1 then
     T.contains(vim.wo[win].winbar, 'idle', 'the winbar of the chat')
     api.nvim_win_set_buf(win, scratch)

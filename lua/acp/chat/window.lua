@@ -420,13 +420,13 @@ function H.ensure_buffer(chat)
   compat.set_buf(buf, 'modifiable', false)
   vim.keymap.set('n', 'i', function()
     H.focus_input(chat)
-  end, { buffer = buf, desc = 'acp: type a prompt' })
+  end, { [compat.buf_key] = buf, desc = 'acp: type a prompt' })
   vim.keymap.set('n', 'q', function()
     pcall(vim.api.nvim_win_close, 0, false)
-  end, { buffer = buf, desc = 'acp: close the chat window' })
+  end, { [compat.buf_key] = buf, desc = 'acp: close the chat window' })
   vim.keymap.set('n', '<C-c>', function()
     H.cancel(chat)
-  end, { buffer = buf, desc = 'acp: cancel the turn' })
+  end, { [compat.buf_key] = buf, desc = 'acp: cancel the turn' })
   compat.set_buf(buf, 'filetype', 'acpchat')
 end
 
@@ -439,7 +439,7 @@ function H.ensure_input(chat)
   chat.input = buf
   vim.keymap.set('n', '<CR>', function()
     H.send(chat)
-  end, { buffer = buf, desc = 'acp: send the prompt' })
+  end, { [compat.buf_key] = buf, desc = 'acp: send the prompt' })
   -- `@` at the start of a word completes the project's files.
   vim.keymap.set('i', '@', function()
     local col = vim.api.nvim_win_get_cursor(0)[2]
@@ -448,10 +448,10 @@ function H.ensure_input(chat)
       return '@<C-x><C-o>'
     end
     return '@'
-  end, { buffer = buf, expr = true, desc = 'acp: complete a project file' })
+  end, { [compat.buf_key] = buf, expr = true, desc = 'acp: complete a project file' })
   vim.keymap.set('n', '<C-c>', function()
     H.cancel(chat)
-  end, { buffer = buf, desc = 'acp: cancel the turn' })
+  end, { [compat.buf_key] = buf, desc = 'acp: cancel the turn' })
   compat.set_buf(buf, 'filetype', 'acpchatinput')
 end
 
