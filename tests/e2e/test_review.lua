@@ -358,9 +358,46 @@ T.test('yolo: a file the agent writes itself at once is in the review, against t
   T.eq(#review, 2, 'both in review()')
   T.eq(require('acp.ledger').snapshot_of(path).lines, { 'one', 'two', 'three' }, 'the snapshot is the file before the write')
   T.contains(review[2].hunks[1].toolCall.decision, 'allowed by yolo', 'how it was allowed')
+  for _, e in ipairs(require('acp.state').events) do
+    T.eq(e.event == 'decided' and e.data.snapshots or nil, nil, 'the event log keeps no file contents')
+  end
   vim.cmd('AcpReview revert all')
   T.eq(T.read(path), 'one\ntwo\nthree\n', 'y.txt as before the turn')
   T.eq(T.read(project .. '/n.txt'), '', 'n.txt, new in the turn, is emptied (:help acp-review)')
+end)
+
+T.test("the broker's snapshot replaces a read of the ledger's own made after it, never one made before", function()
+  local ledger = require('acp.ledger')
+  local uv = vim.uv or vim.loop
+  local project = vim.loop.fs_realpath(T.project())
+  local a, b = project .. '/a.txt', project .. '/b.txt'
+  T.write(a, 'new\n')
+  T.write(b, 'new\n')
+  local sid = 'snapshot-order'
+  local before = uv.hrtime()
+  ledger.on_event('turn_start', { session = sid })
+  -- The announcement of a call (handled with the decision, after the
+  -- agent had its answer and changed a.txt): the ledger reads the disk.
+  ledger.on_event('update', {
+    session = sid,
+    update = { sessionUpdate = 'tool_call', toolCallId = 'c1', kind = 'execute', status = 'pending', locations = { { path = a }, { path = b } } },
+  })
+  local after = uv.hrtime() + 1
+  ledger.on_event('decided', {
+    session = sid,
+    toolCallId = 'c1',
+    decision = 'allow',
+    by = 'rule',
+    paths = { a, b },
+    snapshots = {
+      [a] = { text = 'old\n', at = before }, -- read by the broker first
+      [b] = { text = 'older\n', at = after }, -- read after the ledger's own
+    },
+  })
+  local rec = ledger.ledger(sid).turns[1]
+  T.eq(rec.seen[a].lines, { 'old' }, "a.txt: the broker's earlier read")
+  T.eq(rec.seen[b].lines, { 'new' }, "b.txt: the ledger's earlier read")
+  ledger.on_event('turn_end', { session = sid })
 end)
 
 T.test('a rule-allowed command on a file too large to snapshot: the summary says so', function()
