@@ -61,6 +61,11 @@ function M.on_event(name, d)
     H.unwatch_agent(compat.str(d.agent))
     return
   end
+  local given
+  if name == 'decided' then
+    -- What the broker read before answering (kept out of the event log).
+    given, d.snapshots = d.snapshots, nil
+  end
   local sid = compat.str(d.session)
   if sid == nil then
     return
@@ -96,8 +101,9 @@ function M.on_event(name, d)
   elseif name == 'permission_resolved' then
     H.resolved(sid, d)
   elseif name == 'decided' then
-    -- An allowed call that may change files names them (doc/protocol.md).
-    H.name_paths(sid, rec, d)
+    -- An allowed call that may change files names them (doc/protocol.md),
+    -- with the broker's snapshots of those the turn had not named.
+    H.name_paths(sid, rec, d, given)
     local by = compat.str(d.by) or '?'
     local how = compat.str(d.rule) and (by .. ' ' .. d.rule) or by
     H.decision(sid, d.toolCallId, ('%s by %s'):format(d.decision == 'allow' and 'allowed' or 'denied', how))
@@ -684,7 +690,12 @@ end
 --- A file without a buffer: marked changed ('disk') when it no longer
 --- matches its snapshot (read again only when its size, time or inode moved).
 function H.check_file(rec, path, snap)
-  if snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
+  if snap ~= nil and snap.unknown and snap.why and rec.changed[path] == nil then
+    -- A file the broker did not read: its stat tells that it changed.
+    if not H.same_stat(snap, path) then
+      H.mark(rec, path, 'disk')
+    end
+  elseif snap ~= nil and not snap.unknown and rec.changed[path] == nil and not H.same_stat(snap, path) then
     local now = H.snapshot(path)
     if now ~= nil and not H.same(snap, now) then
       H.mark(rec, path, 'disk')
@@ -952,13 +963,56 @@ end
 
 --- The paths a `permission` or `decided` event d carries (what the policy
 --- judged), relative to the session's cwd: snapshotted and named by its call.
-function H.name_paths(sid, rec, d)
+--- given: the broker's snapshots of a `decided` event, by path.
+function H.name_paths(sid, rec, d, given)
   local cwd = state.sessions[sid] and state.sessions[sid].cwd
+  given = type(given) == 'table' and given or {}
   for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
     if compat.str(p) then
-      H.named(rec, H.see(rec, H.norm(H.abs(p, cwd))), d.toolCallId)
+      local path = H.norm(H.abs(p, cwd))
+      local snap = H.given(given[p], path)
+      H.earlier(rec, path, snap)
+      H.named(rec, H.see(rec, path, snap), d.toolCallId)
     end
   end
+end
+
+--- The broker's snapshot snap of path replaces the one the turn has when
+--- that one was read from the disk here after the broker read its own
+--- (an event before the decision, such as the call's announcement, is
+--- handled here with it, after the agent has its answer) and nothing has
+--- been seen to change the file since.
+function H.earlier(rec, path, snap)
+  local old = rec.seen[path]
+  if snap == nil or snap.at == nil or old == nil or old.at == nil or old.at <= snap.at or rec.changed[path] ~= nil then
+    return
+  end
+  rec.seen[path] = nil
+  rec.nseen = rec.nseen - 1
+  rec.bytes = rec.bytes - H.size(old)
+end
+
+--- The snapshot the broker read of path before it answered a call it
+--- allowed by itself (doc/protocol.md `decided`): {text, stat},
+--- {missing = true} or {skipped = why, stat}; nil when there is none or
+--- path has a loaded buffer (the buffer is what the person has).
+function H.given(g, path)
+  if type(g) ~= 'table' or path == nil or H.find(path) ~= nil then
+    return nil
+  end
+  local at = type(g.at) == 'number' and g.at or nil
+  if type(g.text) == 'string' then
+    local snap = H.from_text(g.text)
+    snap.stat = compat.str(g.stat)
+    snap.at = at
+    return snap
+  elseif g.missing == true then
+    return { missing = true, lines = {}, at = at }
+  elseif compat.str(g.skipped) then
+    -- Not read (too large): changed when its size, time or inode move.
+    return { unknown = true, lines = {}, stat = compat.str(g.stat), why = 'not snapshotted: ' .. g.skipped, at = at }
+  end
+  return nil
 end
 
 --- The end of turn rec of sid: its changes become part of the session's
@@ -997,6 +1051,7 @@ function H.finish(sid, rec)
       how = info.how,
       conflict = info.conflict == true,
       unknown = snap.unknown == true,
+      why = snap.why,
       created = snap.missing == true,
       toolCalls = info.why,
     }
@@ -1030,7 +1085,7 @@ function M.summary(files, cwd)
     if f.conflict then
       s = s .. ' (on disk only: your buffer has unsaved changes)'
     elseif f.unknown then
-      s = s .. ' (no snapshot)'
+      s = s .. ' (' .. (f.why or 'no snapshot') .. ')'
     else
       s = ('%s +%d -%d'):format(s, f.added, f.removed)
     end
@@ -1223,15 +1278,18 @@ function H.snapshot(path)
   if buf ~= nil then
     return H.buf_snapshot(buf)
   end
+  -- When it was read (the broker's snapshots say when theirs were).
+  local at = compat.uv.hrtime()
   local data, st = compat.read_file(path, M.max_bytes)
   if st == nil then
-    return { missing = true, lines = {} }
+    return { missing = true, lines = {}, at = at }
   end
   if data == nil then
     return nil
   end
   local snap = H.from_text(data)
   snap.stat = H.stat_key(st)
+  snap.at = at
   return snap
 end
 

@@ -121,6 +121,10 @@ static void host_emit(void *ud, const char *event, json_t *data) {
   watch_updates(b, event, data, true);
   if (strcmp(event, "posture") == 0)
     audit_posture(b, data);
+  if (strcmp(event, "turn_start") == 0)
+    snapshots_turn_start(b->snaps, str(data, "agent"), str(data, "session"));
+  else if (strcmp(event, "turn_end") == 0)
+    snapshots_turn_end(b->snaps, str(data, "agent"), str(data, "session"));
   if (strcmp(event, "session_new") == 0) {
     // The person learns what governs the session as it starts.
     const char *c = json_string_value(json_object_get(data, "cwd"));
@@ -358,9 +362,26 @@ static void shown_cb(void *ud, const msgpack_object *error,
   broker_resolve(b, token, NULL, "error");
 }
 
+// The snapshots of the files an allowed call names (info's `paths`) that
+// its turn has not named yet (snapshot.h), or NULL.
+static json_t *broker_snapshots(struct broker *b, const json_t *info) {
+  return snapshots_take(b->snaps, str(info, "agent"), str(info, "session"),
+                        json_object_get(info, "paths"));
+}
+
 // Answers a request the gate decided (allow or deny) without asking.
 static void answer_decided(struct broker *b, struct acp_conn *c,
                            const json_t *id, struct gate_verdict *v) {
+  // An allowed call that may change files keeps its paths: Lua snapshots
+  // them before the change (the turn ledger, doc/protocol.md). Reads, the
+  // bulk of what is decided, do not.
+  const char *kind = str(v->info, "kind");
+  bool edit = v->decision == POLICY_ALLOW &&
+              !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
+                         !strcmp(kind, "fetch") || !strcmp(kind, "think")));
+  // Read before the agent has its answer: a fast command could change
+  // them before Lua hears of the call.
+  json_t *snaps = edit ? broker_snapshots(b, v->info) : NULL;
   json_t *outcome =
       v->option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
                                "selected", "optionId", v->option_id)
@@ -375,19 +396,14 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // The verdict becomes the event (broker_send_event releases it), with
   // only what doc/protocol.md lists: Neovim decodes every field of every
   // decision, and an agent can have thousands decided per second.
-  // An allowed call that may change files keeps its paths: Lua snapshots
-  // them before the change (the turn ledger, doc/protocol.md). Reads, the
-  // bulk of what is decided, do not.
-  const char *kind = str(v->info, "kind");
-  bool edit = v->decision == POLICY_ALLOW &&
-              !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
-                         !strcmp(kind, "fetch") || !strcmp(kind, "think")));
   static const char *const internal[] = {"root", "paths", "rawCommand"};
   for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
     if (!edit || strcmp(internal[i], "paths") != 0)
       json_object_del(v->info, internal[i]);
   json_object_set_new(v->info, "optionId",
                       v->option_id ? json_string(v->option_id) : json_null());
+  if (snaps)
+    json_object_set_new_nocheck(v->info, "snapshots", snaps);
   broker_send_event(b, "decided", v->info, NULL);
   v->info = NULL;
 }
@@ -664,11 +680,13 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   pending_init(&b->pending, BROKER_MAX_PENDING);
   b->gate = gate_new();
   b->unasked = unasked_new(0, 0, 0);
+  b->snaps = snapshots_new(NULL);
   b->client = client_new(loop, &client_host, b);
   b->rpc = nvim_rpc_open(loop, 0, 1, &rpc_ops, b, err, errlen);
   if (!b->rpc) {
     gate_free(b->gate);
     unasked_free(b->unasked);
+    snapshots_free(b->snaps);
     client_free(b->client);
     pending_free(&b->pending);
     free(b);
@@ -698,6 +716,7 @@ void broker_free(struct broker *b) {
   client_free(b->client);
   gate_free(b->gate);
   unasked_free(b->unasked);
+  snapshots_free(b->snaps);
   audit_close();
   jsonfast_release();
   pending_free(&b->pending);

@@ -10,6 +10,7 @@
 #include "io/nvim_rpc.h"
 #include "pending.h"
 #include "policy/gate.h"
+#include "snapshot.h"
 
 #define BROKER_MAX_PENDING 16384 // permission requests waiting for a person
 #define BROKER_MAX_CONNS 64      // agent connections
@@ -24,6 +25,7 @@ struct broker {
   struct pending pending;
   struct gate *gate;
   struct unasked *unasked; // tool calls watched for acting unasked
+  struct snapshots *snaps; // files auto-allowed calls name, read per turn
   bool audit_failed; // the person was told the audit log cannot be written
   struct acp_conn *conns[BROKER_MAX_CONNS]; // live and closing connections
   size_t nconns;

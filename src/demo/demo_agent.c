@@ -1018,7 +1018,9 @@ static void act_write(struct agent *a, struct perm *p) {
   const char *content = json_string_value(json_object_get(p->act, "content"));
   p->path =
       abs_path(p->session, json_string_value(json_object_get(p->act, "path")));
-  if (a->fs_write) {
+  // "direct": written by the agent itself all the same (as claude-agent-acp
+  // writes its files).
+  if (a->fs_write && !json_is_true(json_object_get(p->act, "direct"))) {
     request(a, NULL, "fs/write_text_file",
             json_pack("{s:s,s:s,s:s}", "sessionId", p->session->id, "path",
                       p->path, "content", content),

@@ -29,7 +29,8 @@ import path from 'node:path';
 
 export const FILE_NAME = 'test.txt';
 export const CONTENT = 'hello from the fake LLM\n';
-export const SHELL_COMMAND = 'touch shell-ran.txt';
+// ACP_FAKE_SHELL replaces the command (e.g. a sed -i of test.txt first).
+export const SHELL_COMMAND = process.env.ACP_FAKE_SHELL || 'touch shell-ran.txt';
 export const SHELL_DESCRIPTION = 'Mark that the shell step ran';
 export const DONE_TEXT = 'All done.';
 

@@ -20,6 +20,9 @@
 -- ACP_CONTEXT=selection: the prompt is sent with `:2,3AcpPrompt` from a
 -- file of the workspace, and the selected lines (not the others) must reach
 -- the fake model's input (doc/acp.txt, acp-context).
+-- ACP_EXPECT_REVIEW=1: test.txt is in review() and revert() empties it;
+-- with ACP_EXPECT_TEXT, the one line it holds before the revert (with
+-- ACP_FAKE_SHELL, the fake model's command; `rules` then allows Bash(sed *)).
 -- Writes $ACP_RUN_DIR/nvim-result.json and exits 0 when the run matched the
 -- expectations given as ACP_EXPECT_STOP and ACP_EXPECT_FILES (yes|no|edit).
 local acp = require('acp')
@@ -89,7 +92,12 @@ local function write_settings(tbl)
   vim.fn.writefile({ encode(tbl) }, ws .. '/.acp/settings.json')
 end
 if policy == 'rules' then
-  write_settings({ permissions = { allow = { 'Edit(/test.txt)', 'Bash(touch shell-ran.txt)' } } })
+  local allow = { 'Edit(/test.txt)', 'Bash(touch shell-ran.txt)' }
+  if vim.env.ACP_FAKE_SHELL then
+    -- The fake model's command edits test.txt first (sed -i).
+    table.insert(allow, 'Bash(sed *)')
+  end
+  write_settings({ permissions = { allow = allow } })
   local broker = require('acp.config').broker_bin()
   vim.fn.system({ broker, 'trust', '--cwd', ws })
   assert(vim.v.shell_error == 0, 'acp-broker trust failed')
@@ -231,6 +239,9 @@ if vim.env.ACP_EXPECT_REVIEW == '1' then
     table.insert(result.review, { file = name, hunks = #r.hunks })
     found = found or (name == 'test.txt' and #r.hunks == 1 and r.hunks[1].old_count == 0)
   end
+  -- With ACP_FAKE_SHELL (a rule-allowed sed -i of it, which runs before
+  -- Neovim hears of either call), the change is in the same hunk.
+  result.test_txt_lines = vim.fn.filereadable(ws .. '/test.txt') == 1 and vim.fn.readfile(ws .. '/test.txt') or nil
   result.reverted = found and acp.revert(ws .. '/test.txt') and #vim.fn.readfile(ws .. '/test.txt') == 0 or false
   result.review_left = #acp.review()
 end
@@ -313,5 +324,8 @@ elseif policy == 'deny' then
 end
 if vim.env.ACP_EXPECT_REVIEW == '1' then
   ok = ok and result.reverted == true and result.review_left == 0
+  if vim.env.ACP_EXPECT_TEXT then
+    ok = ok and vim.deep_equal(result.test_txt_lines, { vim.env.ACP_EXPECT_TEXT })
+  end
 end
 vim.cmd(ok and 'qa!' or 'cquit 1')

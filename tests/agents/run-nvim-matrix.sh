@@ -37,6 +37,12 @@ done
 # writes it itself, Gemini through fs/*) and revert() empties it.
 run claude allow end_turn yes ACP_EXPECT_REVIEW=1
 run gemini allow end_turn yes ACP_EXPECT_REVIEW=1
+# A rule allows Claude's Write and a Bash `sed -i` of the file it wrote;
+# both act before Neovim hears of them: the broker's snapshot (doc/acp.txt,
+# acp-review) keeps the file new in the review, with the sed's change.
+run claude rules end_turn yes ACP_EXPECT_REVIEW=1 \
+  "ACP_FAKE_SHELL=sed -i s/hello/HELLO/ test.txt && touch shell-ran.txt" \
+  "ACP_EXPECT_TEXT=HELLO from the fake LLM"
 run gemini reject end_turn no
 run claude reject end_turn no
 run codex reject cancelled no

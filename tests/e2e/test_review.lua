@@ -242,10 +242,9 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   local project = T.project()
   local path = project .. '/code.txt'
   T.write(path, 'l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\n')
-  -- A command changes lines 5 and 9; it names line 9 only. The person
-  -- allows it: a call the policy allows by itself is only heard of by
-  -- Neovim once the agent has its answer, and a fast command may have run
-  -- by then (:help acp-review).
+  -- A command a rule allows changes lines 5 and 9; it names line 9 only.
+  -- Neovim hears of it only once the agent has its answer, and the command
+  -- may have run by then: the broker read the file before answering.
   local sed = "sed -i -e 's/^l9$/L9/' -e 's/^l5$/L5/' code.txt"
   local step1 = T.shell_request('sed_${turn}', sed, OPTIONS)
   step1.toolCall.locations = { { path = '${cwd}/code.txt', line = 9 } }
@@ -256,10 +255,9 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   step2.on_allow = { type = 'write', path = 'code.txt', content = 'l1\nL2\nl3\nl4\nL5\nl6\nl7\nl8\nL9\nl10\n' }
   local ctx = T.start_demo({ name = 'two-calls', steps = { step1, step2 } }, {
     project = project,
-    setup = { ui = { arm_ms = 50 } },
+    setup = { ui = { arm_ms = 50 }, permissions = { allow = { 'Bash(sed *)' } } },
   })
   require('acp').prompt('Capitalise three lines')
-  allow('sed_1')
   allow('wc_1')
   T.idle()
   changes(ctx)
@@ -271,19 +269,22 @@ T.test('each hunk names the tool call that made it and how that call was allowed
   T.eq(got, {
     { 2, 'wc_1', 'allowed by you' }, -- its diff covers line 2
     { 5, 'wc_1', 'allowed by you' }, -- covered by no call: the last one
-    { 9, 'sed_1', 'allowed by you' }, -- its location is line 9
+    { 9, 'sed_1', 'allowed by rule Bash(sed *)' }, -- its location is line 9
   }, 'each hunk with its tool call')
   vim.cmd('AcpReview')
   local qf = vim.fn.getqflist()
   T.eq(#qf, 3, 'three entries')
   T.contains(qf[1].text, '[Write code.txt: allowed by you]', 'the first entry')
   T.eq(qf[1].text:find('sed', 1, true), nil, 'the first entry names only its own call')
-  T.contains(qf[3].text, '[sed ', 'the third entry')
-  T.eq(qf[3].text:find('Write', 1, true), nil, 'the third entry names only its own call')
+  T.contains(qf[3].text, ': allowed by rule Bash(sed *)]', 'the third entry')
+  T.eq(qf[3].text:find('by you', 1, true), nil, 'the third entry names only its own call')
   -- Reverting the first hunk leaves the others with their calls.
   T.ok(require('acp').revert(path, 1), 'reverted hunk 1')
   hunks = require('acp').review()[1].hunks
   T.eq({ hunks[1].toolCall.toolCallId, hunks[2].toolCall.toolCallId }, { 'wc_1', 'sed_1' }, 'after a revert')
+  -- The command's hunk is reverted like any other.
+  T.ok(require('acp').revert(path, 2), "reverted the command's hunk")
+  T.eq(T.read(path), 'l1\nl2\nl3\nl4\nL5\nl6\nl7\nl8\nl9\nl10\n', 'line 9 as before the turn')
 end)
 
 T.test("the session's review keeps each hunk's tool call across turns", function()
@@ -314,6 +315,109 @@ T.test("the session's review keeps each hunk's tool call across turns", function
   T.eq(got, { { 2, 'up_1' }, { 4, 'up_2' } }, "each hunk with its turn's call")
   local turn = require('acp').review({ scope = 'turn' })[1].hunks
   T.eq({ #turn, turn[1].new_start, turn[1].toolCall.toolCallId }, { 1, 4, 'up_2' }, 'the last turn alone')
+end)
+
+-- A request as Codex or a plain agent sends it: no announcement, the path
+-- in rawInput only; the agent writes the file itself as soon as it has its
+-- answer (direct), before Neovim hears of the decision.
+local function direct_write(id, name, content)
+  return {
+    type = 'permission',
+    toolCall = {
+      toolCallId = id .. '_${turn}',
+      title = 'Write ' .. name,
+      kind = 'edit',
+      rawInput = { file_path = '${cwd}/' .. name, content = content },
+    },
+    options = OPTIONS,
+    on_allow = { type = 'write', path = name, content = content, direct = true },
+  }
+end
+
+T.test('yolo: a file the agent writes itself at once is in the review, against the file before it', function()
+  local project = T.project()
+  local path = project .. '/y.txt'
+  T.write(path, 'one\ntwo\nthree\n')
+  local ctx = T.start_demo({
+    name = 'yolo-direct',
+    steps = { direct_write('wy', 'y.txt', 'one\nTWO\nthree\n'), direct_write('wn', 'n.txt', 'new\n') },
+  }, { project = project, setup = { ui = { arm_ms = 50 }, yolo = true } })
+  require('acp').prompt('Write y.txt and n.txt')
+  T.idle()
+  local data = changes(ctx)
+  T.eq(#require('acp').pending(), 0, 'nothing asked')
+  local got = {}
+  for _, f in ipairs(data.files) do
+    got[#got + 1] = { vim.fn.fnamemodify(f.path, ':t'), f.added, f.removed, f.created, f.how }
+  end
+  table.sort(got, function(a, b)
+    return a[1] < b[1]
+  end)
+  T.eq(got, { { 'n.txt', 1, 0, true, 'disk' }, { 'y.txt', 1, 1, false, 'disk' } }, 'both files, against the disk before the writes')
+  local review = require('acp').review()
+  T.eq(#review, 2, 'both in review()')
+  T.eq(require('acp.ledger').snapshot_of(path).lines, { 'one', 'two', 'three' }, 'the snapshot is the file before the write')
+  T.contains(review[2].hunks[1].toolCall.decision, 'allowed by yolo', 'how it was allowed')
+  for _, e in ipairs(require('acp.state').events) do
+    T.eq(e.event == 'decided' and e.data.snapshots or nil, nil, 'the event log keeps no file contents')
+  end
+  vim.cmd('AcpReview revert all')
+  T.eq(T.read(path), 'one\ntwo\nthree\n', 'y.txt as before the turn')
+  T.eq(T.read(project .. '/n.txt'), '', 'n.txt, new in the turn, is emptied (:help acp-review)')
+end)
+
+T.test("the broker's snapshot replaces a read of the ledger's own made after it, never one made before", function()
+  local ledger = require('acp.ledger')
+  local uv = vim.uv or vim.loop
+  local project = vim.loop.fs_realpath(T.project())
+  local a, b = project .. '/a.txt', project .. '/b.txt'
+  T.write(a, 'new\n')
+  T.write(b, 'new\n')
+  local sid = 'snapshot-order'
+  local before = uv.hrtime()
+  ledger.on_event('turn_start', { session = sid })
+  -- The announcement of a call (handled with the decision, after the
+  -- agent had its answer and changed a.txt): the ledger reads the disk.
+  ledger.on_event('update', {
+    session = sid,
+    update = { sessionUpdate = 'tool_call', toolCallId = 'c1', kind = 'execute', status = 'pending', locations = { { path = a }, { path = b } } },
+  })
+  local after = uv.hrtime() + 1
+  ledger.on_event('decided', {
+    session = sid,
+    toolCallId = 'c1',
+    decision = 'allow',
+    by = 'rule',
+    paths = { a, b },
+    snapshots = {
+      [a] = { text = 'old\n', at = before }, -- read by the broker first
+      [b] = { text = 'older\n', at = after }, -- read after the ledger's own
+    },
+  })
+  local rec = ledger.ledger(sid).turns[1]
+  T.eq(rec.seen[a].lines, { 'old' }, "a.txt: the broker's earlier read")
+  T.eq(rec.seen[b].lines, { 'new' }, "b.txt: the ledger's earlier read")
+  ledger.on_event('turn_end', { session = sid })
+end)
+
+T.test('a rule-allowed command on a file too large to snapshot: the summary says so', function()
+  local project = T.project()
+  local path = project .. '/big.txt'
+  -- Over the 4 MiB a file is snapshotted up to.
+  T.write(path, ('0123456789abcde\n'):rep(5 * 65536))
+  local sed = "sed -i '1s/^0/X/' big.txt"
+  local step = T.shell_request('big_${turn}', sed, OPTIONS)
+  step.on_allow = { type = 'run', command = sed }
+  local ctx = T.start_demo({ name = 'too-large', steps = { step } }, {
+    project = project,
+    setup = { ui = { arm_ms = 50 }, permissions = { allow = { 'Bash(sed *)' } } },
+  })
+  require('acp').prompt('Change big.txt')
+  T.idle()
+  local data = changes(ctx)
+  T.eq({ vim.fn.fnamemodify(data.files[1].path, ':t'), data.files[1].unknown }, { 'big.txt', true }, 'big.txt changed, with no snapshot')
+  T.contains(data.summary, 'big.txt (not snapshotted: too large)', 'the summary says why')
+  T.eq(#require('acp').review(), 0, 'nothing to review or revert')
 end)
 
 T.done()
