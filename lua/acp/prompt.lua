@@ -1303,7 +1303,7 @@ function H.render_body(req, o)
     judged = #judged.lines,
     kind = 1,
   }
-  for _, name in ipairs({ 'blank', 'more', 'extras_head', 'why', 'keys2', 'absent', 'judged', 'kind' }) do
+  for _, name in ipairs({ 'blank', 'more', 'why', 'absent', 'extras_head', 'keys2', 'judged', 'kind' }) do
     local n = sizes[name]
     if n > 0 and n <= room then
       take[name] = true
@@ -1330,7 +1330,8 @@ function H.render_body(req, o)
     local last = split.lines[#split.lines]
     split.lines[#split.lines] = (#last + 2 > w and last:sub(1, w - 2) or last) .. ' …'
     if take.more then
-      split.add({ { ('(%d more rows of the command below the options)'):format(cmd_rows - cmd_max), 'AcpPromptFooter' } }, '  ')
+      local n = cmd_rows - cmd_max
+      split.add({ { ('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter' } }, '  ')
     end
   end
   if command.stat then
@@ -1594,7 +1595,7 @@ function H.absent_reason(req)
     return "No s/p/t: acp's answers need an allow-once option, and the agent offered none."
   end
   if #(req.narrow or {}) == 0 then
-    return 'No s/p: no exact rule can describe this request, so acp cannot remember it.'
+    return 'No s/p: no exact rule describes this request, so acp cannot remember it.'
   end
   return nil
 end

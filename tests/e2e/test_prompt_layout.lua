@@ -323,7 +323,7 @@ T.test('extras: acp words unlike the agent\'s; why s/p are absent; p says what i
   win = T.wait_prompt('opaque_1')
   text = T.win_text(win)
   T.ok(not text:find('[s]', 1, true) and not text:find('[p]', 1, true), 'no s/p for an opaque command')
-  T.contains(text, 'No s/p: no exact rule can describe this request', 'one line says why')
+  T.contains(text, 'No s/p: no exact rule describes this request', 'one line says why')
   T.contains(text, '[t] trust this agent', 't is offered outside yolo')
   vim.cmd('AcpDeny')
   T.answer(ctx, 'opaque_1')
