@@ -1013,7 +1013,8 @@ end
 ---@param rest integer
 ---@return string[]
 function H.wrap(s, first, rest)
-  if #s <= first and not s:find('[\t\128-\255]') then
+  -- No character takes more cells than bytes, but for control characters.
+  if #s <= first and not s:find('%c') then
     return { s }
   end
   s = s:gsub('\t', '    ')
@@ -1021,15 +1022,19 @@ function H.wrap(s, first, rest)
   if ascii and #s <= first then
     return { s }
   end
-  local chars, widths = {}, {}
   if ascii then
-    for i = 1, #s do
-      chars[i], widths[i] = s:sub(i, i), 1
-    end
-  else
+    return H.wrap_ascii(s, first, rest)
+  end
+  local chars, widths = {}, {}
+  do
     for ch in s:gmatch('[%z\1-\127\192-\255][\128-\191]*') do
       chars[#chars + 1] = ch
-      widths[#widths + 1] = #ch == 1 and 1 or vim.fn.strdisplaywidth(ch)
+      local cw = #ch == 1 and 1 or H.cells[ch]
+      if cw == nil then
+        cw = vim.fn.strdisplaywidth(ch)
+        H.cells[ch] = cw
+      end
+      widths[#widths + 1] = cw
     end
   end
   local out, i, n, width = {}, 1, #chars, math.max(1, first)
@@ -1070,69 +1075,110 @@ function H.wrap(s, first, rest)
   return out
 end
 
+--- H.wrap for text of printable ASCII characters (one byte, one cell).
+function H.wrap_ascii(s, first, rest)
+  local out, i, n, width = {}, 1, #s, math.max(1, first)
+  while n - i + 1 > width do
+    local j = i + width -- the first byte that does not fit
+    if s:byte(j) == 32 then
+      out[#out + 1] = s:sub(i, j - 1)
+      i = j + 1
+    else
+      local k = j - 1
+      while k > i and s:byte(k) ~= 32 do
+        k = k - 1
+      end
+      if k > i then
+        out[#out + 1] = s:sub(i, k - 1)
+        i = k + 1
+      else
+        out[#out + 1] = s:sub(i, j - 1)
+        i = j
+      end
+    end
+    width = math.max(1, rest)
+  end
+  if i <= n or #out == 0 then
+    out[#out + 1] = s:sub(i)
+  end
+  return out
+end
+
+--- Display cells of the characters seen (a character's width never changes
+--- while Neovim runs, but for 'ambiwidth').
+H.cells = {}
+
 --- Lines with highlights, every line at most `width` cells:
 --- {lines, hls = {{row, scol, ecol, group}}, option_rows = {row -> option}}.
+H.Block = {}
+H.Block.__index = H.Block
+
 function H.block(width)
-  local b = { lines = {}, hls = {}, option_rows = {} }
-  --- Adds one line made of {text, group} chunks; a line too long is wrapped
-  --- (`indent` before the following rows), in the group of its first chunk.
-  function b.add(chunks, indent)
-    local line, col, hls = '', 0, {}
-    for _, c in ipairs(chunks) do
-      local t = c[1]
-      if c[2] ~= nil and #t > 0 then
-        hls[#hls + 1] = { col, col + #t, c[2] }
-      end
-      line = line .. t
-      col = col + #t
+  return setmetatable({ lines = {}, hls = {}, option_rows = {}, width = width }, H.Block)
+end
+
+--- Adds one line made of {text, group} chunks; a line too long is wrapped
+--- (`indent` before the following rows), in the group of its first chunk.
+--- Returns the rows added.
+function H.Block:add(chunks, indent)
+  local width = self.width
+  local line, col, hls = '', 0, {}
+  for _, c in ipairs(chunks) do
+    local t = c[1]
+    if c[2] ~= nil and #t > 0 then
+      hls[#hls + 1] = { col, col + #t, c[2] }
     end
-    if #line <= width and not line:find('[\t\128-\255]') then
-      local row = #b.lines
-      for _, h in ipairs(hls) do
-        b.hls[#b.hls + 1] = { row, h[1], h[2], h[3] }
-      end
-      b.lines[row + 1] = line
-      return 1
-    end
-    local group = chunks[1] and chunks[1][2]
-    indent = indent or ''
-    local pieces = H.wrap(line, width, width - #indent)
-    for i, p in ipairs(pieces) do
-      local l = i == 1 and p or indent .. p
-      if group ~= nil then
-        b.hls[#b.hls + 1] = { #b.lines, i == 1 and 0 or #indent, #l, group }
-      end
-      b.lines[#b.lines + 1] = l
-    end
-    return #pieces
+    line = line .. t
+    col = col + #t
   end
-  --- Adds possibly multi-line text, every line in `group`, the first one
-  --- after `prefix`, the others and the wrapped rows after `indent`.
-  function b.text(text, group, prefix, indent)
-    indent = indent or ''
-    for i, l in ipairs(H.split(text)) do
-      local lead = (i == 1 and prefix) or indent
-      local pieces = H.wrap(l, width - #lead, width - #indent)
-      for k, p in ipairs(pieces) do
-        local pre = k == 1 and lead or indent
-        local row = #b.lines
-        if pre ~= '' and i == 1 and k == 1 and prefix then
-          b.hls[#b.hls + 1] = { row, 0, #pre, 'AcpPromptLabel' }
-        end
-        if group ~= nil and #p > 0 then
-          b.hls[#b.hls + 1] = { row, #pre, #pre + #p, group }
-        end
-        b.lines[row + 1] = pre .. p
+  if #line <= width and not line:find('%c') then
+    local row = #self.lines
+    for _, h in ipairs(hls) do
+      self.hls[#self.hls + 1] = { row, h[1], h[2], h[3] }
+    end
+    self.lines[row + 1] = line
+    return 1
+  end
+  local group = chunks[1] and chunks[1][2]
+  indent = indent or ''
+  local pieces = H.wrap(line, width, width - #indent)
+  for i, p in ipairs(pieces) do
+    local l = i == 1 and p or indent .. p
+    if group ~= nil then
+      self.hls[#self.hls + 1] = { #self.lines, i == 1 and 0 or #indent, #l, group }
+    end
+    self.lines[#self.lines + 1] = l
+  end
+  return #pieces
+end
+
+--- Adds possibly multi-line text, every line in `group`, the first one
+--- after `prefix`, the others and the wrapped rows after `indent`.
+function H.Block:text(text, group, prefix, indent)
+  local width = self.width
+  indent = indent or ''
+  for i, l in ipairs(H.split(text)) do
+    local lead = (i == 1 and prefix) or indent
+    local pieces = H.wrap(l, width - #lead, width - #indent)
+    for k, p in ipairs(pieces) do
+      local pre = k == 1 and lead or indent
+      local row = #self.lines
+      if pre ~= '' and i == 1 and k == 1 and prefix then
+        self.hls[#self.hls + 1] = { row, 0, #pre, 'AcpPromptLabel' }
       end
+      if group ~= nil and #p > 0 then
+        self.hls[#self.hls + 1] = { row, #pre, #pre + #p, group }
+      end
+      self.lines[row + 1] = pre .. p
     end
   end
-  --- Marks the rows added since `from` (a row count) as option `index`.
-  function b.mark(from, index)
-    for row = from + 1, #b.lines do
-      b.option_rows[row] = index
-    end
+end
+
+--- Marks the rows added since `from` (a row count) as option `index`.
+function H.Block:mark(from, index)
+  for row = from + 1, #self.lines do
+    self.option_rows[row] = index
   end
-  return b
 end
 
 --- Appends block `src` to block `dst` (its first `max` lines when given).
@@ -1237,37 +1283,38 @@ function H.render_body(req, o)
   local w = math.max(10, o.width)
   local tc = state.tool_call(req)
   local data = H.data(req)
+  data.extras = H.extras(req)
 
   local head = H.block(w)
-  head.add({ { H.header(req), 'AcpPromptHeader' } })
-  head.text(state.title(req), 'AcpPromptTitle')
+  head:add({ { H.header(req), 'AcpPromptHeader' } })
+  head:text(state.title(req), 'AcpPromptTitle')
   local why = H.block(w)
   if req.reason or req.rule then
-    why.text(format.why(req), nil, 'Why: ', '     ')
+    why:text(format.why(req), nil, 'Why: ', '     ')
   end
   local judged = H.block(w)
   local j = H.judged(req)
   if j ~= nil then
-    judged.text(j, 'AcpPromptLabel', 'Judged: ', '  ')
+    judged:text(j, 'AcpPromptLabel', 'Judged: ', '  ')
   end
   local kind = H.block(w)
-  kind.add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
-  local command = H.command(req, tc, w)
+  kind:add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
+  local command = H.command(req, tc, w, data)
   local details = H.details(req, tc, data, w)
-  local choices, xhead, extras = H.options(req, w)
+  local choices, xhead, extras = H.options(req, w, data.extras)
   local absent = H.absent(req, w)
-  local keys1, keys2 = H.footer(req, o.focused, w)
+  local keys1, keys2 = H.footer(req, o.focused, w, data)
 
   local full = H.block(w)
   for _, b in ipairs({ head, why, judged, kind, command.block, details }) do
     H.append(full, b)
   end
-  full.add({ { '' } })
+  full:add({ { '' } })
   H.append(full, choices)
   H.append(full, xhead)
   H.append(full, extras)
   H.append(full, absent)
-  full.add({ { '' } })
+  full:add({ { '' } })
   H.append(full, keys1)
   H.append(full, keys2)
   if #full.lines <= o.max_height then
@@ -1331,7 +1378,7 @@ function H.render_body(req, o)
     split.lines[#split.lines] = (#last + 2 > w and last:sub(1, w - 2) or last) .. ' …'
     if take.more then
       local n = cmd_rows - cmd_max
-      split.add({ { ('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter' } }, '  ')
+      split:add({ { ('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter' } }, '  ')
     end
   end
   if command.stat then
@@ -1341,7 +1388,7 @@ function H.render_body(req, o)
     H.append(split, command.preview, preview)
   end
   if take.blank then
-    split.add({ { '' } })
+    split:add({ { '' } })
   end
   H.append(split, choices)
   if take.extras_head then
@@ -1357,7 +1404,7 @@ function H.render_body(req, o)
   end
   local rest = #details.lines > 0 or cmd_max < cmd_rows
   if rest then
-    split.add({ { ('── details: scroll down%s ──'):format(#data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
+    split:add({ { ('── details: scroll down%s ──'):format(#data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
     if cmd_max < cmd_rows then
       H.append(split, command.block)
     end
@@ -1392,26 +1439,26 @@ end
 --- The part of the details that is never left out: the command
 --- (`block`), or for an edit a stat line per file (`stat`) and the first
 --- lines of its diff (`preview`).
-function H.command(req, tc, w)
+function H.command(req, tc, w, data)
   local r = { block = H.block(w) }
   local kind = state.kind(req)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
   if kind == 'execute' or req.command ~= nil then
-    r.block.text(req.command or state.title(req), 'AcpPromptCommand', '$ ', '  ')
+    r.block:text(req.command or state.title(req), 'AcpPromptCommand', '$ ', '  ')
     if type(input.cwd) == 'string' then
-      r.block.add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } }, '   ')
+      r.block:add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } }, '   ')
     end
   end
-  local diffs = H.data(req).diffs
+  local diffs = data.diffs
   if #diffs > 0 then
     r.stat, r.preview = H.block(w), H.block(w)
     for _, d in ipairs(diffs) do
       if d.notice then
-        r.stat.add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
+        r.stat:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
       end
       local path = H.path(compat.str(d.item.path) or '?')
       local n = d.lines and #d.lines or 0
-      r.stat.add({
+      r.stat:add({
         { path, 'AcpPromptLabel' },
         { (': +%d -%d%s (%d line%s of diff)'):format(d.added, d.removed, d.item.oldText == nil and ', new file' or '', n, n == 1 and '' or 's'), nil },
       }, '  ')
@@ -1426,7 +1473,7 @@ end
 function H.diff_line(b, l)
   local c = l:sub(1, 1)
   local group = (c == '+' and 'AcpPromptDiffAdd') or (c == '-' and 'AcpPromptDiffDelete') or (l:sub(1, 2) == '@@' and 'AcpPromptDiffHunk') or nil
-  b.add({ { l, group } })
+  b:add({ { l, group } })
 end
 
 --- Everything else the request carries: the diffs whole, text the agent
@@ -1447,7 +1494,7 @@ function H.details(req, tc, data, w)
       if type(loc.line) == 'number' then
         where = where .. ':' .. loc.line
       end
-      b.add({ { 'Location: ', 'AcpPromptLabel' }, { where, nil } }, '  ')
+      b:add({ { 'Location: ', 'AcpPromptLabel' }, { where, nil } }, '  ')
       shown = true
     end
   end
@@ -1457,7 +1504,7 @@ function H.details(req, tc, data, w)
       if #json > 400 then
         json = json:sub(1, 400) .. '…'
       end
-      b.text(json, nil, 'Input: ', '  ')
+      b:text(json, nil, 'Input: ', '  ')
     end
   end
   return b
@@ -1488,12 +1535,12 @@ function H.content_item(b, item, data)
   if item.type == 'diff' then
     local d = data.diffs[item]
     if d.notice then
-      b.add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
+      b:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
     end
-    b.add({ { d.from, 'AcpPromptLabel' } })
-    b.add({ { d.to, 'AcpPromptLabel' } })
+    b:add({ { d.from, 'AcpPromptLabel' } })
+    b:add({ { d.to, 'AcpPromptLabel' } })
     if d.note then
-      b.add({ { d.note, 'AcpPromptFooter' } })
+      b:add({ { d.note, 'AcpPromptFooter' } })
     else
       for _, l in ipairs(d.lines) do
         H.diff_line(b, l)
@@ -1503,16 +1550,16 @@ function H.content_item(b, item, data)
   elseif item.type == 'content' then
     local c = item.content
     if type(c) == 'table' and c.type == 'text' and type(c.text) == 'string' then
-      b.text(c.text, nil)
+      b:text(c.text, nil)
     elseif type(c) == 'table' then
-      b.add({ { ('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter' } })
+      b:add({ { ('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter' } })
     end
     return true
   elseif item.type == 'terminal' then
-    b.add({ { ('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter' } })
+    b:add({ { ('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter' } })
     return true
   end
-  b.add({ { ('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter' } })
+  b:add({ { ('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter' } })
   return true
 end
 
@@ -1539,7 +1586,7 @@ end
 --- Largest text a prompt diffs against (as the broker's CLIENT_DIFF_MAX).
 H.diff_max = 1024 * 1024
 
-function H.options(req, w)
+function H.options(req, w, extras)
   local b = H.block(w)
   local keys = H.ui().keys
   local key_of = {}
@@ -1550,7 +1597,7 @@ function H.options(req, w)
     end
   end
   if #req.options == 0 then
-    b.add({ { 'The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter' } })
+    b:add({ { 'The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter' } })
   end
   for i, o in ipairs(req.options) do
     local kind = compat.str(o.kind) or ''
@@ -1562,17 +1609,16 @@ function H.options(req, w)
       chunks[3] = { '(' .. key_of[i] .. ')', 'AcpPromptKey' }
     end
     local from = #b.lines
-    b.add(chunks, '    ')
-    b.mark(from, i)
+    b:add(chunks, '    ')
+    b:mark(from, i)
   end
   local head, xb = H.block(w), H.block(w)
-  local extras = H.extras(req)
   if #extras > 0 then
-    head.add({ { "acp's own answers (each allows once, then remembers):", 'AcpPromptLabel' } }, '  ')
+    head:add({ { "acp's own answers (each allows once, then remembers):", 'AcpPromptLabel' } }, '  ')
     for _, e in ipairs(extras) do
       local from = #xb.lines
-      xb.add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
-      xb.mark(from, e.remember)
+      xb:add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
+      xb:mark(from, e.remember)
     end
   end
   return b, head, xb
@@ -1584,7 +1630,7 @@ function H.absent(req, w)
   local b = H.block(w)
   local why = H.absent_reason(req)
   if why ~= nil then
-    b.add({ { why, 'AcpPromptFooter' } }, '  ')
+    b:add({ { why, 'AcpPromptFooter' } }, '  ')
   end
   return b
 end
@@ -1601,15 +1647,15 @@ function H.absent_reason(req)
 end
 
 --- The key reminder: the first line is always shown, the second when it fits.
-function H.footer(req, focused, w)
+function H.footer(req, focused, w, data)
   local b1, b2 = H.block(w), H.block(w)
   if not focused then
     if not H.ui().focus then
-      b1.add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } }, '  ')
+      b1:add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } }, '  ')
     elseif vim.api.nvim_get_mode().mode:match('^[iR]') then
-      b1.add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } }, '  ')
+      b1:add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } }, '  ')
     else
-      b1.add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } }, '  ')
+      b1:add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } }, '  ')
     end
     return b1, b2
   end
@@ -1620,7 +1666,7 @@ function H.footer(req, focused, w)
       letters[#letters + 1] = keys[kind]
     end
   end
-  for _, e in ipairs(H.extras(req)) do
+  for _, e in ipairs(data.extras) do
     if e.key then
       letters[#letters + 1] = e.key
     end
@@ -1632,14 +1678,14 @@ function H.footer(req, focused, w)
   end
   local hide = (keys.hide ~= nil and keys.hide ~= '') and keys.hide or '<Esc>'
   local parts = { choose ~= '' and (choose .. ': answer') or nil, hide .. ': hide' }
-  if #H.data(req).diffs > 0 then
+  if #data.diffs > 0 then
     parts[#parts + 1] = 'd: diff'
   end
   if #state.order > 1 then
     parts[#parts + 1] = ']/[: next/previous'
   end
-  b1.add({ { table.concat(parts, ' · '), 'AcpPromptFooter' } }, '  ')
-  b2.add({ { '<CR>: the option under the cursor · :AcpPending shows hidden ones', 'AcpPromptFooter' } }, '  ')
+  b1:add({ { table.concat(parts, ' · '), 'AcpPromptFooter' } }, '  ')
+  b2:add({ { '<CR>: the option under the cursor · :AcpPending shows hidden ones', 'AcpPromptFooter' } }, '  ')
   return b1, b2
 end
 
