@@ -158,7 +158,7 @@ T.test('tiny (50x12): the command starts and the options show; decorations left 
   vim.cmd('AcpDeny')
 end)
 
-T.test('200x50: the window is exactly as tall as its text; "(1 line" singular', function()
+T.test('200x50: the window is exactly as tall as its text', function()
   resize(200, 50)
   local ctx = T.start_demo({
     name = 'big',
@@ -225,6 +225,26 @@ T.test('80x24, a 537-line diff: stat and first lines above the options, options 
   T.eq(api.nvim_get_current_win(), win, 'the prompt is back, focused')
   vim.cmd('AcpDeny')
   T.eq(T.answer(ctx, 'huge_1').result, T.selected('reject'), 'answered')
+end)
+
+T.test('d with the file loaded and changed in a buffer: the left side is the buffer, unsaved lines included', function()
+  local ctx = T.start_demo({ name = 'buffer-diff', steps = { huge_request('buf_${turn}') } })
+  T.write(ctx.project .. '/huge.txt', 'old\n')
+  vim.cmd('edit ' .. vim.fn.fnameescape(ctx.project .. '/huge.txt'))
+  local buf = api.nvim_get_current_buf()
+  T.defer(function()
+    pcall(vim.cmd, 'bwipeout! ' .. buf)
+  end)
+  api.nvim_buf_set_lines(buf, 0, -1, false, { 'old', 'typed, not saved' })
+  require('acp').prompt('Go')
+  T.answer_with_keys('buf_1', 'd')
+  local wins = api.nvim_tabpage_list_wins(0)
+  T.eq(api.nvim_buf_get_lines(api.nvim_win_get_buf(wins[1]), 0, -1, false), { 'old', 'typed, not saved' }, 'left: the buffer')
+  T.contains(api.nvim_buf_get_name(api.nvim_win_get_buf(wins[1])), '(your buffer)', 'named so')
+  vim.cmd('tabclose')
+  T.wait_prompt('buf_1')
+  vim.cmd('AcpDeny')
+  T.answer(ctx, 'buf_1')
 end)
 
 T.test('the queue: "1 of 2", ] and [ step, q hides only this one ("+1 hidden"), an answer elsewhere shows the next, the float follows the tab', function()
