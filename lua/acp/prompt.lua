@@ -291,6 +291,7 @@ function H.open_float(req, opts)
     error(win, 0)
   end
   v.win = win
+  v.tab = vim.api.nvim_get_current_tabpage()
   H.view = v
   H.set_win_options(win)
   H.place_cursor(v, 1)
@@ -461,13 +462,20 @@ function H.close(restore)
   end
 end
 
---- The window was closed some other way (:q, <C-w>c): same as hiding.
+--- The window was closed some other way (:q, <C-w>c): same as hiding; but
+--- when its tab page was closed under it, it comes back where the person is.
 function H.on_wiped(buf)
   local v = H.view
   if v ~= nil and v.buf == buf then
     H.view = nil
     H.hidden[v.id] = true
     pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptFocus')
+    vim.schedule(function()
+      if v.tab ~= nil and not vim.api.nvim_tabpage_is_valid(v.tab) then
+        H.hidden[v.id] = nil
+      end
+      M.refresh()
+    end)
   end
 end
 

@@ -275,6 +275,19 @@ T.test('the queue: "1 of 2", ] and [ step, q hides only this one ("+1 hidden"), 
   end, nil, 'the float on the new tab page')
   T.contains(T.win_text(win), 'touch second.txt', 'the same prompt')
   T.eq(#T.floats(), 1, 'one float')
+  -- Its tab page closed under it: it comes back on the one entered.
+  vim.cmd('tabnew')
+  T.wait(function()
+    local cur = require('acp.prompt').current()
+    return cur and api.nvim_win_get_tabpage(cur.win) == api.nvim_get_current_tabpage()
+  end, nil, 'the float on the third tab page')
+  vim.cmd('tabclose')
+  win = T.wait(function()
+    local cur = require('acp.prompt').current()
+    return cur and api.nvim_win_get_tabpage(cur.win) == api.nvim_get_current_tabpage() and cur.win
+  end, nil, 'the float back after :tabclose')
+  T.contains(T.win_text(win), 'touch second.txt', 'the same prompt after :tabclose')
+  T.eq(#T.floats(), 1, 'one float')
   -- Answering the hidden one elsewhere leaves the shown one.
   vim.cmd('AcpDeny')
   T.eq(T.answer(ctx, 'toolu_par_write_1').result, T.selected('reject'), 'the oldest (hidden) one answered')
