@@ -483,10 +483,18 @@ end
 
 function H.set_keymaps(v, req)
   local buf = v.buf
+  -- (nvim_buf_set_keymap: vim.keymap.set costs several times more, and
+  -- the prompt sets some twenty keys before it is shown.)
   local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, function()
-      H.on_key(buf, fn)
-    end, { buffer = buf, nowait = true, silent = true, desc = desc })
+    vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
+      nowait = true,
+      silent = true,
+      noremap = true,
+      desc = desc,
+      callback = function()
+        H.on_key(buf, fn)
+      end,
+    })
   end
   for i = 1, math.min(9, #req.options) do
     map(tostring(i), function(view)
