@@ -1,10 +1,17 @@
 --- The permission prompt: a centred floating window (or `vim.ui.select`).
 ---
 --- One prompt is shown at a time, the oldest pending first; the others wait
---- in the queue and the header shows the position ("Permission 1/3").
---- Keys are ignored for `ui.arm_ms` after the window appears or takes focus,
---- so keys typed before it appeared can never answer it. `q`/`<Esc>` hide the
---- prompt without answering; `:AcpPending` brings it back.
+--- in the queue and the header shows the position ("Permission 1 of 3 ·
+--- agent · +1 hidden"); `]`/`[` step through them. Keys are ignored for
+--- `ui.arm_ms` after the window appears or takes focus, so keys typed before
+--- it appeared can never answer it. `q`/`<Esc>` hide the prompt shown without
+--- answering; `:AcpPending` brings it back. `d` opens its diff in a tab. The
+--- window follows the current tab page; a prompt arriving unseen (Neovim not
+--- focused) is notified once (`notify` in acp.config).
+---
+--- Rendering: every row is wrapped here, so the window's height is exact and
+--- the layout (H.render_body) decides what fits: the command or diff stat
+--- and the options always, the decorations while there is room.
 
 local compat = require('acp.compat')
 local format = require('acp.format')
@@ -130,9 +137,8 @@ function M.hide()
     end
   end
   H.echo(
-    ('acp: prompt hidden, still pending (%d hidden; :AcpPending reopens)%s'):format(
-      H.hidden_count(nil),
-      waiting > 0 and (', next of %d shown'):format(waiting) or ''
+    ('acp: prompt hidden, still pending (:AcpPending brings it back)%s'):format(
+      waiting > 0 and ('; %d other%s waiting'):format(waiting, waiting == 1 and '' or 's') or ''
     ),
     'WarningMsg'
   )
@@ -189,7 +195,6 @@ end
 
 --- The lines the prompt shows for pending prompt `req` (for tests).
 ---@param req table internal pending record (acp.state)
----@return string[]
 ---@param opts {width: integer|nil}|nil the window's width (default: as shown)
 ---@return string[]
 function M.lines(req, opts)
