@@ -976,7 +976,7 @@ function H.select(req, opts)
   end
   local pos, total = state.position(req.id)
   local tc = state.tool_call(req)
-  local prompt = ('Permission %d/%d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
+  local prompt = ('Permission %d of %d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
   local cmd = req.command
   if cmd ~= nil and cmd ~= state.title(req) then
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')

@@ -379,6 +379,34 @@ T.test('extras: acp words unlike the agent\'s; why s/p are absent; p says what i
   T.answer(ctx2, 'yolo_1')
 end)
 
+T.test('vim.ui.select backend: the header and acp\'s extras in the same words; s remembers and says so', function()
+  local asked, labels = {}, {}
+  local real = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    asked[#asked + 1] = opts.prompt
+    local pick
+    for _, item in ipairs(items) do
+      local label = opts.format_item(item)
+      labels[#labels + 1] = label
+      if label:find('rest of this conversation', 1, true) then
+        pick = item
+      end
+    end
+    on_choice(pick)
+  end
+  T.defer(function()
+    vim.ui.select = real
+  end)
+  local ctx = T.start_demo({ name = 'select', steps = { T.shell_request('sel_${turn}', 'npm test') } }, {
+    setup = { ui = { arm_ms = 50, backend = 'select' } },
+  })
+  require('acp').prompt('Go')
+  T.eq(T.answer(ctx, 'sel_1').result, T.selected('allow'), 'the extra answers allow once')
+  T.contains(asked[1], 'Permission 1 of 1 · ', 'the header')
+  T.contains(table.concat(labels, '\n'), 'acp: allow like this for the rest of this conversation: Bash(npm test)', 'the extra')
+  T.contains(vim.fn.execute('messages'), 'acp: remembered Bash(npm test) for the rest of this conversation', 'the message')
+end)
+
 T.test('a prompt waiting unseen (Neovim not focused): one vim.notify and the OSC sequence; none when focused', function()
   local writes = {}
   local prompt = require('acp.prompt')
