@@ -1053,7 +1053,10 @@ function H.wrap(s, first, rest)
       local cw = #ch == 1 and 1 or H.cells[ch]
       if cw == nil then
         cw = vim.fn.strdisplaywidth(ch)
-        H.cells[ch] = cw
+        if H.cells_n >= 4096 then -- bounded: start again
+          H.cells, H.cells_n = {}, 0
+        end
+        H.cells[ch], H.cells_n = cw, H.cells_n + 1
       end
       widths[#widths + 1] = cw
     end
@@ -1127,7 +1130,7 @@ end
 
 --- Display cells of the characters seen (a character's width never changes
 --- while Neovim runs, but for 'ambiwidth').
-H.cells = {}
+H.cells, H.cells_n = {}, 0
 
 --- Lines with highlights, every line at most `width` cells:
 --- {lines, hls = {{row, scol, ecol, group}}, option_rows = {row -> option}}.

@@ -158,6 +158,24 @@ T.test('tiny (50x12): the command starts and the options show; decorations left 
   vim.cmd('AcpDeny')
 end)
 
+T.test('wide characters and tabs: every row fits its width, words whole', function()
+  local cmd = 'echo "日本語のテキスト" "émoji 🎉🎉" "\tindented" && printf "%s\\n" 中文字符串测试 ' .. ('ｗｉｄｅ '):rep(6)
+  T.start_demo({ name = 'wide', steps = { T.shell_request('wide_${turn}', cmd) } })
+  require('acp').prompt('Go')
+  local p = T.wait_pending('wide_1')
+  local req = require('acp.state').pending[p.id]
+  for _, width in ipairs({ 24, 31, 50 }) do
+    local rows = require('acp.prompt').lines(req, { width = width })
+    for i, l in ipairs(rows) do
+      T.ok(vim.fn.strdisplaywidth(l) <= width, ('width %d: row %d fits: %q'):format(width, i, l))
+    end
+    local text = table.concat(rows, '\n')
+    T.contains(text, '中文字符串测试', 'width ' .. width .. ': a wide word whole')
+    T.contains(text, '🎉🎉"', 'width ' .. width .. ': emoji whole')
+  end
+  vim.cmd('AcpDeny')
+end)
+
 T.test('200x50: the window is exactly as tall as its text', function()
   resize(200, 50)
   local ctx = T.start_demo({
