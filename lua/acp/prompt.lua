@@ -18,6 +18,8 @@ local format = require('acp.format')
 -- Loaded with the prompt: acp.merge records the old text of each request
 -- as what the agent saw (acp-unsaved).
 local fs = require('acp.fs')
+local layout = require('acp.prompt.layout')
+local notify = require('acp.prompt.notify')
 local state = require('acp.state')
 local text = require('acp.text')
 
@@ -104,7 +106,7 @@ end
 function M.on_resolved(id)
   H.answered[id] = nil
   H.hidden[id] = nil
-  H.known[id] = nil
+  notify.forget(id)
   if H.view ~= nil and H.view.id == id then
     H.close(true)
   end
@@ -722,62 +724,16 @@ function H.open_diff(v)
   H.diff_tabs = {}
   H.close(true)
   for _, d in ipairs(diffs) do
-    local ok, err = pcall(H.diff_tab, d)
-    if not ok then
-      H.echo('acp: could not open the diff: ' .. tostring(err), 'ErrorMsg')
+    local ok, tab = pcall(require('acp.prompt.difftab').open, d)
+    if ok then
+      H.diff_tabs[#H.diff_tabs + 1] = tab
+    else
+      H.echo('acp: could not open the diff: ' .. tostring(tab), 'ErrorMsg')
     end
   end
   if #H.diff_tabs == 0 then
     H.resume()
   end
-end
-
-function H.scratch(name, s, ft)
-  local buf = vim.api.nvim_create_buf(false, true)
-  compat.set_buf(buf, 'bufhidden', 'wipe')
-  local lines = text.file_lines(s)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  compat.set_buf(buf, 'modifiable', false)
-  pcall(vim.api.nvim_buf_set_name, buf, name)
-  if ft ~= nil then
-    compat.set_buf(buf, 'filetype', ft)
-  end
-  vim.keymap.set('n', 'q', '<Cmd>tabclose<CR>', { buffer = buf, nowait = true, silent = true, desc = 'acp: close the diff tab' })
-  return buf
-end
-
-function H.diff_tab(d)
-  local path = compat.str(d.item.path) or '?'
-  local new = type(d.item.newText) == 'string' and d.item.newText or ''
-  local old = type(d.item.oldText) == 'string' and d.item.oldText or nil
-  local have = d.have
-  local cur = have and have.text or old or ''
-  if have and have.snippet and old ~= nil and old ~= '' then
-    local s, e = cur:find(old, 1, true)
-    new = s and (cur:sub(1, s - 1) .. new .. cur:sub(e + 1)) or new
-  end
-  local ft
-  if vim.filetype and vim.filetype.match then
-    local ok, r = pcall(vim.filetype.match, { filename = path })
-    ft = ok and type(r) == 'string' and r or nil
-  end
-  local short = H.path(path)
-  local where = have and (have.from == 'buffer' and 'your buffer' or 'disk') or 'none'
-  local lb = H.scratch(('acp://%s (%s)'):format(short, where), cur, ft)
-  local rb = H.scratch(("acp://%s (the agent's)"):format(short), new, ft)
-  vim.cmd('tab split')
-  local tab = vim.api.nvim_get_current_tabpage()
-  local lw = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(lw, lb)
-  vim.cmd('rightbelow vsplit')
-  local rw = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(rw, rb)
-  for _, w in ipairs({ lw, rw }) do
-    vim.api.nvim_win_call(w, function()
-      vim.cmd('diffthis')
-    end)
-  end
-  H.diff_tabs[#H.diff_tabs + 1] = tab
 end
 
 --- After a diff tab closed: the prompt comes back when none is left.
@@ -809,7 +765,13 @@ function H.resume()
   end
 end
 
--- Following the tab page, notifying --------------------------------------------
+-- Following the tab page -----------------------------------------------------
+
+--- Whether the prompt window is on another tab page than the current one.
+function H.off_tab()
+  local v = H.view
+  return v ~= nil and H.valid(v) and vim.api.nvim_win_get_tabpage(v.win) ~= vim.api.nvim_get_current_tabpage()
+end
 
 --- The float belongs to one tab page: on entering another, it moves there.
 function H.on_tab_enter()
@@ -822,113 +784,9 @@ function H.on_tab_enter()
   end
   local req = state.pending[v.id]
   H.close(false)
-  H.notified = false
+  notify.reset()
   if req ~= nil then
     H.present(req, {})
-  end
-end
-
---- Whether Neovim has the terminal's focus (FocusLost / FocusGained, when
---- the terminal reports them).
-H.nvim_focused = true
---- Prompts already seen by the notifier (id -> true).
-H.known = {}
-
---- A new prompt waits unseen: Neovim is not focused, or the prompt window
---- is not on the current tab page.
-function H.unseen()
-  if not H.nvim_focused then
-    return true
-  end
-  local v = H.view
-  return v ~= nil and H.valid(v) and vim.api.nvim_win_get_tabpage(v.win) ~= vim.api.nvim_get_current_tabpage()
-end
-
-function H.on_pending_notify()
-  local new
-  for i = #state.order, 1, -1 do
-    local id = state.order[i]
-    if H.known[id] then
-      break
-    end
-    H.known[id] = true
-    new = id -- the oldest of the new ones
-  end
-  local cfg = require('acp.config').get().notify or {}
-  if new == nil or not cfg.unseen or H.notified or not H.unseen() then
-    return
-  end
-  -- One notice while the person is away (until FocusGained or a prompt is
-  -- shown on the current tab page).
-  H.notified = true
-  vim.schedule(function()
-    local req = state.pending[new]
-    if req == nil then
-      return
-    end
-    local n = #state.order
-    local msg = ('%s asks for permission: %s%s'):format(
-      req.agent,
-      text.truncate(text.one_line(state.title(req)), 80),
-      n > 1 and (' (%d waiting)'):format(n) or ''
-    )
-    vim.notify('(acp) ' .. msg, vim.log.levels.WARN)
-    H.osc(cfg.osc, 'acp', msg)
-  end)
-end
-
---- The terminal's own notification: OSC 9 (iTerm2, kitty, WezTerm,
---- ghostty, Windows Terminal) or OSC 777 (foot, VTE, urxvt); 'auto' picks
---- from $TERM_PROGRAM / $TERM / $VTE_VERSION, and sends nothing when no UI
---- is attached or the terminal is not known. Inside tmux the sequence is
---- wrapped for tmux to pass through (`set -g allow-passthrough on`).
----@param mode string|false
----@return string|nil the sequence written
-function H.osc(mode, title, body)
-  local kind = H.osc_kind(mode)
-  if kind == nil then
-    return nil
-  end
-  local clean = function(s)
-    return (s:gsub('[%c;]', ' '))
-  end
-  local seq
-  if kind == '9' then
-    seq = '\027]9;' .. clean(title .. ': ' .. body) .. '\007'
-  else
-    seq = '\027]777;notify;' .. clean(title) .. ';' .. clean(body) .. '\007'
-  end
-  if (vim.env.TMUX or '') ~= '' then
-    seq = '\027Ptmux;' .. seq:gsub('\027', '\027\027') .. '\027\\'
-  end
-  M.term_write(seq)
-  return seq
-end
-
-function H.osc_kind(mode)
-  if mode == '9' or mode == '777' then
-    return mode
-  elseif mode ~= 'auto' or #vim.api.nvim_list_uis() == 0 then
-    return nil
-  end
-  local prog, term = vim.env.TERM_PROGRAM or '', vim.env.TERM or ''
-  if prog:match('iTerm') or prog == 'WezTerm' or prog == 'ghostty' or term:match('kitty') or term:match('ghostty') or (vim.env.WT_SESSION or '') ~= '' then
-    return '9'
-  elseif term:match('^foot') or term:match('rxvt') or (vim.env.VTE_VERSION or '') ~= '' then
-    return '777'
-  end
-  return nil
-end
-
---- Writes an escape sequence to the terminal Neovim's UI runs in (its
---- stderr: the terminal for the TUI of 0.7 and of 0.9+). Tests replace it.
----@param seq string
-function M.term_write(seq)
-  if not pcall(vim.api.nvim_chan_send, vim.v.stderr, seq) then
-    pcall(function()
-      io.stderr:write(seq)
-      io.stderr:flush()
-    end)
   end
 end
 
@@ -944,19 +802,6 @@ do
     group = group,
     callback = function()
       vim.schedule(H.on_tab_closed)
-    end,
-  })
-  vim.api.nvim_create_autocmd('FocusLost', {
-    group = group,
-    callback = function()
-      H.nvim_focused = false
-    end,
-  })
-  vim.api.nvim_create_autocmd('FocusGained', {
-    group = group,
-    callback = function()
-      H.nvim_focused = true
-      H.notified = false
     end,
   })
 end
@@ -1026,204 +871,9 @@ end
 -- cut), so that one buffer line is one screen row: the height is exact and
 -- the layout can decide what fits.
 
---- `s` cut into pieces of at most `first` cells (then `rest` cells), at the
---- last space that fits; the space at a break is dropped. Tabs count as four
---- spaces.
----@param s string
----@param first integer
----@param rest integer
----@return string[]
-function H.wrap(s, first, rest)
-  -- No character takes more cells than bytes, but for control characters.
-  if #s <= first and not s:find('%c') then
-    return { s }
-  end
-  s = s:gsub('\t', '    ')
-  local ascii = not s:find('[\128-\255]')
-  if ascii and #s <= first then
-    return { s }
-  end
-  if ascii then
-    return H.wrap_ascii(s, first, rest)
-  end
-  local chars, widths = {}, {}
-  do
-    for ch in s:gmatch('[%z\1-\127\192-\255][\128-\191]*') do
-      chars[#chars + 1] = ch
-      local cw = #ch == 1 and 1 or H.cells[ch]
-      if cw == nil then
-        cw = vim.fn.strdisplaywidth(ch)
-        if H.cells_n >= 4096 then -- bounded: start again
-          H.cells, H.cells_n = {}, 0
-        end
-        H.cells[ch], H.cells_n = cw, H.cells_n + 1
-      end
-      widths[#widths + 1] = cw
-    end
-  end
-  local out, i, n, width = {}, 1, #chars, math.max(1, first)
-  while i <= n do
-    local w, j = 0, i
-    while j <= n and w + widths[j] <= width do
-      w = w + widths[j]
-      j = j + 1
-    end
-    if j > n then
-      out[#out + 1] = table.concat(chars, '', i, n)
-      break
-    end
-    local cut, nexti
-    if chars[j] == ' ' then
-      cut, nexti = j - 1, j + 1
-    else
-      local k = j - 1
-      while k > i and chars[k] ~= ' ' do
-        k = k - 1
-      end
-      if k > i then
-        cut, nexti = k - 1, k + 1
-      else
-        cut, nexti = j - 1, j
-      end
-    end
-    if cut < i then -- a character wider than the line
-      cut, nexti = i, i + 1
-    end
-    out[#out + 1] = table.concat(chars, '', i, cut)
-    i = nexti
-    width = math.max(1, rest)
-  end
-  if #out == 0 then
-    out[1] = ''
-  end
-  return out
-end
-
---- H.wrap for text of printable ASCII characters (one byte, one cell).
-function H.wrap_ascii(s, first, rest)
-  local out, i, n, width = {}, 1, #s, math.max(1, first)
-  while n - i + 1 > width do
-    local j = i + width -- the first byte that does not fit
-    if s:byte(j) == 32 then
-      out[#out + 1] = s:sub(i, j - 1)
-      i = j + 1
-    else
-      local k = j - 1
-      while k > i and s:byte(k) ~= 32 do
-        k = k - 1
-      end
-      if k > i then
-        out[#out + 1] = s:sub(i, k - 1)
-        i = k + 1
-      else
-        out[#out + 1] = s:sub(i, j - 1)
-        i = j
-      end
-    end
-    width = math.max(1, rest)
-  end
-  if i <= n or #out == 0 then
-    out[#out + 1] = s:sub(i)
-  end
-  return out
-end
-
---- Display cells of the characters seen (a character's width never changes
---- while Neovim runs, but for 'ambiwidth').
-H.cells, H.cells_n = {}, 0
-
---- Lines with highlights, every line at most `width` cells:
---- {lines, hls = {{row, scol, ecol, group}}, option_rows = {row -> option}}.
-H.Block = {}
-H.Block.__index = H.Block
-
-function H.block(width)
-  return setmetatable({ lines = {}, hls = {}, option_rows = {}, width = width }, H.Block)
-end
-
---- Adds one line made of {text, group} chunks; a line too long is wrapped
---- (`indent` before the following rows), in the group of its first chunk.
---- Returns the rows added.
-function H.Block:add(chunks, indent)
-  local width = self.width
-  local line, col, hls = '', 0, {}
-  for _, c in ipairs(chunks) do
-    local t = c[1]
-    if c[2] ~= nil and #t > 0 then
-      hls[#hls + 1] = { col, col + #t, c[2] }
-    end
-    line = line .. t
-    col = col + #t
-  end
-  if #line <= width and not line:find('%c') then
-    local row = #self.lines
-    for _, h in ipairs(hls) do
-      self.hls[#self.hls + 1] = { row, h[1], h[2], h[3] }
-    end
-    self.lines[row + 1] = line
-    return 1
-  end
-  local group = chunks[1] and chunks[1][2]
-  indent = indent or ''
-  local pieces = H.wrap(line, width, width - #indent)
-  for i, p in ipairs(pieces) do
-    local l = i == 1 and p or indent .. p
-    if group ~= nil then
-      self.hls[#self.hls + 1] = { #self.lines, i == 1 and 0 or #indent, #l, group }
-    end
-    self.lines[#self.lines + 1] = l
-  end
-  return #pieces
-end
-
---- Adds possibly multi-line text, every line in `group`, the first one
---- after `prefix`, the others and the wrapped rows after `indent`.
-function H.Block:text(text, group, prefix, indent)
-  local width = self.width
-  indent = indent or ''
-  for i, l in ipairs(H.split(text)) do
-    local lead = (i == 1 and prefix) or indent
-    local pieces = H.wrap(l, width - #lead, width - #indent)
-    for k, p in ipairs(pieces) do
-      local pre = k == 1 and lead or indent
-      local row = #self.lines
-      if pre ~= '' and i == 1 and k == 1 and prefix then
-        self.hls[#self.hls + 1] = { row, 0, #pre, 'AcpPromptLabel' }
-      end
-      if group ~= nil and #p > 0 then
-        self.hls[#self.hls + 1] = { row, #pre, #pre + #p, group }
-      end
-      self.lines[row + 1] = pre .. p
-    end
-  end
-end
-
---- Marks the rows added since `from` (a row count) as option `index`.
-function H.Block:mark(from, index)
-  for row = from + 1, #self.lines do
-    self.option_rows[row] = index
-  end
-end
-
---- Appends block `src` to block `dst` (its first `max` lines when given).
-function H.append(dst, src, max)
-  local off, n = #dst.lines, math.min(#src.lines, max or math.huge)
-  for i = 1, n do
-    dst.lines[off + i] = src.lines[i]
-  end
-  for _, hl in ipairs(src.hls) do
-    if hl[1] < n then
-      dst.hls[#dst.hls + 1] = { hl[1] + off, hl[2], hl[3], hl[4] }
-    end
-  end
-  for row, i in pairs(src.option_rows) do
-    if row <= n then
-      dst.option_rows[row + off] = i
-    end
-  end
-end
-
-H.split = text.split_lines
+H.wrap = layout.wrap
+H.block = layout.block
+H.append = layout.append
 
 --- Body of the prompt, `o.width` cells wide, with one column of padding on
 --- the left.
@@ -1714,7 +1364,9 @@ function H.footer(req, focused, w, data)
 end
 
 state.on('pending', M.refresh)
-state.on('pending', H.on_pending_notify)
+state.on('pending', function()
+  notify.on_pending(H.off_tab)
+end)
 state.on('answered', M.on_answered)
 state.on('resolved', M.on_resolved)
 state.on('error', M.on_error)

@@ -427,13 +427,13 @@ end)
 
 T.test('a prompt waiting unseen (Neovim not focused): one vim.notify and the OSC sequence; none when focused', function()
   local writes = {}
-  local prompt = require('acp.prompt')
-  local real = prompt.term_write
-  prompt.term_write = function(s)
+  local notify = require('acp.prompt.notify')
+  local real = notify.term_write
+  notify.term_write = function(s)
     writes[#writes + 1] = s
   end
   T.defer(function()
-    prompt.term_write = real
+    notify.term_write = real
     vim.cmd('doautocmd <nomodeline> FocusGained')
   end)
   local ctx = T.start_demo('two-pending.json', { setup = { ui = { arm_ms = 50 }, notify = { osc = '9' } } })
