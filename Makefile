@@ -21,7 +21,7 @@ BUILD      ?= build
 NVIM       ?= nvim
 
 DEB_PKGS   := libuv1-dev libmsgpack-dev libjansson-dev pkg-config neovim \
-              python3-jsonschema strace
+              python3-jsonschema strace tmux
 FUZZ_PKGS  := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 10
 ORACLE_SECONDS ?= 60

@@ -3,6 +3,8 @@
 #
 #   tests/run.sh unit BIN...                 C unit-test binaries
 #   tests/run.sh e2e NVIM BROKER DEMO        every tests/e2e/test_*.lua on that nvim
+#   tests/run.sh screen NVIM BROKER DEMO     the prompt in a real terminal (tmux;
+#                                            tests/screen/; skipped without tmux)
 #   tests/run.sh valgrind BIN...             unit binaries under valgrind
 #   tests/run.sh conformance BROKER         tests/fixtures/policy*.jsonl through `decide`
 #   tests/run.sh oracle BUILD                the bash oracle's fixed-seed suite
@@ -15,7 +17,8 @@
 #   tests/run.sh all BUILD                   BUILD/tests/*, schema, layers, conformance,
 #                                            the oracle, e2e on `nvim` (0.7.2), on
 #                                            BUILD/nvim-0.10/usr/bin/nvim and on
-#                                            BUILD/nvim-0.12/usr/bin/nvim, then asan
+#                                            BUILD/nvim-0.12/usr/bin/nvim, the screen
+#                                            checks on all three, then asan
 #
 # Each suite's lines are printed prefixed with its name, e.g.
 # "[e2e nvim-0.7.2] ok - allow writes the file". Lines starting "ok" count as
@@ -39,7 +42,7 @@ trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM HUP
 
 usage() {
-	sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -158,6 +161,20 @@ suite_e2e() {
 	[ -n "$found" ] || fail "$suite" "no tests/e2e/test_*.lua files"
 }
 
+# suite_screen NVIM BROKER DEMO: tests/screen/screen.py (tmux; one SKIP line
+# without it).
+suite_screen() {
+	nvim=$1 broker=$2 demo=$3
+	ver=$(nvim_version "$nvim")
+	if [ -z "$ver" ]; then
+		fail screen "Neovim '$nvim' not found or does not run"
+		return
+	fi
+	timeout -k 5 $((TIMEOUT * 2)) python3 "$ROOT/tests/screen/screen.py" "$nvim" \
+		"$(abspath "$broker")" "$(abspath "$demo")" </dev/null >"$WORK/out" 2>&1
+	tally "screen nvim-$ver" "$WORK/out" "$?" "tests/screen/screen.py"
+}
+
 # The executables in DIR (the compiler's .d files live there too), or the
 # unmatched pattern, which suite_unit reports.
 bins_in() {
@@ -231,6 +248,10 @@ e2e)
 	[ $# -eq 3 ] || usage
 	suite_e2e e2e "$1" "$2" "$3"
 	;;
+screen)
+	[ $# -eq 3 ] || usage
+	suite_screen "$1" "$2" "$3"
+	;;
 asan)
 	[ $# -eq 1 ] || usage
 	suite_asan "$1"
@@ -247,6 +268,9 @@ all)
 	suite_e2e e2e nvim "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
 	suite_e2e e2e "$build/nvim-0.12/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
+	suite_screen nvim "$build/acp-broker" "$build/acp-demo-agent"
+	suite_screen "$build/nvim-0.10/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
+	suite_screen "$build/nvim-0.12/usr/bin/nvim" "$build/acp-broker" "$build/acp-demo-agent"
 	suite_asan "$build"
 	;;
 *)

@@ -54,6 +54,11 @@ M.defaults = {
     },
   },
   log_level = 'info',
+  -- A permission prompt that waits unseen (Neovim not focused, or the
+  -- window not on the current tab page): `unseen` = vim.notify once, `osc`
+  -- = also the terminal's notification (OSC 9 or 777; 'auto' picks from the
+  -- terminal, false never). :help acp-prompt-notify
+  notify = { unseen = true, osc = 'auto' },
 }
 
 --- Built-in agents. `hint` tells the person how to install a missing one.
@@ -261,7 +266,8 @@ end
 -- Helper data ================================================================
 
 H.known = {
-  top = { 'default_agent', 'agents', 'broker', 'permissions', 'yolo', 'ui', 'log_level' },
+  top = { 'default_agent', 'agents', 'broker', 'permissions', 'yolo', 'ui', 'log_level', 'notify' },
+  notify = { 'unseen', 'osc' },
   ui = { 'backend', 'focus', 'border', 'arm_ms', 'width', 'keys' },
   keys = {
     'allow_once',
@@ -322,6 +328,7 @@ function H.warn_unknown(opts)
   scan('ui.', opts.ui, H.known.ui)
   scan('ui.keys.', type(opts.ui) == 'table' and opts.ui.keys or nil, H.known.keys)
   scan('permissions.', opts.permissions, H.known.permissions)
+  scan('notify.', opts.notify, H.known.notify)
   if #unknown > 0 then
     table.sort(unknown)
     vim.notify(
@@ -381,6 +388,12 @@ function H.validate(c)
   H.check_type('yolo', c.yolo, 'boolean')
   H.check_type('log_level', c.log_level, 'string')
   H.check_one_of('log_level', c.log_level, M.log_levels)
+
+  H.check_type('notify', c.notify, 'table')
+  H.check_type('notify.unseen', c.notify.unseen, 'boolean')
+  if c.notify.osc ~= false then
+    H.check_one_of('notify.osc', c.notify.osc, { 'auto', '9', '777' })
+  end
 
   local ui = c.ui
   H.check_type('ui', ui, 'table')

@@ -1,16 +1,25 @@
 --- The permission prompt: a centred floating window (or `vim.ui.select`).
 ---
 --- One prompt is shown at a time, the oldest pending first; the others wait
---- in the queue and the header shows the position ("Permission 1/3").
---- Keys are ignored for `ui.arm_ms` after the window appears or takes focus,
---- so keys typed before it appeared can never answer it. `q`/`<Esc>` hide the
---- prompt without answering; `:AcpPending` brings it back.
+--- in the queue and the header shows the position ("Permission 1 of 3 ·
+--- agent · +1 hidden"); `]`/`[` step through them. Keys are ignored for
+--- `ui.arm_ms` after the window appears or takes focus, so keys typed before
+--- it appeared can never answer it. `q`/`<Esc>` hide the prompt shown without
+--- answering; `:AcpPending` brings it back. `d` opens its diff in a tab. The
+--- window follows the current tab page; a prompt arriving unseen (Neovim not
+--- focused) is notified once (`notify` in acp.config).
+---
+--- Rendering: every row is wrapped here, so the window's height is exact and
+--- the layout (H.render_body) decides what fits: the command or diff stat
+--- and the options always, the decorations while there is room.
 
 local compat = require('acp.compat')
 local format = require('acp.format')
 -- Loaded with the prompt: acp.merge records the old text of each request
 -- as what the agent saw (acp-unsaved).
 local fs = require('acp.fs')
+local layout = require('acp.prompt.layout')
+local notify = require('acp.prompt.notify')
 local state = require('acp.state')
 local text = require('acp.text')
 
@@ -32,6 +41,9 @@ H.selecting = nil
 --- Brings the screen in line with the queue: closes a window whose prompt
 --- is gone, updates the counter, shows the next prompt when none is shown.
 function M.refresh()
+  if H.suspended ~= nil then
+    return -- the diff tab of `d` is open
+  end
   local v = H.view
   if v ~= nil then
     if not H.valid(v) then
@@ -56,6 +68,10 @@ end
 ---@return boolean shown
 function M.open()
   H.hidden = {}
+  if H.suspended ~= nil then
+    H.resume()
+    return true
+  end
   if H.selecting ~= nil then
     return true
   end
@@ -90,6 +106,7 @@ end
 function M.on_resolved(id)
   H.answered[id] = nil
   H.hidden[id] = nil
+  notify.forget(id)
   if H.view ~= nil and H.view.id == id then
     H.close(true)
   end
@@ -106,22 +123,59 @@ function M.on_error()
   M.refresh()
 end
 
---- Hides the prompt window; every prompt pending now stays pending.
+--- Hides the prompt on screen (only that one: it stays pending); the next
+--- prompt not hidden, if any, is shown.
 function M.hide()
-  local n = 0
+  local v = H.view
+  if v == nil then
+    return
+  end
+  H.hidden[v.id] = true
+  H.close(true)
+  local waiting = 0
   for _, req in ipairs(state.pending_list()) do
-    if not H.answered[req.id] then
-      H.hidden[req.id] = true
-      n = n + 1
+    if not H.answered[req.id] and not H.hidden[req.id] then
+      waiting = waiting + 1
     end
   end
-  H.close(true)
-  if n > 0 then
-    H.echo(
-      ('acp: %d permission prompt%s hidden, still pending: :AcpPending reopens'):format(n, n == 1 and '' or 's'),
-      'WarningMsg'
-    )
+  H.echo(
+    ('acp: prompt hidden, still pending (:AcpPending brings it back)%s'):format(
+      waiting > 0 and ('; %d other%s waiting'):format(waiting, waiting == 1 and '' or 's') or ''
+    ),
+    'WarningMsg'
+  )
+  M.refresh()
+end
+
+--- Shows the next (`step` = 1) or previous (-1) pending prompt in the
+--- window, hidden ones included (showing one unhides it).
+---@param step integer
+function M.step(step)
+  local list = {}
+  for _, req in ipairs(state.pending_list()) do
+    if not H.answered[req.id] then
+      list[#list + 1] = req
+    end
   end
+  local v = H.view
+  if #list == 0 or v == nil then
+    return
+  end
+  local at = 1
+  for i, req in ipairs(list) do
+    if req.id == v.id then
+      at = i
+    end
+  end
+  local target = list[(at - 1 + step) % #list + 1]
+  if target.id == v.id then
+    H.echo('acp: no other pending prompt', 'WarningMsg')
+    return
+  end
+  H.hidden[target.id] = nil
+  local focused = v.focused
+  H.close(false)
+  H.present(target, { force_focus = focused, keep_prev = v.prev_win })
 end
 
 --- Whether an answer to `id` was sent and the broker has not confirmed it.
@@ -143,9 +197,10 @@ end
 
 --- The lines the prompt shows for pending prompt `req` (for tests).
 ---@param req table internal pending record (acp.state)
+---@param opts {width: integer|nil}|nil the window's width (default: as shown)
 ---@return string[]
-function M.lines(req)
-  local width = H.width()
+function M.lines(req, opts)
+  local width = opts and opts.width or H.width()
   return H.render(req, { focused = true, width = width, max_height = math.huge }).lines
 end
 
@@ -157,9 +212,11 @@ H.kind_order = { 'allow_once', 'allow_always', 'reject_once', 'reject_always' }
 
 --- The broker's extras (design §5): each answers the first allow_once
 --- option and records something (`respond(id, optionId, {remember = ...})`).
+--- The words are acp's own, unlike any agent's ("Allow for this session"
+--- is an agent's option, which means what that agent decides).
 H.extra_kinds = {
-  { remember = 'session', key = 'remember_session', desc = 'allow for this session' },
-  { remember = 'project', key = 'remember_project', desc = "add to the project's rules" },
+  { remember = 'session', key = 'remember_session', desc = 'allow like this for the rest of this conversation' },
+  { remember = 'project', key = 'remember_project', desc = 'allow like this in this project' },
   { remember = 'agent', key = 'trust_agent', desc = 'trust this agent' },
 }
 
@@ -186,8 +243,8 @@ function H.valid(v)
   return vim.api.nvim_win_is_valid(v.win) and vim.api.nvim_buf_is_valid(v.buf)
 end
 
-function H.echo(msg, hl)
-  vim.api.nvim_echo({ { msg, hl or 'None' } }, false, {})
+function H.echo(msg, hl, history)
+  vim.api.nvim_echo({ { msg, hl or 'None' } }, history == true, {})
 end
 
 --- Normal mode, nothing pending: safe to move focus without stealing keys.
@@ -224,7 +281,7 @@ function H.open_float(req, opts)
   local v = {
     id = req.id,
     buf = buf,
-    prev_win = vim.api.nvim_get_current_win(),
+    prev_win = opts.keep_prev or vim.api.nvim_get_current_win(),
     focused = focus,
     armed_at = compat.now_ms() + ui.arm_ms,
   }
@@ -241,6 +298,7 @@ function H.open_float(req, opts)
     error(win, 0)
   end
   v.win = win
+  v.tab = vim.api.nvim_get_current_tabpage()
   H.view = v
   H.set_win_options(win)
   H.place_cursor(v, 1)
@@ -291,7 +349,7 @@ end
 --- Writes the body of `req` into v.buf; returns the window config that fits it.
 function H.fill(v, req)
   local width = H.width()
-  local max_height = math.max(3, math.floor((vim.o.lines - vim.o.cmdheight - 2) * 0.7))
+  local max_height = H.max_height()
   local r = H.render(req, { focused = v.focused, width = width, max_height = max_height })
   local buf = v.buf
   compat.set_buf(buf, 'modifiable', true)
@@ -317,6 +375,16 @@ function H.fill(v, req)
   }
 end
 
+--- Rows the window may take: nearly all of a small screen, 80% of a tall one.
+function H.max_height()
+  local border = H.ui().border ~= 'none' and 2 or 0
+  local avail = vim.o.lines - vim.o.cmdheight - border
+  if avail <= 16 then
+    return math.max(3, avail) -- a tiny screen: all of it
+  end
+  return avail <= 30 and avail - 2 or math.floor(avail * 0.8)
+end
+
 function H.width()
   local cols = vim.o.columns
   local w = math.min(H.ui().width, math.floor(cols * 0.9))
@@ -326,7 +394,7 @@ end
 function H.place_cursor(v, index)
   local row
   for r, i in pairs(v.option_rows) do
-    if i == index then
+    if i == index and (row == nil or r < row) then
       row = r
     end
   end
@@ -401,13 +469,20 @@ function H.close(restore)
   end
 end
 
---- The window was closed some other way (:q, <C-w>c): same as hiding.
+--- The window was closed some other way (:q, <C-w>c): same as hiding; but
+--- when its tab page was closed under it, it comes back where the person is.
 function H.on_wiped(buf)
   local v = H.view
   if v ~= nil and v.buf == buf then
     H.view = nil
     H.hidden[v.id] = true
     pcall(vim.api.nvim_del_augroup_by_name, 'AcpPromptFocus')
+    vim.schedule(function()
+      if v.tab ~= nil and not vim.api.nvim_tabpage_is_valid(v.tab) then
+        H.hidden[v.id] = nil
+      end
+      M.refresh()
+    end)
   end
 end
 
@@ -415,10 +490,18 @@ end
 
 function H.set_keymaps(v, req)
   local buf = v.buf
+  -- (nvim_buf_set_keymap: vim.keymap.set costs several times more, and
+  -- the prompt sets some twenty keys before it is shown.)
   local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, function()
-      H.on_key(buf, fn)
-    end, { [compat.buf_key] = buf, nowait = true, silent = true, desc = desc })
+    vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
+      nowait = true,
+      silent = true,
+      noremap = true,
+      desc = desc,
+      callback = function()
+        H.on_key(buf, fn)
+      end,
+    })
   end
   for i = 1, math.min(9, #req.options) do
     map(tostring(i), function(view)
@@ -465,6 +548,15 @@ function H.set_keymaps(v, req)
     end
     H.choose(view, index)
   end, 'acp: choose the option under the cursor')
+  map(']', function()
+    M.step(1)
+  end, 'acp: show the next pending prompt')
+  map('[', function()
+    M.step(-1)
+  end, 'acp: show the previous pending prompt')
+  map('d', function(view)
+    H.open_diff(view)
+  end, 'acp: open the diff in a tab')
   local hide = function()
     M.hide()
   end
@@ -496,7 +588,7 @@ function H.choose(v, index)
   if type(index) == 'string' then
     local e = H.extra(req, index)
     if e ~= nil and H.confirm_extra(req, e) then
-      require('acp').respond(v.id, e.optionId, { remember = index })
+      H.respond_extra(req, e)
     end
     return
   end
@@ -505,6 +597,21 @@ function H.choose(v, index)
     return
   end
   require('acp').respond(v.id, o.optionId)
+end
+
+--- Answers with extra `e` and says what acp records, and where (a failure
+--- to write is the broker's error message).
+function H.respond_extra(req, e)
+  local ok = require('acp').respond(req.id, e.optionId, { remember = e.remember })
+  if ok == false then
+    return
+  end
+  local rules = table.concat(req.narrow or {}, ', ')
+  if e.remember == 'project' then
+    H.echo(('acp: wrote the allow rule %s to %s (and allowed this once)'):format(rules, H.rule_file(req)), nil, true)
+  elseif e.remember == 'session' then
+    H.echo(('acp: remembered %s for the rest of this conversation, in memory only (and allowed this once)'):format(rules), nil, true)
+  end
 end
 
 --- Trusting an agent lasts beyond this request, this session and this
@@ -531,11 +638,14 @@ function H.extra(req, remember)
   local narrow = table.concat(req.narrow or {}, ', ')
   local label
   if remember == 'session' then
-    label = 'allow for this session: ' .. narrow
+    label = 'allow like this for the rest of this conversation: ' .. narrow
   elseif remember == 'project' then
-    label = "add to the project's rules: " .. narrow
+    label = 'allow like this in this project (.acp/settings.json): ' .. narrow
   elseif remember == 'agent' then
-    label = ('trust this agent: yolo for %s from now on'):format(req.agent)
+    if H.yolo(req) then
+      return nil -- already in yolo: nothing to trust it with
+    end
+    label = 'trust this agent (yolo from now on)'
   else
     return nil
   end
@@ -543,6 +653,32 @@ function H.extra(req, remember)
     return nil
   end
   return { remember = remember, optionId = o.optionId, label = label }
+end
+
+--- The project directory of the request's session (the broker's root for
+--- it when known, else the session's directory).
+function H.root(req)
+  local s = state.sessions[req.session]
+  local cwd = s and s.cwd or (state.agents[req.agent] or {}).cwd
+  local st = state.settings_for(cwd)
+  return st and st.root or cwd
+end
+
+--- The file `p` writes, for a person: relative to the project when it is
+--- the current directory, else to ~.
+function H.rule_file(req)
+  local root = H.root(req)
+  if root == nil or root == vim.fn.getcwd() then
+    return '.acp/settings.json'
+  end
+  return text.home_path(root .. '/.acp/settings.json')
+end
+
+--- Whether the request's project (or its agent) is in yolo.
+function H.yolo(req)
+  local root = H.root(req)
+  local st = root and state.settings_for(root)
+  return st ~= nil and st.yolo == true
 end
 
 --- The extras offered for `req`, in display order, each with its key.
@@ -571,6 +707,105 @@ function H.first_of_kind(req, kind)
   return (state.first_option(req, kind))
 end
 
+-- The diff tab ---------------------------------------------------------------
+
+--- `d`: each file of the request in a diff tab, what the person has (the
+--- loaded buffer, else the disk) against what the agent proposes. The
+--- prompt steps aside until every such tab is closed (`q` in it, or
+--- :tabclose), then comes back.
+function H.open_diff(v)
+  local req = state.pending[v.id]
+  local diffs = req and H.data(req).diffs or {}
+  if #diffs == 0 then
+    H.echo('acp: this request has no diff', 'WarningMsg')
+    return
+  end
+  H.suspended = v.id
+  H.diff_tabs = {}
+  H.close(true)
+  for _, d in ipairs(diffs) do
+    local ok, tab = pcall(require('acp.prompt.difftab').open, d)
+    if ok then
+      H.diff_tabs[#H.diff_tabs + 1] = tab
+    else
+      H.echo('acp: could not open the diff: ' .. tostring(tab), 'ErrorMsg')
+    end
+  end
+  if #H.diff_tabs == 0 then
+    H.resume()
+  end
+end
+
+--- After a diff tab closed: the prompt comes back when none is left.
+function H.on_tab_closed()
+  if H.suspended == nil then
+    return
+  end
+  local left = {}
+  for _, t in ipairs(H.diff_tabs or {}) do
+    if vim.api.nvim_tabpage_is_valid(t) then
+      left[#left + 1] = t
+    end
+  end
+  H.diff_tabs = left
+  if #left == 0 then
+    H.resume()
+  end
+end
+
+function H.resume()
+  local id = H.suspended
+  H.suspended, H.diff_tabs = nil, {}
+  local req = id and state.pending[id]
+  if req ~= nil and not H.answered[id] and (H.view == nil or not H.valid(H.view)) then
+    H.hidden[id] = nil
+    H.present(req, { force_focus = H.normal_mode() })
+  else
+    M.refresh()
+  end
+end
+
+-- Following the tab page -----------------------------------------------------
+
+--- Whether the prompt window is on another tab page than the current one.
+function H.off_tab()
+  local v = H.view
+  return v ~= nil and H.valid(v) and vim.api.nvim_win_get_tabpage(v.win) ~= vim.api.nvim_get_current_tabpage()
+end
+
+--- The float belongs to one tab page: on entering another, it moves there.
+function H.on_tab_enter()
+  local v = H.view
+  if v == nil or H.suspended ~= nil or not H.valid(v) then
+    return
+  end
+  if vim.api.nvim_win_get_tabpage(v.win) == vim.api.nvim_get_current_tabpage() then
+    return
+  end
+  local req = state.pending[v.id]
+  H.close(false)
+  notify.reset()
+  if req ~= nil then
+    H.present(req, {})
+  end
+end
+
+do
+  local group = vim.api.nvim_create_augroup('AcpPromptGlobal', { clear = true })
+  vim.api.nvim_create_autocmd('TabEnter', {
+    group = group,
+    callback = function()
+      vim.schedule(H.on_tab_enter)
+    end,
+  })
+  vim.api.nvim_create_autocmd('TabClosed', {
+    group = group,
+    callback = function()
+      vim.schedule(H.on_tab_closed)
+    end,
+  })
+end
+
 -- vim.ui.select --------------------------------------------------------------
 
 function H.select(req, opts)
@@ -586,7 +821,7 @@ function H.select(req, opts)
   end
   local pos, total = state.position(req.id)
   local tc = state.tool_call(req)
-  local prompt = ('Permission %d/%d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
+  local prompt = ('Permission %d of %d · %s: %s'):format(pos or 1, total, req.agent, state.title(req))
   local cmd = req.command
   if cmd ~= nil and cmd ~= state.title(req) then
     prompt = prompt .. ' — ' .. cmd:gsub('\n', ' ')
@@ -619,7 +854,7 @@ function H.select(req, opts)
       H.echo('acp: prompt left pending: :AcpPending reopens it', 'WarningMsg')
     elseif state.pending[req.id] ~= nil and choice.extra then
       if H.confirm_extra(req, choice.extra) then
-        require('acp').respond(req.id, choice.extra.optionId, { remember = choice.extra.remember })
+        H.respond_extra(req, choice.extra)
       else
         H.hidden[req.id] = true
       end
@@ -631,57 +866,18 @@ function H.select(req, opts)
 end
 
 -- Rendering ------------------------------------------------------------------
+--
+-- Every line is wrapped here, at spaces (a token longer than the line is
+-- cut), so that one buffer line is one screen row: the height is exact and
+-- the layout can decide what fits.
 
---- A list of lines with highlights: {lines, hls = {{row, scol, ecol, group}}}.
-function H.block()
-  local b = { lines = {}, hls = {}, option_rows = {} }
-  --- Adds one line made of {text, group} chunks.
-  function b.add(chunks)
-    local text, col = '', 0
-    for _, c in ipairs(chunks) do
-      local t = c[1]
-      if c[2] ~= nil and #t > 0 then
-        table.insert(b.hls, { #b.lines, col, col + #t, c[2] })
-      end
-      text = text .. t
-      col = col + #t
-    end
-    table.insert(b.lines, text)
-  end
-  --- Adds possibly multi-line text, every line in `group`, the first one
-  --- after `prefix`.
-  function b.text(text, group, prefix, indent)
-    for i, l in ipairs(H.split(text)) do
-      if i == 1 and prefix then
-        b.add({ { prefix, 'AcpPromptLabel' }, { l, group } })
-      else
-        b.add({ { (indent or ''), nil }, { l, group } })
-      end
-    end
-  end
-  return b
-end
+H.wrap = layout.wrap
+H.block = layout.block
+H.append = layout.append
 
---- Appends block `src` to block `dst`.
-function H.append(dst, src)
-  local off = #dst.lines
-  for _, l in ipairs(src.lines) do
-    table.insert(dst.lines, l)
-  end
-  for _, hl in ipairs(src.hls) do
-    table.insert(dst.hls, { hl[1] + off, hl[2], hl[3], hl[4] })
-  end
-  for row, i in pairs(src.option_rows) do
-    dst.option_rows[row + off] = i
-  end
-end
-
-H.split = text.split_lines
-
---- Body of the prompt. With more lines than fit, the options move above the
---- details so they are always visible.
+--- Body of the prompt, `o.width` cells wide, with one column of padding on
+--- the left.
 function H.render(req, o)
-  -- One column of padding inside the border on the left.
   local r = H.render_body(req, { focused = o.focused, width = o.width - 1, max_height = o.max_height })
   for i, l in ipairs(r.lines) do
     r.lines[i] = ' ' .. l
@@ -692,89 +888,297 @@ function H.render(req, o)
   return r
 end
 
-function H.render_body(req, o)
+--- What a request shows, computed once per request (a diff reads the file
+--- and runs the diff): the records are kept with the request.
+H.cache = setmetatable({}, { __mode = 'k' })
+
+--- What the diffs were computed against: the buffer's changedtick, else
+--- the file's mtime and size (a diff is redone when it changes).
+function H.signature(req)
   local tc = state.tool_call(req)
-  local pos, total = state.position(req.id)
-
-  local head = H.block()
-  head.add({ { ('Permission %d/%d · %s'):format(pos or 1, math.max(total, 1), req.agent), 'AcpPromptHeader' } })
-  head.text(state.title(req), 'AcpPromptTitle')
-  if req.reason or req.rule then
-    head.text(format.why(req), nil, 'Why: ', '     ')
+  local parts = {}
+  local uv = vim.uv or vim.loop
+  for _, item in ipairs(type(tc.content) == 'table' and tc.content or {}) do
+    local path = type(item) == 'table' and item.type == 'diff' and compat.str(item.path)
+    if path and path:sub(1, 1) == '/' then
+      local buf = fs.find(uv.fs_realpath(path) or path)
+      if buf ~= nil then
+        parts[#parts + 1] = 'b' .. buf .. ':' .. vim.api.nvim_buf_get_changedtick(buf)
+      else
+        local st = uv.fs_stat(path)
+        parts[#parts + 1] = st and ('d%d.%d:%d'):format(st.mtime.sec, st.mtime.nsec or 0, st.size) or '-'
+      end
+    end
   end
-  head.add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
+  return table.concat(parts, ',')
+end
 
-  local details = H.details(req, tc)
-  local choices = H.options(req)
-  local footer = H.footer(req, o.focused)
+function H.data(req)
+  local c = H.cache[req]
+  local sig = c and #c.diffs > 0 and H.signature(req)
+  if c ~= nil and sig and sig ~= c.sig then
+    c = nil
+  end
+  if c == nil then
+    c = { diffs = {} }
+    local tc = state.tool_call(req)
+    local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
+    for _, item in ipairs(type(tc.content) == 'table' and tc.content or {}) do
+      if type(item) == 'table' and item.type == 'diff' then
+        local ok, have = pcall(H.have, item, input)
+        local d = format.diff(item, ok and have or nil)
+        d.item, d.have = item, ok and have or nil
+        d.added, d.removed = 0, 0
+        for _, l in ipairs(d.lines or {}) do
+          local ch = l:sub(1, 1)
+          if ch == '+' then
+            d.added = d.added + 1
+          elseif ch == '-' then
+            d.removed = d.removed + 1
+          end
+        end
+        c.diffs[#c.diffs + 1] = d
+        c.diffs[item] = d
+      end
+    end
+    c.sig = #c.diffs > 0 and H.signature(req) or nil
+    H.cache[req] = c
+  end
+  return c
+end
 
-  local full = H.block()
-  H.append(full, head)
-  H.append(full, details)
-  full.add({ { '' } })
+--- The layout: with room, everything in reading order, the details above
+--- the options. Without, the header and the title, the command (or, for an
+--- edit, its diff stat and first lines), then the options and the keys;
+--- the decorations (Why:, Judged:, Kind:, the notes about the extras) are
+--- added while they fit, and the details follow below the options (scroll
+--- down, or `d` for a diff tab).
+function H.render_body(req, o)
+  local w = math.max(10, o.width)
+  local tc = state.tool_call(req)
+  local data = H.data(req)
+  data.extras = H.extras(req)
+
+  local head = H.block(w)
+  head:add({ { H.header(req), 'AcpPromptHeader' } })
+  head:text(state.title(req), 'AcpPromptTitle')
+  local why = H.block(w)
+  if req.reason or req.rule then
+    why:text(format.why(req), nil, 'Why: ', '     ')
+  end
+  local judged = H.block(w)
+  local j = H.judged(req)
+  if j ~= nil then
+    judged:text(j, 'AcpPromptLabel', 'Judged: ', '  ')
+  end
+  local kind = H.block(w)
+  kind:add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
+  local command = H.command(req, tc, w, data)
+  local details = H.details(req, tc, data, w)
+  local choices, xhead, extras = H.options(req, w, data.extras)
+  local absent = H.absent(req, w)
+  local keys1, keys2 = H.footer(req, o.focused, w, data)
+
+  local full = H.block(w)
+  for _, b in ipairs({ head, why, judged, kind, command.block, details }) do
+    H.append(full, b)
+  end
+  full:add({ { '' } })
   H.append(full, choices)
-  full.add({ { '' } })
-  H.append(full, footer)
-  local height = text.rows(full.lines, o.width)
-  if height <= o.max_height or #details.lines == 0 then
-    full.height = height
+  H.append(full, xhead)
+  H.append(full, extras)
+  H.append(full, absent)
+  full:add({ { '' } })
+  H.append(full, keys1)
+  H.append(full, keys2)
+  if #full.lines <= o.max_height then
+    full.height = #full.lines
     return full
   end
 
-  local split = H.block()
-  H.append(split, head)
-  split.add({ { ('Details below the options (%d lines): scroll down'):format(#details.lines), 'AcpPromptFooter' } })
-  split.add({ { '' } })
+  -- What must be seen: the header, the title, the command or the diff
+  -- stat, the options, the keys.
+  local budget = o.max_height
+  local title_max = math.max(1, #head.lines)
+  local fixed = #choices.lines + #extras.lines + #keys1.lines + (command.stat and #command.stat.lines or 0)
+  if fixed + title_max + 1 > budget then
+    title_max = 2 -- the header and one row of the title
+  end
+  local room = budget - fixed - title_max
+  -- The command: all of it when it fits, else its first rows.
+  local cmd_rows = #command.block.lines
+  local cmd_max = math.min(cmd_rows, math.max(1, room))
+  room = room - cmd_max
+  local preview_n = command.preview and #command.preview.lines or 0
+  local preview = math.min(preview_n, math.max(0, math.min(3, room)))
+  room = room - preview
+  -- The decorations, by importance, while they fit.
+  local take = {}
+  local sizes = {
+    blank = 1,
+    more = cmd_max < cmd_rows and 1 or 0,
+    extras_head = #xhead.lines,
+    why = #why.lines,
+    keys2 = #keys2.lines,
+    absent = #absent.lines,
+    judged = #judged.lines,
+    kind = 1,
+  }
+  for _, name in ipairs({ 'blank', 'more', 'why', 'absent', 'extras_head', 'keys2', 'judged', 'kind' }) do
+    local n = sizes[name]
+    if n > 0 and n <= room then
+      take[name] = true
+      room = room - n
+    end
+  end
+  -- More of the diffs, in what is left (at most 12 lines).
+  preview = math.min(preview_n, math.max(preview, math.min(12, preview + room)))
+
+  local split = H.block(w)
+  H.append(split, head, title_max)
+  if take.why then
+    H.append(split, why)
+  end
+  if take.judged then
+    H.append(split, judged)
+  end
+  if take.kind then
+    H.append(split, kind)
+  end
+  H.append(split, command.block, cmd_max)
+  if cmd_max < cmd_rows then
+    -- The last row shown says it goes on.
+    local last = split.lines[#split.lines]
+    split.lines[#split.lines] = (#last + 2 > w and last:sub(1, w - 2) or last) .. ' …'
+    if take.more then
+      local n = cmd_rows - cmd_max
+      split:add({ { ('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter' } }, '  ')
+    end
+  end
+  if command.stat then
+    H.append(split, command.stat)
+  end
+  if preview > 0 then
+    H.append(split, command.preview, preview)
+  end
+  if take.blank then
+    split:add({ { '' } })
+  end
   H.append(split, choices)
-  split.add({ { '' } })
-  H.append(split, footer)
-  split.add({ { ('─'):rep(math.min(o.width, 40)), 'AcpPromptFooter' } })
-  H.append(split, details)
-  split.height = text.rows(split.lines, o.width)
+  if take.extras_head then
+    H.append(split, xhead)
+  end
+  H.append(split, extras)
+  if take.absent then
+    H.append(split, absent)
+  end
+  H.append(split, keys1)
+  if take.keys2 then
+    H.append(split, keys2)
+  end
+  local rest = #details.lines > 0 or cmd_max < cmd_rows
+  if rest then
+    split:add({ { ('── details: scroll down%s ──'):format(#data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
+    if cmd_max < cmd_rows then
+      H.append(split, command.block)
+    end
+    H.append(split, details)
+  end
+  split.height = #split.lines
   return split
 end
 
-function H.details(req, tc)
-  local b = H.block()
+--- "Permission 1 of 3 · demo · +1 hidden".
+function H.header(req)
+  local pos, total = state.position(req.id)
+  local s = ('Permission %d of %d · %s'):format(pos or 1, math.max(total, 1), req.agent)
+  local hidden = H.hidden_count(req.id)
+  if hidden > 0 then
+    s = s .. (' · +%d hidden'):format(hidden)
+  end
+  return s
+end
+
+--- Prompts hidden with `q`, still pending, other than `except`.
+function H.hidden_count(except)
+  local n = 0
+  for id in pairs(H.hidden) do
+    if id ~= except and state.pending[id] ~= nil and not H.answered[id] then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- The part of the details that is never left out: the command
+--- (`block`), or for an edit a stat line per file (`stat`) and the first
+--- lines of its diff (`preview`).
+function H.command(req, tc, w, data)
+  local r = { block = H.block(w) }
   local kind = state.kind(req)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
-
   if kind == 'execute' or req.command ~= nil then
-    b.text(req.command or state.title(req), 'AcpPromptCommand', '$ ', '  ')
+    r.block:text(req.command or state.title(req), 'AcpPromptCommand', '$ ', '  ')
     if type(input.cwd) == 'string' then
-      b.add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } })
+      r.block:add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } }, '   ')
     end
   end
-  local judged = H.judged(req)
-  if judged ~= nil then
-    b.text(judged, 'AcpPromptLabel', 'Judged: ', '  ')
+  local diffs = data.diffs
+  if #diffs > 0 then
+    r.stat, r.preview = H.block(w), H.block(w)
+    for _, d in ipairs(diffs) do
+      if d.notice then
+        r.stat:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
+      end
+      local path = H.path(compat.str(d.item.path) or '?')
+      local n = d.lines and #d.lines or 0
+      r.stat:add({
+        { path, 'AcpPromptLabel' },
+        { (': +%d -%d%s (%d line%s of diff)'):format(d.added, d.removed, d.item.oldText == nil and ', new file' or '', n, n == 1 and '' or 's'), nil },
+      }, '  ')
+      for _, l in ipairs(d.lines or {}) do
+        H.diff_line(r.preview, l)
+      end
+    end
   end
+  return r
+end
 
-  local shown = kind == 'execute'
+function H.diff_line(b, l)
+  local c = l:sub(1, 1)
+  local group = (c == '+' and 'AcpPromptDiffAdd') or (c == '-' and 'AcpPromptDiffDelete') or (l:sub(1, 2) == '@@' and 'AcpPromptDiffHunk') or nil
+  b:add({ { l, group } })
+end
+
+--- Everything else the request carries: the diffs whole, text the agent
+--- attached, locations, the raw input when nothing else describes it.
+function H.details(req, tc, data, w)
+  local b = H.block(w)
+  local kind = state.kind(req)
+  local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
+  local shown = kind == 'execute' or req.command ~= nil
   for _, item in ipairs(type(tc.content) == 'table' and tc.content or {}) do
     if type(item) == 'table' then
-      shown = H.content_item(b, item, input) or shown
+      shown = H.content_item(b, item, data) or shown
     end
   end
-
   for _, loc in ipairs(type(tc.locations) == 'table' and tc.locations or {}) do
     if type(loc) == 'table' and compat.str(loc.path) then
       local where = H.path(loc.path)
       if type(loc.line) == 'number' then
         where = where .. ':' .. loc.line
       end
-      b.add({ { 'Location: ', 'AcpPromptLabel' }, { where, nil } })
+      b:add({ { 'Location: ', 'AcpPromptLabel' }, { where, nil } }, '  ')
       shown = true
     end
   end
-
   if not shown and next(input) ~= nil then
     local ok, json = pcall(vim.fn.json_encode, input)
     if ok then
       if #json > 400 then
         json = json:sub(1, 400) .. '…'
       end
-      b.text(json, nil, 'Input: ', '  ')
+      b:text(json, nil, 'Input: ', '  ')
     end
   end
   return b
@@ -801,38 +1205,35 @@ function H.judged(req)
 end
 
 --- Renders one ToolCallContent item; returns true when it showed something.
-function H.content_item(b, item, input)
+function H.content_item(b, item, data)
   if item.type == 'diff' then
-    local ok, have = pcall(H.have, item, input)
-    local d = format.diff(item, ok and have or nil)
+    local d = data.diffs[item]
     if d.notice then
-      b.add({ { '! ' .. d.notice, 'AcpPromptWarning' } })
+      b:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
     end
-    b.add({ { d.from, 'AcpPromptLabel' } })
-    b.add({ { d.to, 'AcpPromptLabel' } })
+    b:add({ { d.from, 'AcpPromptLabel' } })
+    b:add({ { d.to, 'AcpPromptLabel' } })
     if d.note then
-      b.add({ { d.note, 'AcpPromptFooter' } })
+      b:add({ { d.note, 'AcpPromptFooter' } })
     else
       for _, l in ipairs(d.lines) do
-        local c = l:sub(1, 1)
-        local group = (c == '+' and 'AcpPromptDiffAdd') or (c == '-' and 'AcpPromptDiffDelete') or (l:sub(1, 2) == '@@' and 'AcpPromptDiffHunk') or nil
-        b.add({ { l, group } })
+        H.diff_line(b, l)
       end
     end
     return true
   elseif item.type == 'content' then
     local c = item.content
     if type(c) == 'table' and c.type == 'text' and type(c.text) == 'string' then
-      b.text(c.text, nil)
+      b:text(c.text, nil)
     elseif type(c) == 'table' then
-      b.add({ { ('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter' } })
+      b:add({ { ('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter' } })
     end
     return true
   elseif item.type == 'terminal' then
-    b.add({ { ('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter' } })
+    b:add({ { ('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter' } })
     return true
   end
-  b.add({ { ('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter' } })
+  b:add({ { ('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter' } })
   return true
 end
 
@@ -859,8 +1260,8 @@ end
 --- Largest text a prompt diffs against (as the broker's CLIENT_DIFF_MAX).
 H.diff_max = 1024 * 1024
 
-function H.options(req)
-  local b = H.block()
+function H.options(req, w, extras)
+  local b = H.block(w)
   local keys = H.ui().keys
   local key_of = {}
   for _, kind in ipairs(H.kind_order) do
@@ -870,7 +1271,7 @@ function H.options(req)
     end
   end
   if #req.options == 0 then
-    b.add({ { 'The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter' } })
+    b:add({ { 'The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter' } })
   end
   for i, o in ipairs(req.options) do
     local kind = compat.str(o.kind) or ''
@@ -878,35 +1279,59 @@ function H.options(req)
     local label = ('[%s] %s'):format(i <= 9 and tostring(i) or ' ', compat.str(o.name) or compat.str(o.optionId) or '?')
     local chunks = { { label, group } }
     if key_of[i] then
-      table.insert(chunks, { '  ' })
-      table.insert(chunks, { '(' .. key_of[i] .. ')', 'AcpPromptKey' })
+      chunks[2] = { '  ' }
+      chunks[3] = { '(' .. key_of[i] .. ')', 'AcpPromptKey' }
     end
-    b.add(chunks)
-    b.option_rows[#b.lines] = i
+    local from = #b.lines
+    b:add(chunks, '    ')
+    b:mark(from, i)
   end
-  local extras = H.extras(req)
+  local head, xb = H.block(w), H.block(w)
   if #extras > 0 then
-    b.add({ { 'acp can also remember:', 'AcpPromptLabel' } })
+    head:add({ { "acp's own answers (each allows once, then remembers):", 'AcpPromptLabel' } }, '  ')
     for _, e in ipairs(extras) do
-      local chunks = { { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }
-      b.add(chunks)
-      b.option_rows[#b.lines] = e.remember
+      local from = #xb.lines
+      xb:add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
+      xb:mark(from, e.remember)
     end
+  end
+  return b, head, xb
+end
+
+--- One short line saying why `s` and `p` are not offered (empty when they
+--- are, or when nothing is to be said).
+function H.absent(req, w)
+  local b = H.block(w)
+  local why = H.absent_reason(req)
+  if why ~= nil then
+    b:add({ { why, 'AcpPromptFooter' } }, '  ')
   end
   return b
 end
 
-function H.footer(req, focused)
-  local b = H.block()
+function H.absent_reason(req)
+  local _, o = state.picked_option(req, 'allow')
+  if o == nil or compat.str(o.optionId) == nil then
+    return "No s/p/t: acp's answers need an allow-once option, and the agent offered none."
+  end
+  if #(req.narrow or {}) == 0 then
+    return 'No s/p: no exact rule describes this request, so acp cannot remember it.'
+  end
+  return nil
+end
+
+--- The key reminder: the first line is always shown, the second when it fits.
+function H.footer(req, focused, w, data)
+  local b1, b2 = H.block(w), H.block(w)
   if not focused then
     if not H.ui().focus then
-      b.add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } })
+      b1:add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } }, '  ')
     elseif vim.api.nvim_get_mode().mode:match('^[iR]') then
-      b.add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } })
+      b1:add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } }, '  ')
     else
-      b.add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } })
+      b1:add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } }, '  ')
     end
-    return b
+    return b1, b2
   end
   local keys = H.ui().keys
   local letters = {}
@@ -915,7 +1340,7 @@ function H.footer(req, focused)
       letters[#letters + 1] = keys[kind]
     end
   end
-  for _, e in ipairs(H.extras(req)) do
+  for _, e in ipairs(data.extras) do
     if e.key then
       letters[#letters + 1] = e.key
     end
@@ -923,15 +1348,25 @@ function H.footer(req, focused)
   local n = math.min(9, #req.options)
   local choose = n > 0 and (n == 1 and '1' or ('1-' .. n)) or ''
   if #letters > 0 then
-    choose = choose .. (choose ~= '' and ' or ' or '') .. table.concat(letters, ' ')
+    choose = choose .. (choose ~= '' and ' ' or '') .. table.concat(letters, ' ')
   end
-  local hide = (keys.hide ~= nil and keys.hide ~= '') and (keys.hide .. '/<Esc>') or '<Esc>'
-  b.add({ { ('%s: choose · <CR>: option under cursor'):format(choose), 'AcpPromptFooter' } })
-  b.add({ { ('%s: hide (stays pending; :AcpPending reopens)'):format(hide), 'AcpPromptFooter' } })
-  return b
+  local hide = (keys.hide ~= nil and keys.hide ~= '') and keys.hide or '<Esc>'
+  local parts = { choose ~= '' and (choose .. ': answer') or nil, hide .. ': hide' }
+  if #data.diffs > 0 then
+    parts[#parts + 1] = 'd: diff'
+  end
+  if #state.order > 1 then
+    parts[#parts + 1] = ']/[: next/previous'
+  end
+  b1:add({ { table.concat(parts, ' · '), 'AcpPromptFooter' } }, '  ')
+  b2:add({ { '<CR>: the option under the cursor · :AcpPending shows hidden ones', 'AcpPromptFooter' } }, '  ')
+  return b1, b2
 end
 
 state.on('pending', M.refresh)
+state.on('pending', function()
+  notify.on_pending(H.off_tab)
+end)
 state.on('answered', M.on_answered)
 state.on('resolved', M.on_resolved)
 state.on('error', M.on_error)

@@ -15,13 +15,13 @@ local SCENARIO = {
   },
 }
 
-T.test('s (allow for this session) on npm test: later npm test allowed, a compound and another session ask', function()
+T.test('s (allow like this for the rest of this conversation) on npm test: later npm test allowed, a compound and another session ask', function()
   local ctx = T.start_demo(SCENARIO)
   local decided = T.on('AcpPermissionDecided')
   require('acp').prompt('Test')
   local win = T.wait_prompt('first_1')
   local text = T.win_text(win)
-  T.contains(text, 'allow for this session: Bash(npm test)', 'the prompt offers the extra with its rule')
+  T.contains(text, 'allow like this for the rest of this conversation: Bash(npm test)', 'the prompt offers the extra with its rule')
   T.contains(text, '[s]', 'the key of the extra')
   T.contains(text, '[t]', 'trust this agent is offered')
   T.answer_with_keys('first_1', 's')
@@ -91,7 +91,7 @@ T.test('p and t are offered only with an allow_once option; the arming delay app
   require('acp').prompt('Test')
   local win = T.wait_prompt('only_always_1')
   local text = T.win_text(win)
-  T.ok(not text:find('allow for this session', 1, true), 'no session extra without allow_once:\n' .. text)
+  T.ok(not text:find('allow like this', 1, true), 'no session extra without allow_once:\n' .. text)
   T.ok(not text:find('trust this agent', 1, true), 'no trust extra without allow_once')
   -- Pressed at once: ignored (arming), and not offered anyway.
   T.feed('p')

@@ -76,7 +76,8 @@ end
 local function prompt_text(tcid)
   local p = T.wait_pending(tcid)
   local req = require('acp.state').pending[p.id]
-  return table.concat(require('acp.prompt').lines(req), '\n'), p
+  -- Wide enough that no line is wrapped.
+  return table.concat(require('acp.prompt').lines(req, { width = 300 }), '\n'), p
 end
 
 -- vim.ui.select answers with the item whose key is `key` (nil: dismissed);

@@ -1,0 +1,207 @@
+--- The prompt's text layout: lines wrapped at spaces to a number of screen
+--- cells, with highlights, collected in blocks. Pure functions of their
+--- arguments (and of the widths Neovim gives characters).
+
+local text = require('acp.text')
+
+local M = {}
+local H = {}
+
+--- `s` cut into pieces of at most `first` cells (then `rest` cells), at the
+--- last space that fits; the space at a break is dropped. Tabs count as four
+--- spaces.
+---@param s string
+---@param first integer
+---@param rest integer
+---@return string[]
+function M.wrap(s, first, rest)
+  -- No character takes more cells than bytes, but for control characters.
+  if #s <= first and not s:find('%c') then
+    return { s }
+  end
+  s = s:gsub('\t', '    ')
+  local ascii = not s:find('[\128-\255]')
+  if ascii and #s <= first then
+    return { s }
+  end
+  if ascii then
+    return H.wrap_ascii(s, first, rest)
+  end
+  local chars, widths = {}, {}
+  do
+    for ch in s:gmatch('[%z\1-\127\192-\255][\128-\191]*') do
+      chars[#chars + 1] = ch
+      local cw = #ch == 1 and 1 or H.cells[ch]
+      if cw == nil then
+        cw = vim.fn.strdisplaywidth(ch)
+        if H.cells_n >= 4096 then -- bounded: start again
+          H.cells, H.cells_n = {}, 0
+        end
+        H.cells[ch], H.cells_n = cw, H.cells_n + 1
+      end
+      widths[#widths + 1] = cw
+    end
+  end
+  local out, i, n, width = {}, 1, #chars, math.max(1, first)
+  while i <= n do
+    local w, j = 0, i
+    while j <= n and w + widths[j] <= width do
+      w = w + widths[j]
+      j = j + 1
+    end
+    if j > n then
+      out[#out + 1] = table.concat(chars, '', i, n)
+      break
+    end
+    local cut, nexti
+    if chars[j] == ' ' then
+      cut, nexti = j - 1, j + 1
+    else
+      local k = j - 1
+      while k > i and chars[k] ~= ' ' do
+        k = k - 1
+      end
+      if k > i then
+        cut, nexti = k - 1, k + 1
+      else
+        cut, nexti = j - 1, j
+      end
+    end
+    if cut < i then -- a character wider than the line
+      cut, nexti = i, i + 1
+    end
+    out[#out + 1] = table.concat(chars, '', i, cut)
+    i = nexti
+    width = math.max(1, rest)
+  end
+  if #out == 0 then
+    out[1] = ''
+  end
+  return out
+end
+
+--- H.wrap for text of printable ASCII characters (one byte, one cell).
+function H.wrap_ascii(s, first, rest)
+  local out, i, n, width = {}, 1, #s, math.max(1, first)
+  while n - i + 1 > width do
+    local j = i + width -- the first byte that does not fit
+    if s:byte(j) == 32 then
+      out[#out + 1] = s:sub(i, j - 1)
+      i = j + 1
+    else
+      local k = j - 1
+      while k > i and s:byte(k) ~= 32 do
+        k = k - 1
+      end
+      if k > i then
+        out[#out + 1] = s:sub(i, k - 1)
+        i = k + 1
+      else
+        out[#out + 1] = s:sub(i, j - 1)
+        i = j
+      end
+    end
+    width = math.max(1, rest)
+  end
+  if i <= n or #out == 0 then
+    out[#out + 1] = s:sub(i)
+  end
+  return out
+end
+
+--- Display cells of the characters seen (a character's width never changes
+--- while Neovim runs, but for 'ambiwidth').
+H.cells, H.cells_n = {}, 0
+
+--- Lines with highlights, every line at most `width` cells:
+--- {lines, hls = {{row, scol, ecol, group}}, option_rows = {row -> option}}.
+M.Block = {}
+M.Block.__index = M.Block
+
+function M.block(width)
+  return setmetatable({ lines = {}, hls = {}, option_rows = {}, width = width }, M.Block)
+end
+
+--- Adds one line made of {text, group} chunks; a line too long is wrapped
+--- (`indent` before the following rows), in the group of its first chunk.
+--- Returns the rows added.
+function M.Block:add(chunks, indent)
+  local width = self.width
+  local line, col, hls = '', 0, {}
+  for _, c in ipairs(chunks) do
+    local t = c[1]
+    if c[2] ~= nil and #t > 0 then
+      hls[#hls + 1] = { col, col + #t, c[2] }
+    end
+    line = line .. t
+    col = col + #t
+  end
+  if #line <= width and not line:find('%c') then
+    local row = #self.lines
+    for _, h in ipairs(hls) do
+      self.hls[#self.hls + 1] = { row, h[1], h[2], h[3] }
+    end
+    self.lines[row + 1] = line
+    return 1
+  end
+  local group = chunks[1] and chunks[1][2]
+  indent = indent or ''
+  local pieces = M.wrap(line, width, width - #indent)
+  for i, p in ipairs(pieces) do
+    local l = i == 1 and p or indent .. p
+    if group ~= nil then
+      self.hls[#self.hls + 1] = { #self.lines, i == 1 and 0 or #indent, #l, group }
+    end
+    self.lines[#self.lines + 1] = l
+  end
+  return #pieces
+end
+
+--- Adds possibly multi-line text, every line in `group`, the first one
+--- after `prefix`, the others and the wrapped rows after `indent`.
+function M.Block:text(str, group, prefix, indent)
+  local width = self.width
+  indent = indent or ''
+  for i, l in ipairs(text.split_lines(str)) do
+    local lead = (i == 1 and prefix) or indent
+    local pieces = M.wrap(l, width - #lead, width - #indent)
+    for k, p in ipairs(pieces) do
+      local pre = k == 1 and lead or indent
+      local row = #self.lines
+      if pre ~= '' and i == 1 and k == 1 and prefix then
+        self.hls[#self.hls + 1] = { row, 0, #pre, 'AcpPromptLabel' }
+      end
+      if group ~= nil and #p > 0 then
+        self.hls[#self.hls + 1] = { row, #pre, #pre + #p, group }
+      end
+      self.lines[row + 1] = pre .. p
+    end
+  end
+end
+
+--- Marks the rows added since `from` (a row count) as option `index`.
+function M.Block:mark(from, index)
+  for row = from + 1, #self.lines do
+    self.option_rows[row] = index
+  end
+end
+
+--- Appends block `src` to block `dst` (its first `max` lines when given).
+function M.append(dst, src, max)
+  local off, n = #dst.lines, math.min(#src.lines, max or math.huge)
+  for i = 1, n do
+    dst.lines[off + i] = src.lines[i]
+  end
+  for _, hl in ipairs(src.hls) do
+    if hl[1] < n then
+      dst.hls[#dst.hls + 1] = { hl[1] + off, hl[2], hl[3], hl[4] }
+    end
+  end
+  for row, i in pairs(src.option_rows) do
+    if row <= n then
+      dst.option_rows[row + off] = i
+    end
+  end
+end
+
+return M
