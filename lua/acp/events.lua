@@ -346,6 +346,7 @@ function H.handlers.permission(d)
     rule = compat.str(d.rule),
     source = compat.str(d.source),
     narrow = H.strings(d.narrow),
+    broad = H.strings(d.broad),
     command = compat.str(d.command),
     atoms = H.atoms(d.atoms),
     allowOption = compat.str(d.allowOption),

@@ -148,10 +148,11 @@ end
 
 --- Answers pending prompt `id` with an offered `optionId` (nil = the outcome
 --- `cancelled`). `opts.remember` = 'session'|'project'|'agent' also records a
---- narrow rule (with an allow-kind option).
+--- narrow rule (with an allow-kind option); with `opts.broad = true`, the
+--- broader alternative the prompt suggested (its `broad` rules) instead.
 ---@param id integer
 ---@param option_id string|nil
----@param opts {remember: string|nil}|nil
+---@param opts {remember: string|nil, broad: boolean|nil}|nil
 ---@return boolean ok
 ---@return string|nil err
 function M.respond(id, option_id, opts)
@@ -168,7 +169,10 @@ function M.respond(id, option_id, opts)
   if opts.remember ~= nil and not vim.tbl_contains({ 'session', 'project', 'agent' }, opts.remember) then
     return H.fail("(acp) respond(): remember should be 'session', 'project' or 'agent', got " .. vim.inspect(opts.remember))
   end
-  local sent = require('acp.rpc').respond(id, option_id, { remember = opts.remember })
+  if opts.broad ~= nil and type(opts.broad) ~= 'boolean' then
+    return H.fail('(acp) respond(): broad should be a boolean, got ' .. vim.inspect(opts.broad))
+  end
+  local sent = require('acp.rpc').respond(id, option_id, { remember = opts.remember, broad = opts.broad })
   if not sent then
     return H.fail('(acp) respond(): the broker is not running')
   end
