@@ -105,3 +105,4 @@ T.test('respond() refuses a broad that is not a boolean; a request with no broad
   vim.cmd('AcpDeny')
   T.eq(T.answer(ctx, 'rm_1').result, selected('reject'), 'rejected')
 end)
+T.done()
