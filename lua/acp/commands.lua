@@ -242,12 +242,21 @@ function M.mode(arg)
   end
   -- The agent's own mode: a name only the agent has, an explicit
   -- `agent:` one, or a broker mode the agent also has (kept in step) —
-  -- except yolo, which would make the agent stop asking the broker.
-  if is_agent and (explicit or not is_broker or wanted ~= 'yolo') then
-    require('acp.rpc').set_mode(a.name, a.session, wanted)
-    if not is_broker then
-      return
+  -- except yolo, which would make the agent stop asking the broker. The
+  -- broker's `default` takes the agent out of plan (or any other mode) into
+  -- the mode it asks in, whatever the agent calls it (`read-only`, `ask`).
+  local target = is_agent and (explicit or not is_broker or wanted ~= 'yolo') and wanted or nil
+  if is_broker and not explicit and mode == 'default' and s ~= nil then
+    local asking = s.default_mode
+    if asking ~= nil and vim.tbl_contains(agent_modes, asking) then
+      target = s.current_mode ~= asking and asking or nil
     end
+  end
+  if target ~= nil then
+    require('acp.rpc').set_mode(a.name, a.session, target)
+  end
+  if is_agent and not is_broker then
+    return
   end
   if mode == nil and s ~= nil and #agent_modes > 0 then
     H.echo(('acp: %s mode %s (modes: %s)'):format(a.name, tostring(s.current_mode or '?'), table.concat(agent_modes, ', ')))

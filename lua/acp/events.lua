@@ -212,6 +212,7 @@ H.handlers.posture = H.for_session(function(s, d)
   s.posture = compat.str(d.posture) or 'unverified'
   s.posture_reason = compat.str(d.reason)
   s.posture_family = compat.str(d.family)
+  s.default_mode = compat.str(d.defaultMode) -- the agent's mode :AcpMode default sets
   if s.posture ~= 'unverified' or s.posture_reason == before then
     return
   end

@@ -41,6 +41,9 @@ struct session {
   char *mode;   // the agent's own current mode (currentModeId), or NULL
   char *asked;  // the mode the person last asked for (:AcpMode), or NULL
   char *posture_reason; // why the posture is unverified, or NULL: asking
+  // The agent's offered mode that asks (what :AcpMode default sets), or
+  // NULL (static).
+  const char *default_mode;
   struct session *next;
   uint64_t turn; // prompts sent in this session: the current turn's number
 };
@@ -300,10 +303,11 @@ static void set_str(char **dst, const char *v) {
 static void emit_posture(struct acp_conn *c, struct session *s,
                          bool reasserted) {
   emit(c, "posture",
-       json_pack("{s:s,s:s,s:s?,s:s,s:s?,s:b}", "session", s->id, "posture",
-                 s->posture_reason ? "unverified" : "asking", "reason",
-                 s->posture_reason, "family", posture_family_name(c->family),
-                 "mode", s->mode, "reasserted", reasserted));
+       json_pack("{s:s,s:s,s:s?,s:s,s:s?,s:b,s:s?}", "session", s->id,
+                 "posture", s->posture_reason ? "unverified" : "asking",
+                 "reason", s->posture_reason, "family",
+                 posture_family_name(c->family), "mode", s->mode, "reasserted",
+                 reasserted, "defaultMode", s->default_mode));
 }
 
 // Sends session/set_mode to the asking mode; queued prompts of s wait for
@@ -350,6 +354,7 @@ static void posture_open(struct acp_conn *c, struct session *s,
   char why[400];
   set_str(&s->mode, json_string_value(json_object_get(modes, "currentModeId")));
   s->modes = json_is_object(modes);
+  s->default_mode = posture_default_mode(c->family, modes);
   if (c->posture_off) {
     set_str(&s->posture_reason, c->posture_off);
     emit_posture(c, s, false);
