@@ -206,6 +206,26 @@ function M.status()
   }
 end
 
+--- A short string for a statusline: the current agent and what it does
+--- ("claude: idle", "claude: working", "claude: waiting 2" for prompts
+--- waiting for you), then " yolo" and " !unverified" (the agent may act
+--- without asking) when they apply; "" with no agent. Cheap enough for
+--- every redraw: it reads the state Lua already holds and loads nothing.
+---@return string
+function M.statusline()
+  local state = package.loaded['acp.state']
+  local a = state and state.agent()
+  if a == nil then
+    return ''
+  end
+  local n = #state.order
+  local doing = n > 0 and ('waiting ' .. n) or (a.prompts or 0) > 0 and 'working' or a.session and 'idle' or 'starting'
+  local st = a.cwd and state.settings_for(a.cwd) or {}
+  local sess = a.session and state.sessions[a.session]
+  local warn = sess and sess.posture == 'unverified' and sess.posture_reason and ' !unverified' or ''
+  return a.name .. ': ' .. doing .. (st.yolo == true and ' yolo' or '') .. warn
+end
+
 --- Ends the agent (default: the current one): its process group is
 --- terminated and its pending prompts are answered `cancelled`.
 ---@param agent string|nil
