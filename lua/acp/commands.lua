@@ -281,21 +281,18 @@ function M.trust()
   end)
 end
 
---- :AcpLog: the decision audit log, read-only, at its end.
-function M.log()
-  local path = require('acp.compat').state_path('audit.jsonl')
-  if vim.fn.filereadable(path) ~= 1 then
-    H.echo(('acp: no decision logged yet (%s does not exist)'):format(H.short(path)))
-    return
+--- :AcpLog[!]: the decision audit log as a table, of the current project
+--- (`!`: every project); see lua/acp/logview.lua.
+---@param all boolean|nil
+function M.log(all)
+  local root
+  if not all then
+    -- The root the broker reported for the project (the log's `root`).
+    local cwd = M.root()
+    local st = require('acp.state').settings_for(cwd)
+    root = st and require('acp.compat').str(st.root) or cwd
   end
-  vim.cmd('sview ' .. vim.fn.fnameescape(path))
-  local buf = vim.api.nvim_get_current_buf()
-  local compat = require('acp.compat')
-  compat.set_buf(buf, 'modifiable', false)
-  compat.set_buf(buf, 'swapfile', false)
-  compat.set_buf(buf, 'autoread', true)
-  vim.cmd('silent! checktime')
-  vim.api.nvim_win_set_cursor(0, { math.max(1, vim.api.nvim_buf_line_count(buf)), 0 })
+  require('acp.logview').open(root)
 end
 
 --- The project directory commands act on: the current agent's, else the
