@@ -1487,10 +1487,18 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
 static bool narrow_covers(char **rules, size_t n, const struct request *r,
                           const struct anchors *an) {
   struct policy_rule_text *t = xcalloc(n, sizeof(*t));
-  for (size_t i = 0; i < n; i++)
+  // The anchors only when a rule names a path from one (compiling them
+  // costs more than the rest).
+  bool anchored = false;
+  for (size_t i = 0; i < n; i++) {
     t[i] = (struct policy_rule_text){rules[i], POLICY_LIST_ALLOW, "session"};
-  struct policy_input in = {
-      .rules = t, .nrules = n, .root = an->root, .home = an->home};
+    const char *o = strchr(rules[i], '(');
+    anchored = anchored || (o && ((o[1] == '/' && o[2] != '/') || o[1] == '~'));
+  }
+  struct policy_input in = {.rules = t,
+                            .nrules = n,
+                            .root = anchored ? an->root : NULL,
+                            .home = anchored ? an->home : NULL};
   size_t nw = 0;
   struct policy *p = policy_new(&in, NULL, &nw);
   struct eval e = {.p = p, .r = r};
