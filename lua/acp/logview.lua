@@ -121,10 +121,10 @@ function H.render(entries, root, width)
   end
   local title_w = math.max(20, width - used)
   local lines = {
-    root and ('Decisions in %s (%d) · :AcpLog! every project · <CR>/K: the JSON · q: close'):format(
-      vim.fn.fnamemodify(root, ':~'),
+    root and ('Decisions in %s (%d) · <CR>/K: JSON · q: close · :AcpLog! all projects'):format(
+      vim.fn.fnamemodify(root, ':t'),
       #entries
-    ) or ('Decisions in every project (%d) · <CR>/K: the JSON · q: close'):format(#entries),
+    ) or ('Decisions in every project (%d) · <CR>/K: JSON · q: close'):format(#entries),
   }
   local function row(values)
     local parts = {}
