@@ -1444,12 +1444,12 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
     char spec[RULES_TEXT_MAX - 8];
     bool fits = true;
     if (broad) {
-      // The file's directory and below, unless that is the whole project,
-      // home or the filesystem.
+      // The file's directory and below, for a directory inside the project
+      // (not the whole project; never one elsewhere: /etc/**, ~/.ssh/**).
       char *dir = path_normalize(path, "..", NULL);
-      bool top = !dir || strcmp(dir, "/") == 0 ||
-                 (an->root && strcmp(dir, an->root) == 0) ||
-                 (an->home && strcmp(dir, an->home) == 0);
+      size_t rl = an->root ? strlen(an->root) : 0;
+      bool top =
+          !dir || !rl || strncmp(dir, an->root, rl) != 0 || dir[rl] != '/';
       if (!top)
         fits = rule_path(dir, an, "/**", spec, sizeof(spec));
       free(dir);

@@ -91,8 +91,9 @@ char **policy_request_narrow_rules(const struct policy_request *r, size_t *n);
 // inside home `Edit(~/notes.md)`, else `Edit(//abs)` (root, home: absolute,
 // or NULL). broad: the broader alternative instead, each atom's where it
 // has one (`Bash(git status *)` for `git status`, `Edit(/src/**)` for
-// src/main.c), else its narrow rule; NULL when no atom has one. Either set,
-// compiled with the same root and home, covers the request (checked).
+// src/main.c: a directory inside root only), else its narrow rule; NULL when no
+// atom has one. Either set, compiled with the same root and home, covers the
+// request (checked).
 char **policy_request_suggest(const struct policy_request *r, const char *root,
                               const char *home, bool broad, size_t *n);
 

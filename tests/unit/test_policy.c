@@ -848,10 +848,13 @@ static void test_suggest(void) {
   suggest(CE, "{P}/src/a.ts", true, "Edit(/src/**)");
   suggest(CR, "{P}/src/we*rd.txt", false, "Read(/src/we\\*rd.txt)");
   suggest(CE, "{H}/notes.md", false, "Edit(~/notes.md)");
-  suggest(CE, "{H}/notes.md", true, ""); // all of home: none
-  suggest(CE, "{P}/top.txt", true, "");  // the whole project: none
+  suggest(CE, "{H}/notes.md", true, "");
+  suggest(CE, "{P}/top.txt", true, ""); // the whole project: none
   suggest(CE, "{P}/src/link", false, "Edit(//etc/passwd) ; Edit(/src/link)");
-  suggest(CE, "{P}/src/link", true, "Edit(//etc/**) ; Edit(/src/**)");
+  // Outside the project the exact file stays: never /etc/** or ~/dir/**.
+  suggest(CE, "{P}/src/link", true, "Edit(//etc/passwd) ; Edit(/src/**)");
+  suggest(CE, "{H}/notes/todo.md", true, "");
+  suggest(CE, "/etc/hosts", true, "");
   suggest(CB, "echo hi > out.txt", false, "Bash(echo hi) ; Edit(/out.txt)");
   // Commands: the subcommand and ` *`; the program alone unless it can
   // run, remove or reach anything (then the exact command stays).
