@@ -1,6 +1,7 @@
 #include "proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,11 @@ static void report_exit(struct proc *p) {
   // What the agent wrote to stderr before it died is in the pipe already,
   // maybe not read yet: read it now (bounded), so the tail has it.
   uv_os_fd_t fd;
-  if (!p->err_eof && uv_fileno((uv_handle_t *)&p->err, &fd) == 0) {
+  // Only from a non-blocking pipe (libuv's are): a process the agent left
+  // behind may hold it open and write nothing.
+  int fl;
+  if (!p->err_eof && uv_fileno((uv_handle_t *)&p->err, &fd) == 0 &&
+      (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_NONBLOCK)) {
     char buf[4096];
     ssize_t n;
     for (int i = 0; i < 16 && (n = read(fd, buf, sizeof(buf))) > 0; i++)
