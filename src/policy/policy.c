@@ -1487,18 +1487,19 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
 static bool narrow_covers(char **rules, size_t n, const struct request *r,
                           const struct anchors *an) {
   struct policy_rule_text *t = xcalloc(n, sizeof(*t));
-  // The anchors only when a rule names a path from one (compiling them
-  // costs more than the rest).
-  bool anchored = false;
+  // An anchor only when a rule names a path from it (compiling one costs
+  // more than the rest).
+  bool from_root = false, from_home = false;
   for (size_t i = 0; i < n; i++) {
     t[i] = (struct policy_rule_text){rules[i], POLICY_LIST_ALLOW, "session"};
     const char *o = strchr(rules[i], '(');
-    anchored = anchored || (o && ((o[1] == '/' && o[2] != '/') || o[1] == '~'));
+    from_root = from_root || (o && o[1] == '/' && o[2] != '/');
+    from_home = from_home || (o && o[1] == '~');
   }
   struct policy_input in = {.rules = t,
                             .nrules = n,
-                            .root = anchored ? an->root : NULL,
-                            .home = anchored ? an->home : NULL};
+                            .root = from_root ? an->root : NULL,
+                            .home = from_home ? an->home : NULL};
   size_t nw = 0;
   struct policy *p = policy_new(&in, NULL, &nw);
   struct eval e = {.p = p, .r = r};
