@@ -93,6 +93,39 @@ T.test('suggested rules are project-relative with a broader one; written to the 
   T.eq(by, { edit_1 = 'rule Edit(/src/main.c)', git_1 = 'rule Bash(git status *)' }, 'decided by the written rules')
 end)
 
+T.test('remembered for the session, a project-relative rule allows the same file again, its broader one the directory', function()
+  local ctx = T.start_demo({
+    name = 'suggest-session',
+    steps = {
+      edit('one_${turn}', 'src/a.c'),
+      edit('two_${turn}', 'src/a.c'),
+      edit('three_${turn}', 'lib/b.c'),
+      edit('four_${turn}', 'lib/c.c'),
+      edit('five_${turn}', 'd.c'),
+      { type = 'message', text = 'Done.' },
+    },
+  })
+  local state = require('acp.state')
+  local decided = T.on('AcpPermissionDecided')
+  require('acp').prompt('Edit')
+  local p = T.wait_pending('one_1')
+  T.ok(require('acp').respond(p.id, state.pending[p.id].allowOption, { remember = 'session' }), 'respond')
+  T.eq(T.answer(ctx, 'two_1').result, selected('allow'), 'the same file, allowed from memory')
+  p = T.wait_pending('three_1')
+  T.eq(state.pending[p.id].broad, { 'Edit(/lib/**)' }, 'the broader rule')
+  T.ok(require('acp').respond(p.id, state.pending[p.id].allowOption, { remember = 'session', broad = true }), 'respond broad')
+  T.eq(T.answer(ctx, 'four_1').result, selected('allow'), 'another file of lib/, allowed from memory')
+  p = T.wait_pending('five_1')
+  T.eq(state.pending[p.id].broad, {}, 'a file at the project root has no broader rule')
+  vim.cmd('AcpDeny')
+  T.idle()
+  local by = {}
+  for _, d in ipairs(decided) do
+    by[d.toolCallId] = d.by .. ' ' .. tostring(d.rule)
+  end
+  T.eq(by, { two_1 = 'memory Edit(/src/a.c)', four_1 = 'memory Edit(/lib/**)' }, 'decided by the remembered rules')
+end)
+
 T.test('respond() refuses a broad that is not a boolean; a request with no broader rule has none', function()
   local ctx = T.start_demo({ name = 'no-broad', steps = { T.shell_request('rm_${turn}', 'rm -rf build') } })
   require('acp').prompt('Remove')
