@@ -130,9 +130,9 @@ command('AcpTrust', function()
   cmds().trust()
 end, { nargs = 0, desc = "Review and trust this project's permissive settings" })
 
-command('AcpLog', function()
-  cmds().log()
-end, { nargs = 0, desc = 'Open the decision audit log' })
+command('AcpLog', function(o)
+  cmds().log(o.bang)
+end, { nargs = 0, bang = true, desc = "The decision audit log as a table: this project's (! every project)" })
 
 command('AcpReview', function(o)
   cmds().review(o.args)

@@ -242,12 +242,21 @@ function M.mode(arg)
   end
   -- The agent's own mode: a name only the agent has, an explicit
   -- `agent:` one, or a broker mode the agent also has (kept in step) —
-  -- except yolo, which would make the agent stop asking the broker.
-  if is_agent and (explicit or not is_broker or wanted ~= 'yolo') then
-    require('acp.rpc').set_mode(a.name, a.session, wanted)
-    if not is_broker then
-      return
+  -- except yolo, which would make the agent stop asking the broker. The
+  -- broker's `default` takes the agent out of plan (or any other mode) into
+  -- the mode it asks in, whatever the agent calls it (`read-only`, `ask`).
+  local target = is_agent and (explicit or not is_broker or wanted ~= 'yolo') and wanted or nil
+  if is_broker and not explicit and mode == 'default' and s ~= nil then
+    local asking = s.default_mode
+    if asking ~= nil and vim.tbl_contains(agent_modes, asking) then
+      target = s.current_mode ~= asking and asking or nil
     end
+  end
+  if target ~= nil then
+    require('acp.rpc').set_mode(a.name, a.session, target)
+  end
+  if is_agent and not is_broker then
+    return
   end
   if mode == nil and s ~= nil and #agent_modes > 0 then
     H.echo(('acp: %s mode %s (modes: %s)'):format(a.name, tostring(s.current_mode or '?'), table.concat(agent_modes, ', ')))
@@ -272,21 +281,18 @@ function M.trust()
   end)
 end
 
---- :AcpLog: the decision audit log, read-only, at its end.
-function M.log()
-  local path = require('acp.compat').state_path('audit.jsonl')
-  if vim.fn.filereadable(path) ~= 1 then
-    H.echo(('acp: no decision logged yet (%s does not exist)'):format(H.short(path)))
-    return
+--- :AcpLog[!]: the decision audit log as a table, of the current project
+--- (`!`: every project); see lua/acp/logview.lua.
+---@param all boolean|nil
+function M.log(all)
+  local root
+  if not all then
+    -- The root the broker reported for the project (the log's `root`).
+    local cwd = M.root()
+    local st = require('acp.state').settings_for(cwd)
+    root = st and require('acp.compat').str(st.root) or cwd
   end
-  vim.cmd('sview ' .. vim.fn.fnameescape(path))
-  local buf = vim.api.nvim_get_current_buf()
-  local compat = require('acp.compat')
-  compat.set_buf(buf, 'modifiable', false)
-  compat.set_buf(buf, 'swapfile', false)
-  compat.set_buf(buf, 'autoread', true)
-  vim.cmd('silent! checktime')
-  vim.api.nvim_win_set_cursor(0, { math.max(1, vim.api.nvim_buf_line_count(buf)), 0 })
+  require('acp.logview').open(root)
 end
 
 --- The project directory commands act on: the current agent's, else the

@@ -212,6 +212,7 @@ H.handlers.posture = H.for_session(function(s, d)
   s.posture = compat.str(d.posture) or 'unverified'
   s.posture_reason = compat.str(d.reason)
   s.posture_family = compat.str(d.family)
+  s.default_mode = compat.str(d.defaultMode) -- the agent's mode :AcpMode default sets
   if s.posture ~= 'unverified' or s.posture_reason == before then
     return
   end
@@ -346,6 +347,7 @@ function H.handlers.permission(d)
     rule = compat.str(d.rule),
     source = compat.str(d.source),
     narrow = H.strings(d.narrow),
+    broad = H.strings(d.broad),
     command = compat.str(d.command),
     atoms = H.atoms(d.atoms),
     allowOption = compat.str(d.allowOption),
@@ -761,11 +763,25 @@ function H.notify_exit(a, d, n)
     if msg and not msg:match('exited with code') and not msg:match('killed by signal') then
       extra = ': ' .. msg
     end
-    if a.session == nil then
-      -- Typically a missing sign-in or a bad flag: the agent's stderr is in the log.
-      extra = extra .. ' before its session was ready; see ' .. M.log_path()
+    if msg and msg:find('; its last stderr: ', 1, true) then
+      extra = '' -- said below, line by line
     end
-    vim.notify(("(acp) agent '%s' exited (%s)%s%s"):format(a.name, how, extra, cancelled), vim.log.levels.WARN)
+    if a.session == nil then
+      -- Typically a missing sign-in or a bad flag.
+      extra = extra .. ' before its session was ready'
+    end
+    -- What the agent last wrote to stderr (the broker keeps a few short
+    -- lines), and the log that has all of it.
+    local lines = { ("(acp) agent '%s' exited (%s)%s%s"):format(a.name, how, extra, cancelled) }
+    local tail = type(d.stderr) == 'table' and d.stderr or {}
+    if #tail > 0 then
+      lines[#lines + 1] = 'Its last stderr:'
+      for i = 1, math.min(#tail, 5) do
+        lines[#lines + 1] = '  ' .. tostring(tail[i])
+      end
+    end
+    lines[#lines + 1] = 'Log: ' .. (compat.str(d.log) or M.log_path())
+    vim.notify(table.concat(lines, '\n'), vim.log.levels.WARN)
   end
 end
 

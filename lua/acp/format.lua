@@ -38,6 +38,91 @@ function M.describe_permissive(p, opts)
   return items
 end
 
+-- The tools of each rule class (src/policy/rules.c), and what a rule of
+-- the class with no argument, or any, allows.
+H.classes = {
+  { 'any command', { 'Bash', 'Shell', 'run_shell_command', 'ShellTool', 'PowerShell' } },
+  { 'any file read', { 'Read', 'Grep', 'Glob', 'LS', 'read_file', 'read_many_files', 'list_directory', 'glob', 'grep_search', 'search_file_content' } },
+  { 'any file edit', { 'Edit', 'Write', 'MultiEdit', 'NotebookEdit', 'write_file', 'replace' } },
+  { 'any URL fetch', { 'WebFetch', 'web_fetch' } },
+  { 'any web search', { 'WebSearch', 'google_web_search' } },
+}
+-- Tools whose argument Gemini ignores: the rule allows every use.
+H.args_ignored = { read_file = 1, read_many_files = 1, list_directory = 1, glob = 1, grep_search = 1, search_file_content = 1, write_file = 1, replace = 1, web_fetch = 1, google_web_search = 1 }
+
+--- What an allow rule enables, in a few words for a person ("any command",
+--- "any file edit", "commands starting with git push"), or nil when the
+--- rule is not understood here.
+---@param rule string
+---@return string|nil
+function M.enables(rule)
+  if type(rule) ~= 'string' then
+    return nil
+  end
+  local tool, arg = rule:match('^%s*([^()]-)%s*%((.*)%)%s*$')
+  tool = vim.trim(tool or rule)
+  local cls
+  for _, c in ipairs(H.classes) do
+    if vim.tbl_contains(c[2], tool) then
+      cls = c[1]
+    end
+  end
+  if tool:match('^mcp__') then
+    local server, name = tool:match('^mcp__([^_]+)__(.*)$')
+    if server == nil or name == '' or name == '*' then
+      return 'every tool of MCP server ' .. (server or tool:sub(6))
+    end
+    return 'the MCP tool ' .. name .. ' of ' .. server
+  end
+  local kind = tool == 'Kind' and arg
+  if kind then
+    return 'any ' .. kind .. ' tool call'
+  end
+  if not cls then
+    return nil
+  end
+  if arg == nil or vim.trim(arg) == '' or arg == '*' or arg == '**' or arg == '//**' or H.args_ignored[tool] then
+    return cls
+  end
+  if cls == 'any command' then
+    if tool == 'run_shell_command' or tool == 'ShellTool' then
+      return 'commands starting with ' .. arg
+    end
+    local prefix = arg:match('^(.-)%s*:?%s*%*$')
+    if prefix and not prefix:find('*', 1, true) then
+      return 'commands starting with ' .. prefix
+    end
+    return arg:find('*', 1, true) and ('commands matching ' .. arg) or ('the command ' .. arg)
+  end
+  if cls == 'any URL fetch' then
+    local host = arg:match('^domain:(.*)$')
+    return host and ('fetches from ' .. host) or nil
+  end
+  if cls == 'any web search' then
+    return cls
+  end
+  -- Paths: the project root, home, anywhere.
+  local what = cls:match('^any (.*)$')
+  local where = { ['/**'] = 'in the project', ['~/**'] = 'in your home', ['~'] = 'in your home', ['**'] = 'anywhere' }
+  if where[arg] then
+    return 'any ' .. what .. ' ' .. where[arg]
+  end
+  local noun = cls == 'any file read' and 'reads' or 'edits'
+  local function shown(path)
+    if path:sub(1, 2) == '//' then
+      return path:sub(2)
+    elseif path:sub(1, 1) == '/' then
+      return "the project's " .. path:sub(2)
+    end
+    return path
+  end
+  local dir = arg:match('^(.-)/%*%*$')
+  if dir and dir ~= '' and not dir:find('[*?]') then
+    return noun .. ' under ' .. shown(dir) .. '/'
+  end
+  return noun .. (arg:find('[*?]') and ' matching ' or ' of ') .. shown(arg)
+end
+
 --- The shell command of an `execute` tool call's rawInput (a string, or an
 --- argv list quoted as a shell would need it), or nil. Only for tool calls
 --- no permission request was judged for: a prompt shows the command the
@@ -134,6 +219,22 @@ function H.against(r, path, old, new, have)
   return cur, new
 end
 
+--- An allow rule with what it enables ("Bash: any command").
+function H.rule(rule, list)
+  local what = (list == nil or list == 'allow') and M.enables(rule)
+  return what and (rule .. ': ' .. what) or rule
+end
+
+--- A mode with what it enables.
+function H.mode(mode)
+  local what = ({
+    acceptEdits = 'any file edit in the project without asking',
+    bypassPermissions = 'every request without asking',
+    yolo = 'every request without asking',
+  })[mode]
+  return 'mode ' .. mode .. (what and (': ' .. what) or '')
+end
+
 --- Describes `p` into `items`. The broker sends `{["<file>"] = {allow =
 --- {...}, defaultMode = 'acceptEdits', yolo = true}}`; lists, rule records
 --- and strings are understood too. `list` is the rule list `p` belongs to,
@@ -147,7 +248,7 @@ function H.describe(p, list, items, sources, from)
     return
   end
   if type(p) == 'string' then
-    items[#items + 1] = ((list and list ~= 'allow') and (list .. ' ') or '') .. p .. src(nil)
+    items[#items + 1] = ((list and list ~= 'allow') and (list .. ' ') or '') .. H.rule(p, list) .. src(nil)
   elseif type(p) ~= 'table' then
     items[#items + 1] = tostring(p) .. src(nil)
   elseif compat.islist(p) then
@@ -156,7 +257,7 @@ function H.describe(p, list, items, sources, from)
     end
   elseif compat.str(p.rule) then
     local l = compat.str(p.list) or list
-    items[#items + 1] = ((l and l ~= 'allow') and (l .. ' ') or '') .. p.rule .. src(p.source)
+    items[#items + 1] = ((l and l ~= 'allow') and (l .. ' ') or '') .. H.rule(p.rule, l) .. src(p.source)
   else
     local keys = vim.tbl_keys(p)
     table.sort(keys, function(x, y)
@@ -167,18 +268,19 @@ function H.describe(p, list, items, sources, from)
       if k == 'allow' or k == 'rules' then
         H.describe(v, 'allow', items, sources, from)
       elseif k == 'yolo' then
+        local yolo = 'yolo: every request without asking'
         if v == true then
-          items[#items + 1] = 'yolo' .. src(nil)
+          items[#items + 1] = yolo .. src(nil)
         elseif compat.str(v) then
-          items[#items + 1] = 'yolo' .. src(v)
+          items[#items + 1] = yolo .. src(v)
         elseif type(v) == 'table' then
-          items[#items + 1] = 'yolo' .. src(v.source)
+          items[#items + 1] = yolo .. src(v.source)
         end
       elseif k == 'mode' or k == 'defaultMode' then
         if type(v) == 'table' then
-          items[#items + 1] = 'mode ' .. tostring(compat.str(v.mode) or '?') .. src(v.source)
+          items[#items + 1] = H.mode(tostring(compat.str(v.mode) or '?')) .. src(v.source)
         elseif compat.str(v) then
-          items[#items + 1] = 'mode ' .. v .. src(nil)
+          items[#items + 1] = H.mode(v) .. src(nil)
         end
       elseif type(v) == 'table' and not compat.islist(v) then
         -- Keyed by the file it comes from.

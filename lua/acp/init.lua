@@ -148,10 +148,11 @@ end
 
 --- Answers pending prompt `id` with an offered `optionId` (nil = the outcome
 --- `cancelled`). `opts.remember` = 'session'|'project'|'agent' also records a
---- narrow rule (with an allow-kind option).
+--- narrow rule (with an allow-kind option); with `opts.broad = true`, the
+--- broader alternative the prompt suggested (its `broad` rules) instead.
 ---@param id integer
 ---@param option_id string|nil
----@param opts {remember: string|nil}|nil
+---@param opts {remember: string|nil, broad: boolean|nil}|nil
 ---@return boolean ok
 ---@return string|nil err
 function M.respond(id, option_id, opts)
@@ -168,7 +169,10 @@ function M.respond(id, option_id, opts)
   if opts.remember ~= nil and not vim.tbl_contains({ 'session', 'project', 'agent' }, opts.remember) then
     return H.fail("(acp) respond(): remember should be 'session', 'project' or 'agent', got " .. vim.inspect(opts.remember))
   end
-  local sent = require('acp.rpc').respond(id, option_id, { remember = opts.remember })
+  if opts.broad ~= nil and type(opts.broad) ~= 'boolean' then
+    return H.fail('(acp) respond(): broad should be a boolean, got ' .. vim.inspect(opts.broad))
+  end
+  local sent = require('acp.rpc').respond(id, option_id, { remember = opts.remember, broad = opts.broad })
   if not sent then
     return H.fail('(acp) respond(): the broker is not running')
   end
@@ -200,6 +204,26 @@ function M.status()
     posture = sess and sess.posture == 'asking' and 'asking' or 'unverified',
     posture_reason = sess and sess.posture_reason or nil,
   }
+end
+
+--- A short string for a statusline: the current agent and what it does
+--- ("claude: idle", "claude: working", "claude: waiting 2" for prompts
+--- waiting for you), then " yolo" and " !unverified" (the agent may act
+--- without asking) when they apply; "" with no agent. Cheap enough for
+--- every redraw: it reads the state Lua already holds and loads nothing.
+---@return string
+function M.statusline()
+  local state = package.loaded['acp.state']
+  local a = state and state.agent()
+  if a == nil then
+    return ''
+  end
+  local n = #state.order
+  local doing = n > 0 and ('waiting ' .. n) or (a.prompts or 0) > 0 and 'working' or a.session and 'idle' or 'starting'
+  local st = a.cwd and state.settings_for(a.cwd) or {}
+  local sess = a.session and state.sessions[a.session]
+  local warn = sess and sess.posture == 'unverified' and sess.posture_reason and ' !unverified' or ''
+  return a.name .. ': ' .. doing .. (st.yolo == true and ' yolo' or '') .. warn
 end
 
 --- Ends the agent (default: the current one): its process group is

@@ -44,6 +44,7 @@ M.current = nil
 ---@field rule string|nil the rule that made it ask, if one did
 ---@field source string|nil that rule's file, or the mode
 ---@field narrow string[] rules "allow for the session/project" would record
+---@field broad string[] the broader alternative (`respond(..., {broad = true})`), or {}
 ---@field command string|nil the shell command the policy analysed
 ---@field atoms {kind: string, text: string, inner: boolean|nil}[] what it judged
 ---@field allowOption string|nil the optionId an allow answers with (the broker's choice)

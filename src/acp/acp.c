@@ -41,6 +41,9 @@ struct session {
   char *mode;   // the agent's own current mode (currentModeId), or NULL
   char *asked;  // the mode the person last asked for (:AcpMode), or NULL
   char *posture_reason; // why the posture is unverified, or NULL: asking
+  // The agent's offered mode that asks (what :AcpMode default sets), or
+  // NULL (static).
+  const char *default_mode;
   struct session *next;
   uint64_t turn; // prompts sent in this session: the current turn's number
 };
@@ -300,10 +303,11 @@ static void set_str(char **dst, const char *v) {
 static void emit_posture(struct acp_conn *c, struct session *s,
                          bool reasserted) {
   emit(c, "posture",
-       json_pack("{s:s,s:s,s:s?,s:s,s:s?,s:b}", "session", s->id, "posture",
-                 s->posture_reason ? "unverified" : "asking", "reason",
-                 s->posture_reason, "family", posture_family_name(c->family),
-                 "mode", s->mode, "reasserted", reasserted));
+       json_pack("{s:s,s:s,s:s?,s:s,s:s?,s:b,s:s?}", "session", s->id,
+                 "posture", s->posture_reason ? "unverified" : "asking",
+                 "reason", s->posture_reason, "family",
+                 posture_family_name(c->family), "mode", s->mode, "reasserted",
+                 reasserted, "defaultMode", s->default_mode));
 }
 
 // Sends session/set_mode to the asking mode; queued prompts of s wait for
@@ -350,6 +354,7 @@ static void posture_open(struct acp_conn *c, struct session *s,
   char why[400];
   set_str(&s->mode, json_string_value(json_object_get(modes, "currentModeId")));
   s->modes = json_is_object(modes);
+  s->default_mode = posture_default_mode(c->family, modes);
   if (c->posture_off) {
     set_str(&s->posture_reason, c->posture_off);
     emit_posture(c, s, false);
@@ -781,9 +786,35 @@ static void proc_exit(void *ud, int64_t code, int sig) {
       emit_turn_end(c, s->id, "error", msg);
     }
   drop_prompts(c, "error", msg);
-  emit(c, "agent_exit",
-       json_pack("{s:I,s:i,s:s}", "code", (json_int_t)code, "signal", sig,
-                 "message", msg));
+  json_t *ev = json_pack("{s:I,s:i}", "code", (json_int_t)code, "signal", sig);
+  // A crash says what the agent last wrote to stderr, and where the rest
+  // is: in the event, and in its one-line message (the chat shows it).
+  char full[PROC_STDERR_TAIL * (PROC_STDERR_TAIL_LEN + 8) + 1024];
+  snprintf(full, sizeof(full), "%s", msg);
+  if (!c->stop_reason) {
+    const char *lines[PROC_STDERR_TAIL];
+    size_t n = c->proc ? proc_stderr_tail(c->proc, lines, PROC_STDERR_TAIL) : 0;
+    json_t *tail = json_array();
+    for (size_t i = 0; i < n; i++) {
+      json_t *l = json_string(lines[i]); // NULL: not UTF-8, left out
+      if (!l)
+        continue;
+      size_t used = strlen(full);
+      snprintf(full + used, sizeof(full) - used, "%s\"%s\"",
+               json_array_size(tail) ? " | " : "; its last stderr: ", lines[i]);
+      json_array_append_new(tail, l);
+    }
+    json_object_set_new(ev, "stderr", tail);
+    const char *log = log_path();
+    if (log && *log) {
+      size_t used = strlen(full);
+      snprintf(full + used, sizeof(full) - used, "; log: %s", log);
+      json_object_set_new(ev, "log", json_string(log));
+    }
+  }
+  json_t *m = json_string(full);
+  json_object_set_new(ev, "message", m ? m : json_string(msg));
+  emit(c, "agent_exit", ev);
 }
 
 static void wants_free(struct want *v, size_t n) {

@@ -196,6 +196,17 @@ static bool offered(const json_t *modes, const char *id) {
   return false;
 }
 
+const char *posture_default_mode(enum posture_family f, const json_t *modes) {
+  const char *asking = posture_asking_mode(f);
+  if (asking && offered(modes, asking))
+    return asking;
+  if (f == POSTURE_DEMO && offered(modes, "ask"))
+    return "ask";
+  if (f == POSTURE_UNKNOWN && offered(modes, "default"))
+    return "default"; // what such an agent calls its default
+  return NULL;
+}
+
 enum posture_verdict posture_check(enum posture_family f, const json_t *modes,
                                    char *reason, size_t len) {
   const char *asking = posture_asking_mode(f);

@@ -63,6 +63,12 @@ const char *posture_asking_mode(enum posture_family f);
 // also asks in its scenarios' mode `ask`.
 bool posture_mode_ok(enum posture_family f, const char *mode);
 
+// The mode id among modes' availableModes (borrowed, may be NULL) that
+// the broker's `default` policy mode stands for: the asking mode when the
+// agent offers it (the demo agent's `ask` too; an unknown agent's own
+// `default`), else NULL. A static string.
+const char *posture_default_mode(enum posture_family f, const json_t *modes);
+
 enum posture_verdict {
   POSTURE_ASKING,     // the agent is in its asking mode
   POSTURE_SET_MODE,   // send session/set_mode to the asking mode, then asking

@@ -268,6 +268,7 @@ static void report_unasked(struct broker *b, const char *agent, const char *cwd,
     }
     json_object_del(v.info, "root");
     json_object_del(v.info, "narrow");
+    json_object_del(v.info, "broad");
     json_object_set_nocheck(v.info, "status", json_object_get(tc, "status"));
     json_object_set_new_nocheck(v.info, "content", diffs);
     json_t *loc = json_object_get(tc, "locations");
@@ -472,9 +473,9 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
   // analysed command and its atoms, the paths it names) and the options it
   // would answer allow or reject with: Lua shows and uses these, it
   // rebuilds nothing from rawInput.
-  static const char *const judged[] = {"reason", "rule",        "source",
-                                       "narrow", "command",     "atoms",
-                                       "paths",  "allowOption", "rejectOption"};
+  static const char *const judged[] = {
+      "reason",  "rule",  "source", "narrow",      "broad",
+      "command", "atoms", "paths",  "allowOption", "rejectOption"};
   for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
     json_t *val = json_object_get(info, judged[i]);
     if (val)

@@ -242,12 +242,12 @@ static void m_stop(struct broker *b, const struct nvim_rpc_msg *m) {
 // Records what an answer asked to remember; the answer itself goes on
 // even when remembering fails (the person is told).
 static void remember(struct broker *b, struct pending_entry *e,
-                     const char *scope) {
+                     const char *scope, bool broad) {
   const char *agent = acp_conn_name(e->conn);
   const char *cwd = acp_conn_session_cwd(e->conn, e->session);
   char err[512];
-  if (gate_remember(b->gate, scope, agent, e->session, cwd ? cwd : "/", e->info,
-                    err, sizeof(err)) != 0) {
+  if (gate_remember(b->gate, scope, broad, agent, e->session, cwd ? cwd : "/",
+                    e->info, err, sizeof(err)) != 0) {
     char msg[700];
     snprintf(msg, sizeof(msg), "could not remember the answer (%s): %s", scope,
              err);
@@ -262,6 +262,10 @@ static void m_respond(struct broker *b, const struct nvim_rpc_msg *m) {
   const msgpack_object *t = arg(m, 0);
   const msgpack_object *opt = arg(m, 1);
   char *scope = mp_utf8dup(mp_get(arg(m, 2), "remember"));
+  // The broader rules the prompt suggested instead of the narrow ones.
+  const msgpack_object *wide = mp_get(arg(m, 2), "broad");
+  bool broad =
+      wide && wide->type == MSGPACK_OBJECT_BOOLEAN && wide->via.boolean;
   if (!t || t->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
     broker_emit_error(b, NULL, "acp_respond needs a prompt id");
     free(scope);
@@ -293,7 +297,7 @@ static void m_respond(struct broker *b, const struct nvim_rpc_msg *m) {
       broker_emit_error(b, acp_conn_name(e->conn), msg);
     } else {
       if (scope)
-        remember(b, e, scope);
+        remember(b, e, scope, broad);
       broker_resolve(b, e->token, option_id, "person");
     }
     free(option_id);

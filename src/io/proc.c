@@ -1,10 +1,12 @@
 #include "proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/mem.h"
@@ -40,6 +42,7 @@ struct proc {
   int exit_signal;
   bool exited;       // the process has exited
   bool out_eof;      // stdout reached EOF
+  bool err_eof;      // stderr reached EOF (or failed)
   bool paused;       // stdout is not read for now (proc_pause)
   bool reported;     // on_exit was called
   bool stdin_closed; // no more writes
@@ -48,6 +51,10 @@ struct proc {
   bool closing;      // handles are being closed
   bool spawn_failed; // never started: no callbacks
   struct linebuf err_lines;
+  // The last stderr lines (a ring, oldest at tail_first), for the message
+  // the person gets when the agent dies.
+  char tail[PROC_STDERR_TAIL][PROC_STDERR_TAIL_LEN + 1];
+  size_t tail_first, ntail;
   char rbuf[PROC_READ_SIZE];
 };
 
@@ -86,10 +93,31 @@ static void close_all(struct proc *p) {
 
 // Reports the exit once, then closes everything. The callback may free
 // the owner's state but not p, which lives until close_cb.
+static void keep_stderr(struct proc *p, const char *line, size_t len);
+static void err_line(void *ud, const char *line, size_t len);
+static void err_overlong(void *ud, size_t len);
+
 static void report_exit(struct proc *p) {
   if (p->reported)
     return;
   p->reported = true;
+  // What the agent wrote to stderr before it died is in the pipe already,
+  // maybe not read yet: read it now (bounded), so the tail has it.
+  uv_os_fd_t fd;
+  // Only from a non-blocking pipe (libuv's are): a process the agent left
+  // behind may hold it open and write nothing.
+  int fl;
+  if (!p->err_eof && uv_fileno((uv_handle_t *)&p->err, &fd) == 0 &&
+      (fl = fcntl(fd, F_GETFL)) >= 0 && (fl & O_NONBLOCK)) {
+    char buf[4096];
+    ssize_t n;
+    for (int i = 0; i < 16 && (n = read(fd, buf, sizeof(buf))) > 0; i++)
+      linebuf_feed(&p->err_lines, buf, (size_t)n, err_line, err_overlong, p);
+  }
+  // A last line without its newline is one too.
+  struct linebuf *lb = &p->err_lines;
+  if (lb->len && !lb->skipped)
+    keep_stderr(p, lb->data, lb->len);
   uv_timer_stop(&p->timer);
   p->ops->on_exit(p->ud, p->exit_code, p->exit_signal);
   close_all(p);
@@ -155,14 +183,61 @@ static void out_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     report_exit(p);
 }
 
+// Keeps line as the newest of the tail: at most PROC_STDERR_TAIL_LEN
+// bytes, cut before a UTF-8 sequence, terminal escapes (ESC [ ... final)
+// left out and other control characters shown as spaces.
+static void keep_stderr(struct proc *p, const char *line, size_t len) {
+  size_t slot = (p->tail_first + p->ntail) % PROC_STDERR_TAIL;
+  if (p->ntail == PROC_STDERR_TAIL)
+    p->tail_first = (p->tail_first + 1) % PROC_STDERR_TAIL;
+  else
+    p->ntail++;
+  char *o = p->tail[slot];
+  size_t n = 0;
+  for (size_t i = 0; i < len && n < PROC_STDERR_TAIL_LEN; i++) {
+    unsigned char ch = (unsigned char)line[i];
+    if (ch == 0x1b && i + 1 < len && line[i + 1] == '[') {
+      for (i += 2; i < len && !((unsigned char)line[i] >= 0x40 &&
+                                (unsigned char)line[i] <= 0x7e);
+           i++)
+        ;
+      continue;
+    }
+    o[n++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+  }
+  // Cut at a character boundary: drop a sequence the limit split.
+  if (n == PROC_STDERR_TAIL_LEN) {
+    size_t k = n;
+    while (k > 0 && ((unsigned char)o[k - 1] & 0xc0) == 0x80)
+      k--;
+    if (k > 0 && ((unsigned char)o[k - 1] & 0xc0) == 0xc0)
+      n = k - 1;
+  }
+  o[n] = '\0';
+}
+
 static void err_line(void *ud, const char *line, size_t len) {
   struct proc *p = ud;
   LOG_I("[%s stderr] %.*s", p->name, (int)len, line);
+  keep_stderr(p, line, len);
 }
 
 static void err_overlong(void *ud, size_t len) {
   struct proc *p = ud;
   LOG_I("[%s stderr] (a %zu-byte line, not logged)", p->name, len);
+  char note[64];
+  int n = snprintf(note, sizeof(note), "(a %zu-byte line)", len);
+  keep_stderr(p, note, (size_t)n);
+}
+
+size_t proc_stderr_tail(const struct proc *p, const char **lines, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->ntail && n < max; i++) {
+    const char *l = p->tail[(p->tail_first + i) % PROC_STDERR_TAIL];
+    if (l[0])
+      lines[n++] = l;
+  }
+  return n;
 }
 
 static void err_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -170,8 +245,10 @@ static void err_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   if (n > 0)
     linebuf_feed(&p->err_lines, buf->base, (size_t)n, err_line, err_overlong,
                  p);
-  else if (n < 0)
+  else if (n < 0) {
     uv_read_stop(s);
+    p->err_eof = true;
+  }
 }
 
 static void write_cb(uv_write_t *req, int status) {

@@ -56,5 +56,12 @@ void proc_stop(struct proc *p, uint64_t grace_ms);
 void proc_pause(struct proc *p, bool pause);
 // Returns the process id (also the process group id).
 int proc_pid(const struct proc *p);
+// The last stderr lines the agent wrote, oldest first, into lines (at most
+// max; they live as long as p): at most PROC_STDERR_TAIL lines of at most
+// PROC_STDERR_TAIL_LEN bytes each (cut at a character), terminal escapes
+// left out. Returns how many.
+#define PROC_STDERR_TAIL 5
+#define PROC_STDERR_TAIL_LEN 200
+size_t proc_stderr_tail(const struct proc *p, const char **lines, size_t max);
 // Returns true once the process has exited.
 bool proc_exited(const struct proc *p);

@@ -506,9 +506,12 @@ void gate_forget(struct gate *g, const char *agent) {
   }
 }
 
-static json_t *narrow_json(const struct policy_request *r) {
+// The rules a prompt suggests (broad: the broader alternative), anchored
+// on the project root and home as they are written to its settings.
+static json_t *narrow_json(const struct policy_request *r, const char *root,
+                           bool broad) {
   size_t n = 0;
-  char **rules = policy_request_narrow_rules(r, &n);
+  char **rules = policy_request_suggest(r, root, home(), broad, &n);
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
     json_array_append_new(a, json_string(rules[i]));
@@ -590,10 +593,12 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   set_str(info, "reason", res.reason);
   set_str(info, "rule", res.rule);
   set_str(info, "source", res.source);
-  // Only a prompt offers to remember the request (its narrow rules);
-  // working them out for every decision would cost more than deciding.
+  // Only a prompt offers to remember the request (its narrow rules, and a
+  // broader alternative); working them out for every decision would cost
+  // more than deciding.
   if (d == POLICY_ASK) {
-    json_object_set_new(v->info, "narrow", narrow_json(r));
+    json_object_set_new(v->info, "narrow", narrow_json(r, root, false));
+    json_object_set_new(v->info, "broad", narrow_json(r, root, true));
     // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
     // answer with: the policy's own choice (policy_pick_option).
     json_t *options = json_object_get(params, "options");
@@ -605,16 +610,18 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   policy_request_free(r);
 }
 
-int gate_remember(struct gate *g, const char *scope, const char *agent,
-                  const char *session, const char *cwd, const json_t *info,
-                  char *err, size_t errlen) {
+int gate_remember(struct gate *g, const char *scope, bool broad,
+                  const char *agent, const char *session, const char *cwd,
+                  const json_t *info, char *err, size_t errlen) {
   g->gen++; // whatever is written below changes settings
   if (strcmp(scope, "agent") == 0)
     return settings_set_agent_yolo(agent, true, err, errlen);
-  json_t *narrow = json_object_get(info, "narrow");
+  json_t *narrow = json_object_get(info, broad ? "broad" : "narrow");
   size_t n = json_array_size(narrow);
   if (n == 0) {
-    snprintf(err, errlen, "this request cannot be remembered as rules");
+    snprintf(err, errlen,
+             broad ? "this request has no broader rule"
+                   : "this request cannot be remembered as rules");
     return -1;
   }
   const char **rules = xcalloc(n, sizeof(*rules));

@@ -22,7 +22,7 @@ struct gate_verdict {
   enum policy_decision decision;
   const char *option_id; // borrowed from the request's options
   // Owned: {root, agent, session, toolCallId, kind, title, command, paths,
-  // decision, by, reason, rule, source} and, for ASK, narrow; for the
+  // decision, by, reason, rule, source} and, for ASK, narrow and broad; for the
   // events, the prompt and the audit log.
   json_t *info;
 };
@@ -43,13 +43,14 @@ void gate_configure(struct gate *g, json_t *setup);
 // session running in cwd.
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v);
-// Records the narrow rules of an answered prompt (info->narrow) for scope
-// "session" (this session only), "project" (.acp/settings.json) or trusts
-// the agent ("agent": per-agent yolo in the user settings). Returns 0, or
-// -1 with the reason in err.
-int gate_remember(struct gate *g, const char *scope, const char *agent,
-                  const char *session, const char *cwd, const json_t *info,
-                  char *err, size_t errlen);
+// Records the narrow rules of an answered prompt (info->narrow; broad:
+// info->broad, the broader alternative) for scope "session" (this session
+// only), "project" (.acp/settings.json) or trusts the agent ("agent":
+// per-agent yolo in the user settings). Returns 0, or -1 with the reason
+// in err.
+int gate_remember(struct gate *g, const char *scope, bool broad,
+                  const char *agent, const char *session, const char *cwd,
+                  const json_t *info, char *err, size_t errlen);
 // Adds a rule (scope "session", "project" or "user"; list "allow", "ask",
 // "deny"); session scope needs the agent's current session. On success
 // returns 0 and *file names where it went ("session" for memory).

@@ -1,5 +1,6 @@
 #include "policy.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -141,8 +142,11 @@ static const char *shown(const struct policy *p, const char *path, char *buf,
 static void command_text(const struct shell_atom *a, char *buf, size_t n);
 static void quoted_command(const struct shell_atom *a, const char *home,
                            char *buf, size_t n);
-static char *narrow_rule(const struct request_atom *a, const char *path);
-static bool narrow_covers(char **rules, size_t n, const struct request *r);
+struct anchors;
+static char *narrow_rule(const struct request_atom *a, const char *path,
+                         const struct anchors *an, bool broad);
+static bool narrow_covers(char **rules, size_t n, const struct request *r,
+                          const struct anchors *an);
 
 struct policy *policy_new(const struct policy_input *in, char ***warnings,
                           size_t *nwarnings) {
@@ -351,13 +355,31 @@ json_t *policy_request_atoms(const struct policy *p,
 }
 
 char **policy_request_narrow_rules(const struct policy_request *rq, size_t *n) {
+  return policy_request_suggest(rq, NULL, NULL, false, n);
+}
+
+// Where a suggested path rule is anchored: the project root (`/rel`), home
+// (`~/rel`), else the filesystem root (`//abs`).
+struct anchors {
+  const char *root, *home;
+};
+
+char **policy_request_suggest(const struct policy_request *rq, const char *root,
+                              const char *home, bool broad, size_t *n) {
   const struct request *r = &rq->r;
   *n = 0;
   if (r->opaque)
     return NULL;
+  // An anchor that is not a plain absolute directory is not used: its glob
+  // characters would widen the rule.
+  struct anchors an = {0};
+  if (root && root[0] == '/' && root[1] && !strpbrk(root, "*?[]\\"))
+    an.root = root;
+  if (home && home[0] == '/' && home[1] && !strpbrk(home, "*?[]\\"))
+    an.home = home;
   char **v = xcalloc(NARROW_MAX, sizeof(*v));
   size_t k = 0;
-  bool ok = true;
+  bool ok = true, wider = false;
   for (size_t i = 0; ok && i < r->natoms; i++) {
     const struct request_atom *a = &r->atoms[i];
     if (!needs_cover(a))
@@ -365,7 +387,12 @@ char **policy_request_narrow_rules(const struct policy_request *rq, size_t *n) {
     bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
                  a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
     for (int t = 0; ok && t < (twice ? 2 : 1); t++) {
-      char *rule = narrow_rule(a, t ? a->res : a->lex);
+      const char *path = t ? a->res : a->lex;
+      // The broader rule of an atom that has none is its narrow one.
+      char *rule = broad ? narrow_rule(a, path, &an, true) : NULL;
+      wider = wider || rule;
+      if (!rule)
+        rule = narrow_rule(a, path, &an, false);
       bool dup = !rule;
       for (size_t j = 0; rule && j < k && !dup; j++)
         dup = strcmp(v[j], rule) == 0;
@@ -376,7 +403,7 @@ char **policy_request_narrow_rules(const struct policy_request *rq, size_t *n) {
         free(rule);
     }
   }
-  if (!ok || !k || !narrow_covers(v, k, r)) {
+  if (!ok || !k || (broad && !wider) || !narrow_covers(v, k, r, &an)) {
     for (size_t i = 0; i < k; i++)
       free(v[i]);
     free(v);
@@ -1328,17 +1355,76 @@ static void command_text(const struct shell_atom *a, char *buf, size_t n) {
 // ---------------------------------------------------------------------------
 // Narrow rules
 
+// Programs whose every use `X *` would allow is too much to suggest: they
+// run other commands or code, remove, move or reach other machines. Their
+// broader rule keeps the subcommand (`git status *`), or there is none.
+static const char *const wide_programs[] = {
+    "sh",    "bash",    "zsh",     "dash",    "ksh",     "fish",  "env",
+    "sudo",  "su",      "doas",    "xargs",   "eval",    "exec",  "nohup",
+    "time",  "timeout", "nice",    "command", "builtin", "find",  "rm",
+    "rmdir", "mv",      "cp",      "dd",      "chmod",   "chown", "chgrp",
+    "ln",    "python",  "python3", "node",    "perl",    "ruby",  "php",
+    "lua",   "awk",     "sed",     "npx",     "git",     "curl",  "wget",
+    "ssh",   "scp",     "rsync",   "docker",  "kubectl", "make",  "npm",
+    "yarn",  "pnpm",    "cargo",   "go",      "pip",     "pip3",  "sqlite3"};
+
+// A word that reads as a subcommand (`status`, `run`, `test:unit`): no
+// option, path, assignment or pattern.
+static bool subcommand_word(const struct shell_word *w) {
+  if (w->dynamic || !isalnum((unsigned char)w->text[0]))
+    return false;
+  for (const char *c = w->text; *c; c++)
+    if (!isalnum((unsigned char)*c) && !strchr("_:-", *c))
+      return false;
+  return true;
+}
+
+// path (absolute) as a rule path: `/rel` inside the project, `~/rel` in
+// home, else `//abs`; escaped. suffix (e.g. "/**") is appended unescaped.
+// False when it does not fit.
+static bool rule_path(const char *path, const struct anchors *an,
+                      const char *suffix, char *buf, size_t n) {
+  const char *lead = "/", *rest = path;
+  size_t rl = an->root ? strlen(an->root) : 0;
+  size_t hl = an->home ? strlen(an->home) : 0;
+  if (rl && strncmp(path, an->root, rl) == 0 && path[rl] == '/')
+    lead = "", rest = path + rl; // "/rel"
+  else if (hl && strncmp(path, an->home, hl) == 0 && path[hl] == '/')
+    lead = "~", rest = path + hl; // "~" + "/rel"
+  else
+    lead = "/"; // "/" + "/abs"
+  char *esc = path_escape(rest);
+  int w = snprintf(buf, n, "%s%s%s", lead, esc, suffix);
+  free(esc);
+  return w >= 0 && (size_t)w < n;
+}
+
 // The exact rule for one atom (path: for Read/Edit, the path to name), or
-// NULL when no rule can name exactly this.
-static char *narrow_rule(const struct request_atom *a, const char *path) {
+// NULL when no rule can name exactly this. broad: the broader alternative
+// instead (`Bash(git status *)`, `Edit(/src/**)`), NULL when it has none.
+static char *narrow_rule(const struct request_atom *a, const char *path,
+                         const struct anchors *an, bool broad) {
   char buf[RULES_TEXT_MAX + 1];
   size_t used = 0;
   switch (a->cls) {
-  case REQUEST_BASH:
+  case REQUEST_BASH: {
     if (a->cmd->never_allow || !a->cmd->nwords)
       return NULL;
+    size_t nw = a->cmd->nwords;
+    if (broad) {
+      const struct shell_word *w = a->cmd->words;
+      const char *prog = w[0].text;
+      const char *slash = strrchr(prog, '/');
+      bool wide = false;
+      for (size_t i = 0; i < sizeof(wide_programs) / sizeof(*wide_programs);
+           i++)
+        wide = wide || strcmp(slash ? slash + 1 : prog, wide_programs[i]) == 0;
+      nw = nw > 1 && subcommand_word(&w[1]) ? 2 : 1;
+      if (nw == 1 && wide) // `X *` of a program that can do anything
+        return NULL;
+    }
     used = (size_t)snprintf(buf, sizeof(buf), "Bash(");
-    for (size_t i = 0; i < a->cmd->nwords; i++) {
+    for (size_t i = 0; i < nw; i++) {
       const struct shell_word *w = &a->cmd->words[i];
       // A `*` would widen the rule; a dynamic word has no exact text.
       if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
@@ -1346,29 +1432,49 @@ static char *narrow_rule(const struct request_atom *a, const char *path) {
       used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
                                i ? " " : "", w->text);
     }
-    if (used + 2 > sizeof(buf))
+    if (used + 4 > sizeof(buf))
       return NULL;
-    snprintf(buf + used, sizeof(buf) - used, ")");
+    snprintf(buf + used, sizeof(buf) - used, broad ? " *)" : ")");
     return xstrdup(buf);
+  }
   case REQUEST_READ:
   case REQUEST_EDIT: {
     if (a->where != REQUEST_KNOWN)
       return NULL;
-    char *esc = path_escape(path);
-    snprintf(buf, sizeof(buf), "%s(/%s)",
-             a->cls == REQUEST_READ ? "Read" : "Edit", esc);
-    free(esc);
+    char spec[RULES_TEXT_MAX - 8];
+    bool fits = true;
+    if (broad) {
+      // The file's directory and below, for a directory inside the project
+      // (not the whole project; never one elsewhere: /etc/**, ~/.ssh/**).
+      char *dir = path_normalize(path, "..", NULL);
+      size_t rl = an->root ? strlen(an->root) : 0;
+      bool top =
+          !dir || !rl || strncmp(dir, an->root, rl) != 0 || dir[rl] != '/';
+      if (!top)
+        fits = rule_path(dir, an, "/**", spec, sizeof(spec));
+      free(dir);
+      if (top)
+        return NULL;
+    } else {
+      fits = rule_path(path, an, "", spec, sizeof(spec));
+    }
+    if (!fits)
+      return NULL;
+    snprintf(buf, sizeof(buf), "%s(%s)",
+             a->cls == REQUEST_READ ? "Read" : "Edit", spec);
     return xstrdup(buf);
   }
   case REQUEST_FETCH:
+    if (broad)
+      return NULL;
     snprintf(buf, sizeof(buf), "WebFetch(domain:%s)", a->name);
     return xstrdup(buf);
   case REQUEST_SEARCH:
-    return xstrdup("WebSearch");
+    return broad ? NULL : xstrdup("WebSearch");
   case REQUEST_MCP:
-    return xstrdup(a->name);
+    return broad ? NULL : xstrdup(a->name);
   case REQUEST_KIND:
-    if (strcmp(a->kind, "other") == 0)
+    if (broad || strcmp(a->kind, "other") == 0)
       return NULL; // Kind(other) would allow every unknown tool
     snprintf(buf, sizeof(buf), "Kind(%s)", a->kind);
     return xstrdup(buf);
@@ -1378,11 +1484,22 @@ static char *narrow_rule(const struct request_atom *a, const char *path) {
 
 // True when the rules, compiled as allow rules, cover every atom that
 // needs it (so a rule that would not parse or not match is never offered).
-static bool narrow_covers(char **rules, size_t n, const struct request *r) {
+static bool narrow_covers(char **rules, size_t n, const struct request *r,
+                          const struct anchors *an) {
   struct policy_rule_text *t = xcalloc(n, sizeof(*t));
-  for (size_t i = 0; i < n; i++)
+  // An anchor only when a rule names a path from it (compiling one costs
+  // more than the rest).
+  bool from_root = false, from_home = false;
+  for (size_t i = 0; i < n; i++) {
     t[i] = (struct policy_rule_text){rules[i], POLICY_LIST_ALLOW, "session"};
-  struct policy_input in = {.rules = t, .nrules = n};
+    const char *o = strchr(rules[i], '(');
+    from_root = from_root || (o && o[1] == '/' && o[2] != '/');
+    from_home = from_home || (o && o[1] == '~');
+  }
+  struct policy_input in = {.rules = t,
+                            .nrules = n,
+                            .root = from_root ? an->root : NULL,
+                            .home = from_home ? an->home : NULL};
   size_t nw = 0;
   struct policy *p = policy_new(&in, NULL, &nw);
   struct eval e = {.p = p, .r = r};

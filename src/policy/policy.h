@@ -86,6 +86,16 @@ json_t *policy_request_paths(const struct policy_request *r);
 // the host (`WebFetch(domain:h)`). A malloc'd array of malloc'd strings;
 // *n = 0 and NULL when the request cannot be covered by rules (opaque).
 char **policy_request_narrow_rules(const struct policy_request *r, size_t *n);
+// The rules a prompt offers to remember. Paths are anchored as a person
+// would share them: inside root (the project root) `Edit(/src/main.c)`,
+// inside home `Edit(~/notes.md)`, else `Edit(//abs)` (root, home: absolute,
+// or NULL). broad: the broader alternative instead, each atom's where it
+// has one (`Bash(git status *)` for `git status`, `Edit(/src/**)` for
+// src/main.c: a directory inside root only), else its narrow rule; NULL when no
+// atom has one. Either set, compiled with the same root and home, covers the
+// request (checked).
+char **policy_request_suggest(const struct policy_request *r, const char *root,
+                              const char *home, bool broad, size_t *n);
 
 #define POLICY_ATOMS_SHOWN 64 // atoms listed by policy_request_atoms
 

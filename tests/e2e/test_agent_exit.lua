@@ -58,10 +58,30 @@ end)
 T.test('agent exits with status 9 while its request is open (crash.json)', function()
   local ctx = T.start_demo('crash.json')
   local ev = collect()
+  T.ok(require('acp').chat(), 'the chat opens')
+  local chat_buf = vim.fn.bufnr(('acp://chat/%s/%s'):format(ctx.agent, ctx.session))
+  T.ok(chat_buf > 0, 'the chat buffer')
   require('acp').prompt('Crash, please')
   T.wait_prompt('crash_write_1')
   check_aftermath(ctx, ev, { code = 9 })
   T.contains(T.notes_text(), '9', 'messages to the person mention the status')
+  -- The agent's last stderr lines (the demo agent says each step there),
+  -- and where the rest is.
+  local note = T.notes_with('exited (code 9)')[1]
+  T.ok(note, 'the exit notification: ' .. T.notes_text())
+  T.contains(note, 'Its last stderr:\n', 'the stderr heading')
+  T.contains(note, '  acp-demo-agent: scenario step: exit 9', 'the last stderr line')
+  T.contains(note, 'Log: ' .. require('acp.config').log_path(), 'the log path')
+  local n = 0
+  for _ in note:gmatch('\n  ') do
+    n = n + 1
+  end
+  T.ok(n >= 1 and n <= 5, 'at most five stderr lines: ' .. n)
+  -- The chat says it too, in one line (the broker's message).
+  T.wait(function()
+    local t = table.concat(vim.api.nvim_buf_get_lines(chat_buf, 0, -1, false), '\n')
+    return t:find('its last stderr: ', 1, true) and t:find('scenario step: exit 9', 1, true) and t:find('; log: ', 1, true)
+  end, nil, 'the stderr lines and the log in the chat')
 end)
 
 T.test(':AcpStart works again after the agent died (a new session)', function()

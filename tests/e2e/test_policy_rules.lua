@@ -51,12 +51,13 @@ T.test('a project deny rule answers reject at once, without a prompt, and names 
   T.contains(warned, 'denied', 'the warning')
   T.contains(warned, 'rm -rf build', 'the warning')
 
-  -- :AcpLog opens the audit log read-only at its end.
+  -- :AcpLog opens the audit log as a table, read-only, at its end.
   vim.cmd('AcpLog')
   local buf = vim.api.nvim_get_current_buf()
-  T.contains(vim.api.nvim_buf_get_name(buf), 'audit.jsonl', ':AcpLog buffer name')
-  T.contains(buffer_text(buf), 'rm_1', 'the audit log')
+  T.contains(vim.api.nvim_buf_get_name(buf), 'acp://log', ':AcpLog buffer name')
+  T.contains(buffer_text(buf), 'Bash(rm *)', 'the audit log')
   T.eq(vim.api.nvim_win_get_cursor(0)[1], vim.api.nvim_buf_line_count(buf), 'cursor on the last line')
+  T.contains(require('acp.logview').json_at_cursor(), '"toolCallId":"rm_1"', 'the raw line of the last row')
   T.eq(vim.bo[buf].modifiable, false, "the log is not 'modifiable'")
   vim.cmd('close')
 end)

@@ -151,4 +151,30 @@ T.test('yolo from a trusted .gemini/settings.json approves a write; an ask rule 
   end, nil, '":AcpYolo" to report yolo on')
 end)
 
+
+T.test(':AcpTrust names what each entry enables: a bare Bash is any command, Edit any file edit', function()
+  local project = T.project()
+  write(
+    project .. '/.acp/settings.json',
+    '{"permissions":{"allow":["Bash","Edit","Bash(git status *)","Edit(/src/**)","WebFetch(domain:example.com)"],"defaultMode":"acceptEdits"}}'
+  )
+  T.start_demo({ name = 'trust-names', steps = { { type = 'message', text = 'Done.' } } }, { project = project })
+  local asked = stub_confirm(2)
+  vim.cmd('AcpTrust')
+  T.wait(function()
+    return #asked == 1
+  end, nil, 'the confirmation')
+  for _, want in ipairs({
+    'Bash: any command',
+    'Edit: any file edit',
+    'Bash(git status *): commands starting with git status',
+    "Edit(/src/**): edits under the project's src/",
+    'WebFetch(domain:example.com): fetches from example.com',
+    'mode acceptEdits: any file edit in the project without asking',
+  }) do
+    T.contains(asked[1], want, 'the confirmation says what the entry enables')
+  end
+  T.eq(require('acp').status().trusted, false, 'declined')
+end)
+
 T.done()

@@ -36,16 +36,22 @@ T.test('agent modes: shown, :AcpMode sets them (session/set_mode), updates follo
   T.wait(function()
     return s.current_mode == 'plan' and require('acp').status().mode == 'plan'
   end, nil, 'plan: the agent mode and the broker mode')
+  -- default takes the agent out of plan too, into the mode it asks in
+  -- (here `ask`: the agent has no mode called default).
+  T.eq(s.default_mode, 'ask', 'the posture event names the asking mode')
   vim.cmd('AcpMode default')
   T.wait(function()
-    return require('acp').status().mode == 'default'
-  end, nil, 'the broker mode back to default')
-  T.eq(s.current_mode, 'plan', 'default is not an agent mode here: the agent stays in plan')
+    return require('acp').status().mode == 'default' and s.current_mode == 'ask'
+  end, nil, 'the broker mode back to default, the agent in ask')
+  T.eq(T.messages(T.transcript(ctx.transcript), 'in', 'session/set_mode')[3].params.modeId, 'ask', 'set_mode ask')
+  vim.cmd('AcpMode default')
+  T.wait_ms(100)
+  T.eq(#T.messages(T.transcript(ctx.transcript), 'in', 'session/set_mode'), 3, 'already asking: no second set_mode')
 
   -- An unknown mode is refused and sends nothing.
   local ok, err = pcall(vim.cmd, 'AcpMode nonsense')
   T.ok(not ok and tostring(err):find("unknown mode 'nonsense'", 1, true), 'unknown mode message: ' .. tostring(err))
-  T.eq(#T.messages(T.transcript(ctx.transcript), 'in', 'session/set_mode'), 2, 'session/set_mode count')
+  T.eq(#T.messages(T.transcript(ctx.transcript), 'in', 'session/set_mode'), 3, 'session/set_mode count')
 end)
 
 T.test('resume: :AcpStart! loads the last session; its history replays', function()

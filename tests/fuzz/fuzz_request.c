@@ -11,9 +11,10 @@
 //    atom its shell atom; MCP, fetch and kind atoms their name; opaque has a
 //    reason;
 //  * policy_request_paths are absolute strings;
-//  * every narrow rule passes policy_rule_check_list for the allow list, an
-//    opaque request has none, and remembered for the session they allow the
-//    request, unless the decision without them came from a step no allow
+//  * every narrow rule (and every suggested one, project-relative, and its
+//    broader alternative) passes policy_rule_check_list for the allow list,
+//    an opaque request has none, and remembered for the session they allow
+//    the request, unless the decision without them came from a step no allow
 //    rule passes (same decision and reason then);
 //  * policy_pick_option never turns ask or deny into allow.
 
@@ -127,11 +128,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                policy_decision_name(d0), policy_decision_name(d));
   }
 
-  size_t n = 0;
-  char **narrow = policy_request_narrow_rules(r, &n);
-  FUZZ_CHECK(!opaque || n == 0, "%zu narrow rules for an opaque request", n);
-  FUZZ_CHECK(!n == !narrow, "narrow %zu rules, %p", n, (void *)narrow);
-  if (n) {
+  // The narrow rules, and the suggested ones (anchored on the project and
+  // home) and their broader alternative.
+  for (int variant = 0; variant < 3; variant++) {
+    size_t n = 0;
+    char **narrow = variant == 0
+                        ? policy_request_narrow_rules(r, &n)
+                        : policy_request_suggest(r, CWD, HOME, variant == 2, &n);
+    FUZZ_CHECK(!opaque || n == 0, "%zu narrow rules for an opaque request", n);
+    FUZZ_CHECK(!n == !narrow, "narrow %zu rules, %p", n, (void *)narrow);
+    if (!n)
+      continue;
     struct policy_rule_text *t = calloc(n, sizeof(*t));
     for (size_t k = 0; k < n; k++) {
       char err[512];
@@ -151,8 +158,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(with.decision == POLICY_ALLOW ||
                    (with.decision == base.decision &&
                     strcmp(with.reason, base.reason) == 0),
-               "remembered narrow rules: %s (%s), without: %s (%s)",
-               policy_decision_name(with.decision), with.reason,
+               "remembered rules (variant %d): %s (%s), without: %s (%s)",
+               variant, policy_decision_name(with.decision), with.reason,
                policy_decision_name(base.decision), base.reason);
     policy_free(mem);
     free(t);

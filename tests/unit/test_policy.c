@@ -800,6 +800,79 @@ static void narrow(enum shape s, const char *arg, const char *want) {
   policy_request_free(r);
 }
 
+// The rules a prompt suggests (anchored on {P} and {H}; broad: the broader
+// alternative), as narrow() shows them; each set must also allow the request
+// when compiled as a project's allow rules.
+static void suggest(enum shape s, const char *arg, bool broad,
+                    const char *want) {
+  struct policy_request *r = request(s, arg);
+  size_t n = 0;
+  char **v = policy_request_suggest(r, root, home, broad, &n);
+  char got[4096] = "";
+  struct policy_rule_text *t = calloc(n ? n : 1, sizeof(*t));
+  for (size_t i = 0; i < n; i++) {
+    snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s",
+             i ? " ; " : "", v[i]);
+    t[i] = (struct policy_rule_text){v[i], POLICY_LIST_ALLOW, "project"};
+  }
+  char desc[256];
+  if (n) {
+    struct policy_input in = {
+        .rules = t, .nrules = n, .root = root, .home = home};
+    size_t nw = 0;
+    struct policy *p = policy_new(&in, NULL, &nw);
+    struct policy_result res;
+    policy_decide(p, NULL, r, &res);
+    snprintf(desc, sizeof(desc), "suggested%s rules allow: %.200s",
+             broad ? " broad" : "", arg);
+    ok(nw == 0 && res.decision == POLICY_ALLOW && res.by == POLICY_BY_RULE,
+       "%s", desc);
+    policy_free(p);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+  free(t);
+  char w[4096];
+  snprintf(w, sizeof(w), "%s", sub(want));
+  sort_parts(got);
+  sort_parts(w);
+  snprintf(desc, sizeof(desc), "suggest%s: %.200s", broad ? " broad" : "", arg);
+  is_str(got, w, desc);
+  policy_request_free(r);
+}
+
+static void test_suggest(void) {
+  // Project-relative, home-relative, else absolute; never a home path.
+  suggest(CE, "{P}/src/a.ts", false, "Edit(/src/a.ts)");
+  suggest(CE, "{P}/src/a.ts", true, "Edit(/src/**)");
+  suggest(CR, "{P}/src/we*rd.txt", false, "Read(/src/we\\*rd.txt)");
+  suggest(CE, "{H}/notes.md", false, "Edit(~/notes.md)");
+  suggest(CE, "{H}/notes.md", true, "");
+  suggest(CE, "{P}/top.txt", true, ""); // the whole project: none
+  suggest(CE, "{P}/src/link", false, "Edit(//etc/passwd) ; Edit(/src/link)");
+  // Outside the project the exact file stays: never /etc/** or ~/dir/**.
+  suggest(CE, "{P}/src/link", true, "Edit(//etc/passwd) ; Edit(/src/**)");
+  suggest(CE, "{H}/notes/todo.md", true, "");
+  suggest(CE, "/etc/hosts", true, "");
+  suggest(CB, "echo hi > out.txt", false, "Bash(echo hi) ; Edit(/out.txt)");
+  // Commands: the subcommand and ` *`; the program alone unless it can
+  // run, remove or reach anything (then the exact command stays).
+  suggest(CB, "git status", false, "Bash(git status)");
+  suggest(CB, "git status", true, "Bash(git status *)");
+  suggest(CB, "ls -la src", true, "Bash(ls *)");
+  suggest(CB, "npm run test:unit --watch", true, "Bash(npm run *)");
+  suggest(CB, "rm -rf build", true, "");
+  suggest(CB, "bash -c 'ls -l'", true, "Bash(ls *)"); // what runs
+  suggest(CB, "python3 x.py", true, "");
+  suggest(CB, "git -C sub status", true, "");
+  suggest(CB, "git status && rm -rf build", true,
+          "Bash(git status *) ; Bash(rm -rf build)");
+  suggest(CB, "rm -rf $X", true, "");
+  suggest(WF, "https://GitHub.com/x", true, "");
+  suggest(WF, "https://GitHub.com/x", false, "WebFetch(domain:github.com)");
+}
+
 static void test_narrow(void) {
   narrow(CB, "npm test", "Bash(npm test)");
   narrow(CB, "git status && git log -1", "Bash(git log -1) ; Bash(git status)");
@@ -1004,6 +1077,7 @@ int main(void) {
   test_memory();
   test_options();
   test_narrow();
+  test_suggest();
   test_request_info();
   test_request_atoms();
   test_warnings();

@@ -207,11 +207,44 @@ static void test_modes(void) {
   is_size(strlen(small), sizeof(small) - 1, "the reason is cut to fit");
 }
 
+// The mode :AcpMode default sets: the offered mode that asks.
+static void test_default_mode(void) {
+  static const char *const claude[] = {"default", "acceptEdits", "plan", NULL};
+  static const char *const codex[] = {"read-only", "auto", "full-access", NULL};
+  static const char *const demo[] = {"ask", "code", "plan", NULL};
+  static const char *const odd[] = {"yolo", "auto", NULL};
+  static const struct {
+    enum posture_family f;
+    const char *const *avail;
+    const char *want;
+  } rows[] = {
+      {POSTURE_CLAUDE, claude, "default"}, {POSTURE_GEMINI, claude, "default"},
+      {POSTURE_CODEX, codex, "read-only"}, {POSTURE_DEMO, demo, "ask"},
+      {POSTURE_DEMO, claude, "default"},   {POSTURE_UNKNOWN, claude, "default"},
+      {POSTURE_GEMINI, odd, NULL},         {POSTURE_UNKNOWN, demo, NULL},
+      {POSTURE_CODEX, claude, NULL},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+    json_t *m = modes("plan", rows[i].avail);
+    const char *got = posture_default_mode(rows[i].f, m);
+    char desc[160];
+    snprintf(desc, sizeof(desc), "default mode of %s (%s, ...)",
+             posture_family_name(rows[i].f), rows[i].avail[0]);
+    if (rows[i].want)
+      is_str(got ? got : "(none)", rows[i].want, desc);
+    else
+      ok(got == NULL, "%s: none", desc);
+    json_decref(m);
+  }
+  ok(posture_default_mode(POSTURE_CLAUDE, NULL) == NULL, "no modes: none");
+}
+
 int main(void) {
   test_family_from_argv();
   test_family_from_info();
   test_spawn_args();
   test_session_meta();
   test_modes();
+  test_default_mode();
   return done_testing();
 }

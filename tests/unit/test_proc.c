@@ -31,6 +31,9 @@ struct rec {
   int sig;
   size_t len_at_exit;
   bool closed_after_exit;
+  struct proc *p; // set by tests that look at the stderr tail at exit
+  char tail[PROC_STDERR_TAIL][PROC_STDERR_TAIL_LEN + 1];
+  size_t ntail;
 };
 
 static void on_stdout(void *ud, const char *data, size_t n) {
@@ -50,6 +53,12 @@ static void on_exit_cb(void *ud, int64_t code, int sig) {
   r->code = code;
   r->sig = sig;
   r->len_at_exit = r->len;
+  if (r->p) {
+    const char *lines[PROC_STDERR_TAIL];
+    r->ntail = proc_stderr_tail(r->p, lines, PROC_STDERR_TAIL);
+    for (size_t i = 0; i < r->ntail; i++)
+      snprintf(r->tail[i], sizeof(r->tail[i]), "%s", lines[i]);
+  }
 }
 
 static void on_closed(void *ud) {
@@ -276,6 +285,36 @@ static void test_stderr_bound(void) {
   rec_free(&r);
 }
 
+// The last stderr lines are kept for the exit message: five, each cut to
+// 200 bytes at a character, escapes left out, a last line without its
+// newline too.
+static void test_stderr_tail(void) {
+  struct rec r;
+  struct proc *p = spawn_sh(
+      "for i in 1 2 3; do echo old$i >&2; done; printf '\\033[31mred\\033[0m "
+      "done\\n' >&2; printf 'a%.0s' $(seq 199) >&2; printf '\\303\\251\\n' >&2;"
+      " echo kept >&2; head -c 20000 /dev/zero | tr '\\0' x >&2; echo >&2;"
+      " printf 'last words' >&2; exit 9",
+      "t-tail", &r);
+  if (!p)
+    return;
+  r.p = p;
+  WAIT(r.closed);
+  is_int(r.code, 9, "exit code 9");
+  is_size(r.ntail, 5, "five lines kept");
+  if (r.ntail == 5) {
+    is_str(r.tail[0], "red done", "the escapes left out");
+    char want[256];
+    memset(want, 'a', 199);
+    want[199] = '\0';
+    is_str(r.tail[1], want, "cut before the character the limit splits");
+    is_str(r.tail[2], "kept", "a line");
+    is_str(r.tail[3], "(a 20000-byte line)", "an overlong line, counted");
+    is_str(r.tail[4], "last words", "the last line without its newline");
+  }
+  rec_free(&r);
+}
+
 // Paused: stdout is not read until resumed.
 static void test_pause(void) {
   struct rec r;
@@ -404,6 +443,7 @@ int main(void) {
   test_closes_stdout();
   test_write_bound();
   test_stderr_bound();
+  test_stderr_tail();
   test_pause();
   test_exit_while_paused();
   test_stop_after_paused_exit();
