@@ -135,8 +135,6 @@ void shcache_clear(void) {
 
 void shcache_enable(int on) {
   cache.off = !on;
-  if (!on)
-    shcache_clear();
 }
 
 void shcache_stats(struct shcache_stats *out) {

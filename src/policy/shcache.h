@@ -24,7 +24,8 @@ const struct shell_result *shcache_analyse(const char *script,
 void shcache_release(const struct shell_result *r);
 // Forgets every result (those still referenced live until released).
 void shcache_clear(void);
-// Turns remembering off (false) or on; off, every call analyses afresh.
+// Turns the cache off (0: every call analyses afresh, what is remembered
+// stays for later) or on again (the default). For tests.
 void shcache_enable(int on);
 
 struct shcache_stats {
