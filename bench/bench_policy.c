@@ -10,12 +10,17 @@
 // variables). Prints one JSON object:
 //
 //   policy: what decide() costs: policy_request_new (the shell command
-//           parsed into atoms, paths resolved) + policy_decide +
-//           policy_request_free, on a policy compiled once;
+//           parsed into atoms, or found in the shell cache; paths
+//           resolved) + policy_decide + policy_request_free, on a policy
+//           compiled once;
+//   cold:   the same with the shell cache off (every command analysed);
 //   gate:   what the broker does per request: gate_decide (the project's
 //           settings files checked, the policy, the verdict's JSON), from
 //           the settings files.
-// Each loops over the requests for about SECONDS and counts decisions.
+// Each loops over the requests for about SECONDS and counts decisions. One
+// pass over the requests is one epoch (gate_epoch, path_cache_epoch): the
+// broker starts one per event loop iteration, so that requests read
+// together look at the settings files and resolve a path once.
 
 #include <jansson.h>
 #include <stdio.h>
@@ -24,7 +29,9 @@
 #include <time.h>
 
 #include "policy/gate.h"
+#include "policy/path.h"
 #include "policy/policy.h"
+#include "policy/shcache.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -85,7 +92,9 @@ static struct tally run_policy(const struct policy *p, json_t *reqs,
   struct tally t = {0};
   size_t n = json_array_size(reqs);
   double t0 = now_s(), t1;
+  static uint64_t epoch;
   do {
+    path_cache_epoch(++epoch);
     for (size_t i = 0; i < n; i++) {
       struct policy_request *r =
           policy_request_new(json_array_get(reqs, i), root, home);
@@ -106,7 +115,9 @@ static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
   struct gate *g = gate_new();
   size_t n = json_array_size(reqs);
   double t0 = now_s(), t1;
+  uint64_t epoch = 0;
   do {
+    gate_epoch(g, ++epoch);
     for (size_t i = 0; i < n; i++) {
       struct gate_verdict v;
       gate_decide(g, "bench", "bench-session-1", root, json_array_get(reqs, i),
@@ -140,13 +151,17 @@ int main(int argc, char **argv) {
   const char *home = getenv("HOME") ? getenv("HOME") : "/";
   double seconds = atof(argv[4]);
   struct policy *p = compile(rules, root, home);
+  shcache_enable(0);
   run_policy(p, reqs, root, home, seconds / 10); // warm-up
+  struct tally tc = run_policy(p, reqs, root, home, seconds);
+  shcache_enable(1);
+  run_policy(p, reqs, root, home, seconds / 10);
   struct tally tp = run_policy(p, reqs, root, home, seconds);
   run_gate(reqs, root, seconds / 10);
   struct tally tg = run_gate(reqs, root, seconds);
   json_t *out =
-      json_pack("{s:o,s:o,s:I}", "policy", tally_json(&tp), "gate",
-                tally_json(&tg), "rules",
+      json_pack("{s:o,s:o,s:o,s:I}", "policy", tally_json(&tp), "cold",
+                tally_json(&tc), "gate", tally_json(&tg), "rules",
                 (json_int_t)(json_array_size(json_object_get(rules, "allow")) +
                              json_array_size(json_object_get(rules, "ask")) +
                              json_array_size(json_object_get(rules, "deny"))));
@@ -155,6 +170,8 @@ int main(int argc, char **argv) {
   free(s);
   json_decref(out);
   policy_free(p);
+  shcache_clear();
+  path_cache_free();
   json_decref(rules);
   json_decref(reqs);
   return 0;

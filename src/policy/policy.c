@@ -61,6 +61,8 @@ struct lindex {
   // byte order (for a command whose second word is dynamic).
   struct first_word *first;
   size_t nfirst;
+  size_t bash_key_max;                            // the longest 'b' key
+  size_t path_key_max[2];                         // the longest 'r' and 'e' key
   struct ruleidx_vec path_all[2], path_nospec[2]; // Read, Edit
   struct ruleidx_vec host_rest; // WebFetch rules without an exact host
   struct ruleidx_vec search;    // WebSearch
@@ -720,6 +722,7 @@ static void index_rule(struct policy *p, uint32_t i) {
     if (f > 0 && k < BASH_KEY_MAX) {
       fold_copy(key, pr->lit, k);
       ruleidx_add(x->keys, 'b', key, k, i);
+      x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
       ruleidx_add(x->keys, 'f', key, f, i);
       x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
       x->first[x->nfirst++] =
@@ -735,9 +738,11 @@ static void index_rule(struct policy *p, uint32_t i) {
     ruleidx_vec_push(&x->path_all[c], i);
     if (!spec || !pr->pat)
       ruleidx_vec_push(&x->path_nospec[c], i);
-    else
-      ruleidx_add(x->keys, c ? 'e' : 'r', key,
-                  pattern_key(pr->pat, key, sizeof(key)), i);
+    else {
+      size_t n = pattern_key(pr->pat, key, sizeof(key));
+      ruleidx_add(x->keys, c ? 'e' : 'r', key, n, i);
+      x->path_key_max[c] = n > x->path_key_max[c] ? n : x->path_key_max[c];
+    }
     return;
   }
   case RULES_WEBFETCH:
@@ -923,9 +928,14 @@ static void bash_text(const struct lindex *x, const struct shell_atom *cmd,
       cands_key(c, x, 'f', t, f);
     return;
   }
-  for (size_t j = 1; j <= n; j++)
-    if (j == n ? !cut : t[j] == ' ')
-      cands_key(c, x, 'b', t, j);
+  uint64_t h = ruleidx_hash_start('b');
+  for (size_t j = 1, done = 0; j <= n && j <= x->bash_key_max; j++) {
+    if (j == n ? !cut : t[j] == ' ') {
+      h = ruleidx_hash_more(h, t + done, j - done);
+      done = j;
+      cands_add(c, ruleidx_get_hashed(x->keys, h, 'b', t, j));
+    }
+  }
 }
 
 // Bash rules: those without a literal word (bash_rest), and the keyed ones
@@ -963,23 +973,21 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
 static void path_cands(const struct lindex *x, char tag, const char *path,
                        struct cands *c) {
   char buf[PATH_LEN_MAX + 1];
-  size_t n = 0;
-  cands_key(c, x, tag, "", 0);
+  size_t n = 0, max = x->path_key_max[tag == 'e'];
+  uint64_t h = ruleidx_hash_start(tag);
+  cands_add(c, ruleidx_get_hashed(x->keys, h, tag, "", 0));
   for (const char *s = path; *s;) {
     while (*s == '/')
       s++;
     size_t len = strcspn(s, "/");
-    if (!len)
-      break;
-    if (n + 1 + len > PATH_LEN_MAX) {
-      c->all = true;
-      return;
-    }
-    buf[n++] = '/';
-    fold_copy(buf + n, s, len);
-    n += len;
+    if (!len || n + 1 + len > max)
+      break; // no key is longer
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
     s += len;
-    cands_key(c, x, tag, buf, n);
+    cands_add(c, ruleidx_get_hashed(x->keys, h, tag, buf, n));
   }
 }
 

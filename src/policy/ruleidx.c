@@ -18,12 +18,18 @@ struct ruleidx {
   size_t cap, n; // cap: a power of two, n <= cap / 2
 };
 
-static uint64_t hash_of(char tag, const char *key, size_t n) {
-  uint64_t h = 14695981039346656037u;
-  h = (h ^ (unsigned char)tag) * 1099511628211u;
+uint64_t ruleidx_hash_start(char tag) {
+  return (14695981039346656037u ^ (unsigned char)tag) * 1099511628211u;
+}
+
+uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)key[i]) * 1099511628211u;
+    h = (h ^ (unsigned char)s[i]) * 1099511628211u;
   return h;
+}
+
+static uint64_t hash_of(char tag, const char *key, size_t n) {
+  return ruleidx_hash_more(ruleidx_hash_start(tag), key, n);
 }
 
 static bool same(const struct slot *s, uint64_t h, char tag, const char *key,
@@ -98,6 +104,14 @@ struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
   if (!t || !t->n)
     return (struct ruleidx_list){NULL, 0};
   const struct slot *s = find(t, hash_of(tag, key, n), tag, key, n);
+  return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
+}
+
+struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
+                                       char tag, const char *key, size_t n) {
+  if (!t || !t->n)
+    return (struct ruleidx_list){NULL, 0};
+  const struct slot *s = find(t, h, tag, key, n);
   return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
 }
 

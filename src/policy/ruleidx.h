@@ -35,6 +35,13 @@ void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
 // The list of (tag, key[0..n)), empty when there is none.
 struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
                                 const char *key, size_t n);
+// The hash of (tag, key) built a piece at a time, for keys that extend
+// each other (the prefixes of a path): start with the tag, add each piece,
+// then look up with the whole key.
+uint64_t ruleidx_hash_start(char tag);
+uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n);
+struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
+                                       char tag, const char *key, size_t n);
 // How many keys the table holds.
 size_t ruleidx_keys(const struct ruleidx *t);
 

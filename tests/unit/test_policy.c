@@ -624,9 +624,8 @@ static void test_table(void) {
     struct policy_result ref;
     policy_decide_reference(p, NULL, r, &ref);
     bool good = (int)res.decision == w->want && (int)res.by == w->by &&
-                strstr(res.reason, w->reason) &&
-                ref.decision == res.decision && ref.by == res.by &&
-                strcmp(ref.reason, res.reason) == 0 &&
+                strstr(res.reason, w->reason) && ref.decision == res.decision &&
+                ref.by == res.by && strcmp(ref.reason, res.reason) == 0 &&
                 strcmp(ref.rule, res.rule) == 0;
     if (!ok(good, "%s", desc))
       printf("#   got %s by %s: %s\n#   want %s by %s: %s\n",
