@@ -36,6 +36,11 @@ struct prule {
 struct protect {
   char *pat;
   int tier; // 1: always ask; 2: ask unless yolo
+  // The `<root>/**/<name>/**` (dir) and `<root>/**/<name>` patterns, when
+  // neither root nor name holds a glob character: name (borrowed from the
+  // tables), matched segment by segment (tier_of_pattern), else NULL.
+  const char *name;
+  bool dir;
 };
 
 #define INDEX_CLASSES 5
@@ -91,6 +96,7 @@ struct policy {
   // The index of the rules (ruleidx.h), per list.
   struct lindex idx[3];
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
+  int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
 
@@ -167,9 +173,11 @@ static bool mode_covers(const struct eval *e, const struct request_atom *a);
 static bool needs_cover(const struct request_atom *a);
 static bool names_match(const char *glob, const struct request_atom *a,
                         bool for_allow);
-static int tier_of(const struct policy *p, const struct request_atom *a);
-static int tier_of_path(const struct policy *p, const char *path);
-static int tier_of_pattern(const struct policy *p, const char *path);
+static int tier_of(const struct policy *p, const struct request_atom *a,
+                   bool naive);
+static int tier_of_path(const struct policy *p, const char *path, bool naive);
+static int tier_of_pattern(const struct policy *p, const char *path,
+                           bool naive);
 static const char *critical(const struct policy *p, const char *path);
 static const char *glob_critical(const struct policy *p, const char *glob,
                                  char *buf, size_t n);
@@ -571,6 +579,15 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   p->rules[p->nrules++] = pr;
 }
 
+// Marks the pattern just added (<root>/**/name, /** after it when dir) for
+// the segment matcher of tier_of_pattern, when root has no glob character.
+static void add_anydepth(struct policy *p, const char *name, bool dir) {
+  if (p->root_segs < 0 || strpbrk(name, "*?[\\"))
+    return;
+  p->prot[p->nprot - 1].name = name;
+  p->prot[p->nprot - 1].dir = dir;
+}
+
 static void add_loc(struct policy *p, const char *dir, const char *name,
                     int tier) {
   char *s = name[0] ? path_normalize(dir, name, NULL) : xstrdup(dir);
@@ -592,8 +609,15 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
   size_t np = in->protect ? in->nprotect : 0;
   p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + 2 * np, sizeof(*p->prot));
   p->locs = xcalloc(n1 + n2 + h1 + 1 + 2 * np, sizeof(*p->locs));
+  p->root_segs = -1;
+  if (p->root && !strpbrk(p->root, "*?[\\")) {
+    p->root_segs = 0;
+    for (const char *r = p->root; *r; r++)
+      p->root_segs += r[0] == '/' && r[1] && r[1] != '/';
+  }
   for (size_t i = 0; p->root && i < n1; i++) {
     add_protect(p, p->root, "/**/", tier1_dirs[i], "/**", 1);
+    add_anydepth(p, tier1_dirs[i], true);
     add_loc(p, p->root, tier1_dirs[i], 1);
   }
   for (size_t i = 0; p->home && i < h1; i++) {
@@ -624,10 +648,13 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
   }
   for (size_t i = 0; p->root && i < n2; i++) {
     add_protect(p, p->root, "/**/", tier2_dirs[i], "/**", 2);
+    add_anydepth(p, tier2_dirs[i], true);
     add_loc(p, p->root, tier2_dirs[i], 2);
   }
-  if (p->root)
+  if (p->root) {
     add_protect(p, p->root, "/**/", ".envrc", "", 2);
+    add_anydepth(p, ".envrc", false);
+  }
   for (size_t i = 0; p->home && i < h2; i++)
     add_protect(p, p->home, "/", tier2_home[i], "", 2);
   if (p->home)
@@ -896,14 +923,24 @@ static void bash_prefixed(const struct lindex *x, const char *w, size_t n,
 // the rule's first word must start with the name.
 static void bash_text(const struct lindex *x, const struct shell_atom *cmd,
                       const char *name, size_t d, struct cands *c) {
+  if (!x->nfirst)
+    return; // no keyed rule
+  // What the keys can meet: the longest key and the space after it, or the
+  // whole first word (for 'f' and bash_prefixed).
   char t[BASH_KEY_MAX + 2];
-  size_t n = 0, cap = sizeof(t) - 1;
+  size_t nl = strlen(name), need = x->bash_key_max + 1;
+  size_t n = 0, cap = nl + 1 > need ? nl + 1 : need;
+  cap = cap < sizeof(t) - 1 ? cap : sizeof(t) - 1;
   bool cut = false;
   for (size_t i = 0; i < d && !cut; i++) {
     const char *w = i ? cmd->words[i].text : name;
+    if (i && n == cap) {
+      cut = true;
+      break;
+    }
     if (i)
       t[n++] = ' ';
-    size_t wn = strlen(w);
+    size_t wn = i ? strlen(w) : nl;
     if (wn > cap - n) {
       wn = cap - n;
       cut = true;
@@ -1120,13 +1157,14 @@ static bool step_protected(struct eval *e) {
       break;
     for (size_t i = 0; i < e->r->natoms; i++) {
       const struct request_atom *a = &e->r->atoms[i];
-      if (a->cls != REQUEST_EDIT || tier_of(e->p, a) != tier)
+      if (a->cls != REQUEST_EDIT || tier_of(e->p, a, e->naive) != tier)
         continue;
       // Only protected because it holds a protected place (rm -rf ~): when
       // the circuit breaker asks anyway, its reason says more, and plan
       // mode still denies first.
-      if (a->where == REQUEST_KNOWN && !tier_of_pattern(e->p, a->lex) &&
-          !tier_of_pattern(e->p, a->res) && breaker_fires(e))
+      if (a->where == REQUEST_KNOWN &&
+          !tier_of_pattern(e->p, a->lex, e->naive) &&
+          !tier_of_pattern(e->p, a->res, e->naive) && breaker_fires(e))
         continue;
       char buf[PATH_LEN_MAX + 1];
       if (a->where != REQUEST_KNOWN)
@@ -1136,7 +1174,8 @@ static bool step_protected(struct eval *e) {
       else
         result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
                "protected path %s%s%s", shown(e->p, a->lex, buf, sizeof(buf)),
-               tier_of_pattern(e->p, a->lex) || tier_of_pattern(e->p, a->res)
+               tier_of_pattern(e->p, a->lex, e->naive) ||
+                       tier_of_pattern(e->p, a->res, e->naive)
                    ? ""
                    : " (it holds protected files)",
                tier == 1 ? " (permission settings: always asked)"
@@ -1589,11 +1628,13 @@ static bool names_match(const char *glob, const struct request_atom *a,
 // The protection tier of an Edit atom (0: none). An unknown path could be
 // anything (tier 1); a glob is probed with its wildcard segments replaced
 // by a plain name, since a shell glob never matches a leading dot.
-static int tier_of(const struct policy *p, const struct request_atom *a) {
+static int tier_of(const struct policy *p, const struct request_atom *a,
+                   bool naive) {
   if (a->where == REQUEST_UNKNOWN)
     return 1;
   if (a->where == REQUEST_KNOWN) {
-    int t1 = tier_of_path(p, a->lex), t2 = tier_of_path(p, a->res);
+    int t1 = tier_of_path(p, a->lex, naive),
+        t2 = tier_of_path(p, a->res, naive);
     return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
   }
   char probe[PATH_LEN_MAX + 1] = "";
@@ -1610,11 +1651,11 @@ static int tier_of(const struct policy *p, const struct request_atom *a) {
                             glob ? 1 : (int)len, glob ? "x" : s);
     s += len;
   }
-  return tier_of_path(p, n ? probe : "/");
+  return tier_of_path(p, n ? probe : "/", naive);
 }
 
-static int tier_of_path(const struct policy *p, const char *path) {
-  int best = tier_of_pattern(p, path);
+static int tier_of_path(const struct policy *p, const char *path, bool naive) {
+  int best = tier_of_pattern(p, path, naive);
   // A directory holding a protected place, up to the filesystem root.
   for (size_t i = 0; path && i < p->nlocs; i++)
     if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
@@ -1623,12 +1664,62 @@ static int tier_of_path(const struct policy *p, const char *path) {
 }
 
 // The tier of path from the protected patterns alone (not what it holds).
-static int tier_of_pattern(const struct policy *p, const char *path) {
+// The `<root>/**/<name>...` ones are matched as path_match would: the
+// path's first segments are the root's, then one segment is name (the last
+// one, unless dir), case folded.
+static int tier_of_pattern(const struct policy *p, const char *path,
+                           bool naive) {
+  enum { SEGS = 128 };
+  struct pseg {
+    const char *s;
+    size_t n;
+  } seg[SEGS];
+  size_t nseg = 0, k = 0;
+  bool fast = !naive && path && path[0] == '/' && p->root_segs >= 0;
+  for (const char *s = path; fast && *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len)
+      break;
+    if (nseg == SEGS)
+      fast = false; // deep: path_match for all
+    else
+      seg[nseg++] = (struct pseg){s, len};
+    s += len;
+  }
+  // Below the root: its segments, folded (path_match folds the pattern's
+  // literal root too).
+  bool under = fast && nseg >= (size_t)p->root_segs;
+  for (const char *r = p->root; under && r && *r && k < nseg;) {
+    while (*r == '/')
+      r++;
+    size_t len = strcspn(r, "/");
+    if (!len)
+      break;
+    under = seg[k].n == len && strncasecmp(seg[k].s, r, len) == 0;
+    k++;
+    r += len;
+  }
   int best = 0;
-  for (size_t i = 0; path && i < p->nprot; i++)
-    if ((!best || p->prot[i].tier < best) &&
-        path_match(p->prot[i].pat, path, true, true))
-      best = p->prot[i].tier;
+  for (size_t i = 0; path && i < p->nprot; i++) {
+    const struct protect *pr = &p->prot[i];
+    if (best && pr->tier >= best)
+      continue;
+    bool m = false;
+    if (fast && pr->name) {
+      size_t nl = strlen(pr->name);
+      for (size_t j = pr->dir ? k
+                      : nseg  ? nseg - 1
+                              : 0;
+           under && j < nseg && j >= k && !m; j++)
+        m = seg[j].n == nl && strncasecmp(seg[j].s, pr->name, nl) == 0;
+    } else {
+      m = path_match(pr->pat, path, true, true);
+    }
+    if (m)
+      best = pr->tier;
+  }
   return best;
 }
 
