@@ -435,7 +435,8 @@ POLICY_RULE_COUNTS = (10, 1000, 10000)
 def part_policy(cfg, figs):
     """decide() (warm and cold shell cache) and the gate with 10, 1,000 and
     10,000 rules, each beside the naive Lua matcher with the same rules."""
-    runs = {n: {"c": [], "cold": [], "g": [], "l": []} for n in POLICY_RULE_COUNTS}
+    runs = {n: {"c": [], "cold": [], "g": [], "l": [], "m": [], "s": []}
+            for n in POLICY_RULE_COUNTS}
     ncommands = 0
     for i in range(cfg.repeats):
         boxes = {n: Sandbox(cfg, trusted_rules=None) for n in POLICY_RULE_COUNTS}
@@ -472,10 +473,14 @@ def part_policy(cfg, figs):
                 k["c"].append(r["policy"]["per_s"])
                 k["cold"].append(r["cold"]["per_s"])
                 k["g"].append(r["gate"]["per_s"])
+                k["m"].append(r["match"]["per_s"])
+                k["s"].append(r["scan"]["per_s"])
                 k["l"].append(lr["per_s"])
                 log(f"  policy #{i + 1}, {r['rules']} rules: decide "
                     f"{r['policy']['per_s']:.0f}/s (cold shell cache "
-                    f"{r['cold']['per_s']:.0f}/s), gate {r['gate']['per_s']:.0f}/s, Lua "
+                    f"{r['cold']['per_s']:.0f}/s; rules alone {r['match']['per_s']:.0f}/s, "
+                    f"full scan {r['scan']['per_s']:.0f}/s), gate "
+                    f"{r['gate']['per_s']:.0f}/s, Lua "
                     f"{lr['per_s']:.0f}/s (allow/ask/deny {r['policy']['allow']}/"
                     f"{r['policy']['ask']}/{r['policy']['deny']} per {r['policy']['n']})")
         finally:
@@ -495,6 +500,10 @@ def part_policy(cfg, figs):
             figs.add("policy_cold_decisions_per_s", "1/s", median(k["cold"]), lua, bname,
                      rate=True,
                      note="the same with the shell cache off: every command analysed")
+        figs.add("policy_match_per_s" + sfx, "1/s", median(k["m"]), median(k["s"]),
+                 "the same rules by the full scan (policy_decide_reference)", rate=True,
+                 note=f"{n} rules: policy_decide alone on requests built once, rules "
+                      "found through the compiled index")
         figs.add("gate_decisions_per_s" + sfx, "1/s", median(k["g"]), lua, bname,
                  rate=True,
                  note=f"{n} rules: the broker's whole decision per request: settings "

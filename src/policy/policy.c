@@ -216,8 +216,6 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
     enum policy_list l = p->rules[i].list;
     p->of_list[l][p->nof_list[l]++] = i;
   }
-  for (int l = 0; l < 3; l++)
-    p->idx[l].keys = ruleidx_new();
   for (size_t i = 0; i < p->nrules; i++)
     index_rule(p, (uint32_t)i);
   for (int l = 0; l < 3; l++)
@@ -734,6 +732,8 @@ static void index_rule(struct policy *p, uint32_t i) {
   struct lindex *x = &p->idx[pr->list];
   const char *spec = pr->r.spec;
   char key[PATH_LEN_MAX + 1];
+  if (!x->keys)
+    x->keys = ruleidx_new();
   switch (pr->r.cls) {
   case RULES_BASH: {
     ruleidx_vec_push(&x->bash_all, i);
