@@ -832,6 +832,7 @@ static void index_free(struct lindex *x) {
 }
 
 #define CANDS_MAX 64 // more lists: every rule of the list is a candidate
+#define SCAN_MAX 8   // lists this short are scanned, not looked up
 
 // The candidate rules of one atom: ascending lists, merged as they are
 // read (cands_next), or every rule of the list.
@@ -1034,9 +1035,11 @@ static void gather(const struct policy *p, enum policy_list list,
                    struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
-  c->all = false;
+  c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
   c->pos = 0;
   c->nscratch = 0;
+  if (c->all)
+    return;
   if (a->kind)
     cands_key(c, x, 'k', a->kind, strlen(a->kind));
   if (a->cls < INDEX_CLASSES)
