@@ -8,6 +8,7 @@
 
 #include "policy/policy.h"
 #include "policy/policy_ref.h"
+#include "policy/shcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1158,5 +1159,6 @@ int main(void) {
   test_warnings();
   test_names();
   remove_tree();
+  shcache_clear();
   return done_testing();
 }
