@@ -43,14 +43,14 @@ struct protect {
   bool dir;
 };
 
-#define INDEX_CLASSES 5
+#define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
 #define BASH_KEY_MAX 4096 // longer literal starts: always a candidate
 
 struct first_word {
   char *w; // folded
   size_t n;
   uint32_t rule;
-}; // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
+};
 
 // The rules of one list by what an atom must show for them to match (keys
 // in one table, by tag: 'b' the command name, 'r' and 'e' a Read or Edit

@@ -7,7 +7,7 @@
 
 #include "base/mem.h"
 
-#define BUCKETS 1024 // a power of two, twice SHCACHE_ENTRIES
+#define BUCKETS 512 // a power of two, twice SHCACHE_ENTRIES
 
 struct entry {
   struct shell_result res; // first: a result pointer is its entry

@@ -12,9 +12,9 @@
 
 #include "policy/shell/shell.h"
 
-#define SHCACHE_ENTRIES 512           // results remembered at most
-#define SHCACHE_BYTES (4u << 20)      // their scripts' bytes at most
-#define SHCACHE_SCRIPT_MAX (16 << 10) // longer scripts are not remembered
+#define SHCACHE_ENTRIES 256          // results remembered at most
+#define SHCACHE_BYTES (1u << 20)     // their scripts' bytes at most
+#define SHCACHE_SCRIPT_MAX (8 << 10) // longer scripts are not remembered
 
 // The analysis of script with home (may be NULL): a reference to release
 // with shcache_release. Never NULL.

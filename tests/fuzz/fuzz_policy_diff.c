@@ -110,6 +110,7 @@ static void load_fixture(const char *path) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
+  (void)fuzz_requests_new; // fuzz_requests.h: the params are used here
   static const char *const files[] = {
       "tests/fixtures/policy.jsonl", "tests/fixtures/policy-extra.jsonl",
       "tests/fixtures/policy-adversarial.jsonl",
