@@ -10,21 +10,34 @@
 // variables). Prints one JSON object:
 //
 //   policy: what decide() costs: policy_request_new (the shell command
-//           parsed into atoms, paths resolved) + policy_decide +
-//           policy_request_free, on a policy compiled once;
+//           parsed into atoms, or found in the shell cache; paths
+//           resolved) + policy_decide + policy_request_free, on a policy
+//           compiled once;
+//   cold:   the same with the shell cache off (every command analysed);
+//   match:  policy_decide alone, on the requests built once: the rules
+//           applied through the compiled index;
+//   scan:   the same with policy_decide_reference (every rule against
+//           every atom, as before the index);
 //   gate:   what the broker does per request: gate_decide (the project's
 //           settings files checked, the policy, the verdict's JSON), from
 //           the settings files.
-// Each loops over the requests for about SECONDS and counts decisions.
+// Each loops over the requests for about SECONDS and counts decisions. One
+// pass over the requests is one epoch (gate_epoch, path_cache_epoch): the
+// broker starts one per event loop iteration, so that requests read
+// together look at the settings files and resolve a path once.
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "policy/gate.h"
+#include "policy/path.h"
 #include "policy/policy.h"
+#include "policy/policy_ref.h"
+#include "policy/shcache.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -85,7 +98,9 @@ static struct tally run_policy(const struct policy *p, json_t *reqs,
   struct tally t = {0};
   size_t n = json_array_size(reqs);
   double t0 = now_s(), t1;
+  static uint64_t epoch;
   do {
+    path_cache_epoch(++epoch);
     for (size_t i = 0; i < n; i++) {
       struct policy_request *r =
           policy_request_new(json_array_get(reqs, i), root, home);
@@ -101,12 +116,42 @@ static struct tally run_policy(const struct policy *p, json_t *reqs,
   return t;
 }
 
+static struct tally run_match(const struct policy *p, json_t *reqs,
+                              const char *root, const char *home, bool scan,
+                              double seconds) {
+  struct tally t = {0};
+  size_t n = json_array_size(reqs);
+  struct policy_request **r = calloc(n ? n : 1, sizeof(*r));
+  for (size_t i = 0; i < n; i++)
+    r[i] = policy_request_new(json_array_get(reqs, i), root, home);
+  double t0 = now_s(), t1;
+  do {
+    for (size_t i = 0; i < n; i++) {
+      struct policy_result res;
+      if (scan)
+        policy_decide_reference(p, NULL, r[i], &res);
+      else
+        policy_decide(p, NULL, r[i], &res);
+      t.decisions[res.decision]++;
+    }
+    t.n += (long)n;
+    t1 = now_s();
+  } while (t1 - t0 < seconds);
+  t.per_s = (double)t.n / (t1 - t0);
+  for (size_t i = 0; i < n; i++)
+    policy_request_free(r[i]);
+  free(r);
+  return t;
+}
+
 static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
   struct tally t = {0};
   struct gate *g = gate_new();
   size_t n = json_array_size(reqs);
   double t0 = now_s(), t1;
+  uint64_t epoch = 0;
   do {
+    gate_epoch(g, ++epoch);
     for (size_t i = 0; i < n; i++) {
       struct gate_verdict v;
       gate_decide(g, "bench", "bench-session-1", root, json_array_get(reqs, i),
@@ -140,13 +185,34 @@ int main(int argc, char **argv) {
   const char *home = getenv("HOME") ? getenv("HOME") : "/";
   double seconds = atof(argv[4]);
   struct policy *p = compile(rules, root, home);
+  // BENCH_POLICY_ONLY=policy|match|gate: one part (for perf record).
+  const char *only = getenv("BENCH_POLICY_ONLY");
+  if (only) {
+    if (strcmp(only, "gate") == 0)
+      run_gate(reqs, root, seconds);
+    else if (strcmp(only, "match") == 0)
+      run_match(p, reqs, root, home, false, seconds);
+    else
+      run_policy(p, reqs, root, home, seconds);
+    policy_free(p);
+    json_decref(rules);
+    json_decref(reqs);
+    return 0;
+  }
+  struct tally tm = run_match(p, reqs, root, home, false, seconds / 2);
+  struct tally ts = run_match(p, reqs, root, home, true, seconds / 2);
+  shcache_enable(0);
   run_policy(p, reqs, root, home, seconds / 10); // warm-up
+  struct tally tc = run_policy(p, reqs, root, home, seconds);
+  shcache_enable(1);
+  run_policy(p, reqs, root, home, seconds / 10);
   struct tally tp = run_policy(p, reqs, root, home, seconds);
   run_gate(reqs, root, seconds / 10);
   struct tally tg = run_gate(reqs, root, seconds);
   json_t *out =
-      json_pack("{s:o,s:o,s:I}", "policy", tally_json(&tp), "gate",
-                tally_json(&tg), "rules",
+      json_pack("{s:o,s:o,s:o,s:o,s:o,s:I}", "policy", tally_json(&tp), "cold",
+                tally_json(&tc), "match", tally_json(&tm), "scan",
+                tally_json(&ts), "gate", tally_json(&tg), "rules",
                 (json_int_t)(json_array_size(json_object_get(rules, "allow")) +
                              json_array_size(json_object_get(rules, "ask")) +
                              json_array_size(json_object_get(rules, "deny"))));
@@ -155,6 +221,8 @@ int main(int argc, char **argv) {
   free(s);
   json_decref(out);
   policy_free(p);
+  shcache_clear();
+  path_cache_free();
   json_decref(rules);
   json_decref(reqs);
   return 0;

@@ -50,6 +50,8 @@ TARGETS = {
     "nvim_input_latency_max_ms": ("<", 50),
     "idle_rss_kib": ("<", 4096),
     "startup_plugin_ms": ("<", 0.3),
+    "policy_decisions_per_s": (">=", 1000000),
+    "gate_decisions_per_s": (">=", 500000),
 }
 
 
@@ -376,6 +378,9 @@ def policy_data(n_rules=1000):
             "Read(~/.ssh/**)", "Edit(//etc/**)"]
     ask = ["Bash(git push*)", "Bash(npm publish*)", "Bash(docker run *)",
            "Bash(git reset --hard*)", "Edit(Makefile)"]
+    if n_rules < len(allow) + len(deny) + len(ask):  # a few of each list
+        deny, ask = deny[:max(1, n_rules // 5)], ask[:max(1, n_rules // 10)]
+        allow = allow[:n_rules - len(deny) - len(ask)]
     i = 0
     while len(allow) + len(deny) + len(ask) < n_rules:
         k = i % 10
@@ -424,53 +429,86 @@ def policy_request(command):
                         {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}
 
 
+POLICY_RULE_COUNTS = (10, 1000, 10000)
+
+
 def part_policy(cfg, figs):
-    rules, commands = policy_data()
-    nrules = sum(len(v) for v in rules.values())
-    c_runs, g_runs, l_runs = [], [], []
+    """decide() (warm and cold shell cache) and the gate with 10, 1,000 and
+    10,000 rules, each beside the naive Lua matcher with the same rules."""
+    runs = {n: {"c": [], "cold": [], "g": [], "l": [], "m": [], "s": []}
+            for n in POLICY_RULE_COUNTS}
+    ncommands = 0
     for i in range(cfg.repeats):
-        box = Sandbox(cfg, trusted_rules=None)
+        boxes = {n: Sandbox(cfg, trusted_rules=None) for n in POLICY_RULE_COUNTS}
         try:
-            rpath, cpath, qpath = (os.path.join(box.dir, n) for n in
-                                   ("rules.json", "commands.json", "requests.json"))
-            with open(os.path.join(box.project, ".acp", "settings.json"), "w") as f:
-                json.dump({"permissions": rules}, f)
-            subprocess.run([cfg.broker, "trust", "--cwd", box.project], env=box.env,
-                           check=True, stdout=subprocess.DEVNULL)
-            for path, data in ((rpath, rules), (cpath, commands),
-                               (qpath, [policy_request(c) for c in commands])):
-                with open(path, "w") as f:
-                    json.dump(data, f)
-            box.settle()
-            out = subprocess.run([cfg.policy, rpath, qpath, box.project, str(cfg.seconds)],
-                                 env=box.env, check=True, capture_output=True, text=True)
-            r = json.loads(out.stdout)
-            c_runs.append(r["policy"]["per_s"])
-            g_runs.append(r["gate"]["per_s"])
-            nv = Nvim(cfg, box)
-            try:
-                lr = nv.lua("return require('nvim_bench').policy_lua(...)",
-                            {"rules": rpath, "commands": cpath, "seconds": cfg.seconds})
-            finally:
-                nv.close()
-            l_runs.append(lr["per_s"])
-            log(f"  policy #{i + 1}: decide {r['policy']['per_s']:.0f}/s, gate "
-                f"{r['gate']['per_s']:.0f}/s, Lua {lr['per_s']:.0f}/s "
-                f"(allow/ask/deny {r['policy']['allow']}/{r['policy']['ask']}/"
-                f"{r['policy']['deny']} per {r['policy']['n']})")
+            for n, box in boxes.items():
+                rules, commands = policy_data(n)
+                ncommands = len(commands)
+                box.rules = rules
+                box.paths = [os.path.join(box.dir, f) for f in
+                             ("rules.json", "commands.json", "requests.json")]
+                with open(os.path.join(box.project, ".acp", "settings.json"), "w") as f:
+                    json.dump({"permissions": rules}, f)
+                subprocess.run([cfg.broker, "trust", "--cwd", box.project], env=box.env,
+                               check=True, stdout=subprocess.DEVNULL)
+                for path, data in zip(box.paths, (rules, commands,
+                                                  [policy_request(c) for c in commands])):
+                    with open(path, "w") as f:
+                        json.dump(data, f)
+            for n, box in boxes.items():
+                box.settle()
+                rpath, cpath, qpath = box.paths
+                out = subprocess.run([cfg.policy, rpath, qpath, box.project,
+                                      str(cfg.seconds)], env=box.env, check=True,
+                                     capture_output=True, text=True)
+                r = json.loads(out.stdout)
+                nv = Nvim(cfg, box)
+                try:
+                    lr = nv.lua("return require('nvim_bench').policy_lua(...)",
+                                {"rules": rpath, "commands": cpath,
+                                 "seconds": cfg.seconds})
+                finally:
+                    nv.close()
+                k = runs[n]
+                k["c"].append(r["policy"]["per_s"])
+                k["cold"].append(r["cold"]["per_s"])
+                k["g"].append(r["gate"]["per_s"])
+                k["m"].append(r["match"]["per_s"])
+                k["s"].append(r["scan"]["per_s"])
+                k["l"].append(lr["per_s"])
+                log(f"  policy #{i + 1}, {r['rules']} rules: decide "
+                    f"{r['policy']['per_s']:.0f}/s (cold shell cache "
+                    f"{r['cold']['per_s']:.0f}/s; rules alone {r['match']['per_s']:.0f}/s, "
+                    f"full scan {r['scan']['per_s']:.0f}/s), gate "
+                    f"{r['gate']['per_s']:.0f}/s, Lua "
+                    f"{lr['per_s']:.0f}/s (allow/ask/deny {r['policy']['allow']}/"
+                    f"{r['policy']['ask']}/{r['policy']['deny']} per {r['policy']['n']})")
         finally:
-            box.close()
+            for box in boxes.values():
+                box.close()
     bname = "naive Lua decide() in Neovim's LuaJIT (prefix match per part)"
-    figs.add("policy_decisions_per_s", "1/s", median(c_runs), median(l_runs), bname,
-             rate=True,
-             note=f"{nrules} rules, {len(commands)} commands (compound lines, pipes, "
-                  "paths; allowed, asked, denied): command parsed into atoms, paths "
-                  "resolved, rules applied; the Lua baseline only prefix-matches Bash "
-                  "rules per part")
-    figs.add("gate_decisions_per_s", "1/s", median(g_runs), median(l_runs), bname,
-             rate=True,
-             note="the broker's whole decision per request: settings files checked "
-                  "(rules from a trusted .acp/settings.json), policy, verdict JSON")
+    for n in POLICY_RULE_COUNTS:
+        k, sfx = runs[n], "" if n == 1000 else f"_{n}_rules"
+        lua = median(k["l"])
+        figs.add("policy_decisions_per_s" + sfx, "1/s", median(k["c"]), lua, bname,
+                 rate=True,
+                 note=f"{n} rules, {ncommands} commands (compound lines, pipes, "
+                      "paths; allowed, asked, denied): command parsed into atoms (the "
+                      "shell cache warm), paths resolved (one epoch per pass), rules "
+                      "applied; the Lua baseline only prefix-matches Bash rules per part")
+        if n == 1000:
+            figs.add("policy_cold_decisions_per_s", "1/s", median(k["cold"]), lua, bname,
+                     rate=True,
+                     note="the same with the shell cache off: every command analysed")
+        figs.add("policy_match_per_s" + sfx, "1/s", median(k["m"]), median(k["s"]),
+                 "the same rules by the full scan (policy_decide_reference)", rate=True,
+                 note=f"{n} rules: policy_decide alone on requests built once, rules "
+                      "found through the compiled index")
+        figs.add("gate_decisions_per_s" + sfx, "1/s", median(k["g"]), lua, bname,
+                 rate=True,
+                 note=f"{n} rules: the broker's whole decision per request: settings "
+                      "files checked once per epoch (rules from a trusted "
+                      ".acp/settings.json), policy, verdict JSON")
 
 
 # ---- 3. asked permission ---------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "base/mem.h"
 #include "path.h"
 #include "settings.h"
+#include "shcache.h"
 
 #define GATE_MAX_PROJECTS 256 // projects with runtime state
 #define GATE_MAX_MEMORY 1024  // rules remembered per session
@@ -104,6 +105,7 @@ static void snapshot_free(struct snapshot *sn);
 
 void gate_free(struct gate *g) {
   path_cache_free();
+  shcache_clear();
   for (size_t i = 0; i < GATE_SNAPSHOTS; i++)
     snapshot_free(g->snaps[i]);
   for (size_t i = 0; i < g->nprojects; i++)

@@ -11,11 +11,13 @@
 #include "base/mem.h"
 #include "path.h"
 #include "policy/shell/shell.h"
+#include "policy_ref.h"
 #include "request.h"
+#include "ruleidx.h"
 #include "rules.h"
 
-#define POLICY_RULES_MAX 4096 // rules past this are ignored with a warning
-#define NARROW_MAX 32         // more narrow rules: none (too wide a request)
+#define POLICY_RULES_MAX 16384 // rules past this are ignored with a warning
+#define NARROW_MAX 32          // more narrow rules: none (too wide a request)
 // bash_cannot_match leaves longer patterns x texts to the matcher: far
 // below the work past which it answers "maybe" (shell_match.c, 1 << 24).
 #define PREFILTER_WORK_MAX (1 << 16)
@@ -35,6 +37,44 @@ struct prule {
 struct protect {
   char *pat;
   int tier; // 1: always ask; 2: ask unless yolo
+  // The `<root>/**/<name>/**` (dir) and `<root>/**/<name>` patterns, when
+  // neither root nor name holds a glob character: name (borrowed from the
+  // tables), matched segment by segment (tier_of_pattern), else NULL.
+  const char *name;
+  bool dir;
+};
+
+#define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
+#define BASH_KEY_MAX 4096 // longer literal starts: always a candidate
+
+struct first_word {
+  char *w; // folded
+  size_t n;
+  uint32_t rule;
+};
+
+// The rules of one list by what an atom must show for them to match (keys
+// in one table, by tag: 'b' the command name, 'r' and 'e' a Read or Edit
+// path prefix, 'h' a host, 't' a tool name, 'k' an ACP kind), and those
+// that any atom of a class may meet. A superset of the rules that can
+// match an atom: they are still matched one by one, in their order.
+struct lindex {
+  struct ruleidx *keys;
+  struct ruleidx_vec bash_all;  // every Bash rule
+  struct ruleidx_vec bash_rest; // Bash rules without a literal first word
+  // Bash rules whose literal start holds a space: by their first word
+  // ('f'), by their complete words ('b', "git push"), and by first word in
+  // byte order (for a command whose second word is dynamic).
+  struct first_word *first;
+  size_t nfirst;
+  size_t bash_key_max;                            // the longest 'b' key
+  size_t path_key_max[2];                         // the longest 'r' and 'e' key
+  struct ruleidx_vec path_all[2], path_nospec[2]; // Read, Edit
+  struct ruleidx_vec host_rest; // WebFetch rules without an exact host
+  struct ruleidx_vec search;    // WebSearch
+  struct ruleidx_vec tool_cls[INDEX_CLASSES]; // tool globs a class may meet
+  struct ruleidx_vec tool_glob;               // tool-name globs with a `*`
+  struct ruleidx_vec tool_all;                // every tool-name rule
 };
 
 struct policy {
@@ -54,6 +94,11 @@ struct policy {
   // cp -r evil/.acp .) could replace it, so it is protected too.
   struct protect *locs;
   size_t nlocs;
+  // The index of the rules (ruleidx.h), per list.
+  struct lindex idx[3];
+  size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
+  int root_segs;          // the root's segments; -1: a glob character in it
+  bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
 
 struct policy_request {
@@ -65,6 +110,7 @@ struct eval {
   const struct policy *p, *mem;
   const struct request *r;
   struct policy_result *out;
+  bool naive; // every rule looked at (policy_decide_reference)
 };
 
 struct warnings {
@@ -106,11 +152,13 @@ static bool step_allow(struct eval *e);
 struct tally;
 static void count(const struct eval *e, struct tally *t);
 static void step_default(struct eval *e);
-static const struct prule *first_hit(const struct policy *p,
-                                     enum policy_list list,
-                                     const struct request *r,
-                                     enum shell_match want,
-                                     const struct request_atom **atom);
+static void index_rule(struct policy *p, uint32_t i);
+static void index_done(struct lindex *x);
+static void index_free(struct lindex *x);
+static const struct prule *
+first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
+          const struct request *r, enum shell_match want,
+          const struct request_atom **atom);
 static enum shell_match hit(const struct prule *pr,
                             const struct request_atom *a);
 static bool bash_cannot_match(const struct prule *pr,
@@ -126,9 +174,11 @@ static bool mode_covers(const struct eval *e, const struct request_atom *a);
 static bool needs_cover(const struct request_atom *a);
 static bool names_match(const char *glob, const struct request_atom *a,
                         bool for_allow);
-static int tier_of(const struct policy *p, const struct request_atom *a);
-static int tier_of_path(const struct policy *p, const char *path);
-static int tier_of_pattern(const struct policy *p, const char *path);
+static int tier_of(const struct policy *p, const struct request_atom *a,
+                   bool naive);
+static int tier_of_path(const struct policy *p, const char *path, bool naive);
+static int tier_of_pattern(const struct policy *p, const char *path,
+                           bool naive);
 static const char *critical(const struct policy *p, const char *path);
 static const char *glob_critical(const struct policy *p, const char *glob,
                                  char *buf, size_t n);
@@ -170,6 +220,10 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
     enum policy_list l = p->rules[i].list;
     p->of_list[l][p->nof_list[l]++] = i;
   }
+  for (size_t i = 0; i < p->nrules; i++)
+    index_rule(p, (uint32_t)i);
+  for (int l = 0; l < 3; l++)
+    index_done(&p->idx[l]);
   compile_protect(p, in);
   if (warnings)
     *warnings = w.v;
@@ -198,8 +252,10 @@ void policy_free(struct policy *p) {
   for (size_t i = 0; i < p->nlocs; i++)
     free(p->locs[i].pat);
   free(p->rules);
-  for (int l = 0; l < 3; l++)
+  for (int l = 0; l < 3; l++) {
     free(p->of_list[l]);
+    index_free(&p->idx[l]);
+  }
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -413,8 +469,9 @@ char **policy_request_suggest(const struct policy_request *rq, const char *root,
   return v;
 }
 
-void policy_decide(const struct policy *p, const struct policy *memory,
-                   const struct policy_request *r, struct policy_result *out) {
+static void decide(const struct policy *p, const struct policy *memory,
+                   const struct policy_request *r, struct policy_result *out,
+                   bool naive) {
   static const struct policy none = {0}; // read-only: a policy of no rules
   *out =
       (struct policy_result){.decision = POLICY_ASK, .by = POLICY_BY_DEFAULT};
@@ -422,12 +479,28 @@ void policy_decide(const struct policy *p, const struct policy *memory,
     snprintf(out->reason, sizeof(out->reason), "no request");
     return;
   }
-  struct eval e = {.p = p ? p : &none, .mem = memory, .r = &r->r, .out = out};
+  struct eval e = {.p = p ? p : &none,
+                   .mem = memory,
+                   .r = &r->r,
+                   .out = out,
+                   .naive = naive};
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
     return;
   step_default(&e);
+}
+
+void policy_decide(const struct policy *p, const struct policy *memory,
+                   const struct policy_request *r, struct policy_result *out) {
+  decide(p, memory, r, out, false);
+}
+
+void policy_decide_reference(const struct policy *p,
+                             const struct policy *memory,
+                             const struct policy_request *r,
+                             struct policy_result *out) {
+  decide(p, memory, r, out, true);
 }
 
 const char *policy_pick_option(const json_t *options,
@@ -531,6 +604,15 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   p->rules[p->nrules++] = pr;
 }
 
+// Marks the pattern just added (<root>/**/name, /** after it when dir) for
+// the segment matcher of tier_of_pattern, when root has no glob character.
+static void add_anydepth(struct policy *p, const char *name, bool dir) {
+  if (p->root_segs < 0 || strpbrk(name, "*?[\\"))
+    return;
+  p->prot[p->nprot - 1].name = name;
+  p->prot[p->nprot - 1].dir = dir;
+}
+
 static void add_loc(struct policy *p, const char *dir, const char *name,
                     int tier) {
   char *s = name[0] ? path_normalize(dir, name, NULL) : xstrdup(dir);
@@ -552,8 +634,15 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
   size_t np = in->protect ? in->nprotect : 0;
   p->prot = xcalloc(n1 + n2 + h1 + h2 + 1 + 2 * np, sizeof(*p->prot));
   p->locs = xcalloc(n1 + n2 + h1 + 1 + 2 * np, sizeof(*p->locs));
+  p->root_segs = -1;
+  if (p->root && !strpbrk(p->root, "*?[\\")) {
+    p->root_segs = 0;
+    for (const char *r = p->root; *r; r++)
+      p->root_segs += r[0] == '/' && r[1] && r[1] != '/';
+  }
   for (size_t i = 0; p->root && i < n1; i++) {
     add_protect(p, p->root, "/**/", tier1_dirs[i], "/**", 1);
+    add_anydepth(p, tier1_dirs[i], true);
     add_loc(p, p->root, tier1_dirs[i], 1);
   }
   for (size_t i = 0; p->home && i < h1; i++) {
@@ -584,10 +673,13 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
   }
   for (size_t i = 0; p->root && i < n2; i++) {
     add_protect(p, p->root, "/**/", tier2_dirs[i], "/**", 2);
+    add_anydepth(p, tier2_dirs[i], true);
     add_loc(p, p->root, tier2_dirs[i], 2);
   }
-  if (p->root)
+  if (p->root) {
     add_protect(p, p->root, "/**/", ".envrc", "", 2);
+    add_anydepth(p, ".envrc", false);
+  }
   for (size_t i = 0; p->home && i < h2; i++)
     add_protect(p, p->home, "/", tier2_home[i], "", 2);
   if (p->home)
@@ -613,6 +705,417 @@ static void warn(struct warnings *w, const char *fmt, ...) {
 }
 
 // ---------------------------------------------------------------------------
+// The index: which rules an atom can meet
+
+static char fold_c(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
+}
+
+static void fold_copy(char *dst, const char *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = fold_c(src[i]);
+}
+
+// The literal leading segments of an absolute pattern, case folded, as
+// "/a/b" (path_match splits at runs of `/`): a path it matches starts with
+// them, whatever the rest. A segment with a glob character ends them.
+static size_t pattern_key(const char *pat, char *buf, size_t cap) {
+  size_t n = 0;
+  for (const char *s = pat; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len || strcspn(s, "*?[\\") < len || n + 1 + len > cap)
+      break;
+    buf[n++] = '/';
+    fold_copy(buf + n, s, len);
+    n += len;
+    s += len;
+  }
+  return n;
+}
+
+// A tool-name glob that one of the names of an atom class may match (case
+// folded: a superset of what allow rules match).
+static bool tool_meets_class(const char *glob, int cls) {
+  static const enum rules_class cls_of[INDEX_CLASSES] = {
+      [REQUEST_BASH] = RULES_BASH,
+      [REQUEST_READ] = RULES_READ,
+      [REQUEST_EDIT] = RULES_EDIT,
+      [REQUEST_FETCH] = RULES_WEBFETCH,
+      [REQUEST_SEARCH] = RULES_WEBSEARCH};
+  if (strcmp(glob, "*") == 0)
+    return true;
+  const char *names[16];
+  size_t n = rules_class_names(cls_of[cls], names, 16);
+  for (size_t i = 0; i < n; i++)
+    if (rules_glob(glob, names[i], true))
+      return true;
+  return false;
+}
+
+static void index_rule(struct policy *p, uint32_t i) {
+  const struct prule *pr = &p->rules[i];
+  struct lindex *x = &p->idx[pr->list];
+  const char *spec = pr->r.spec;
+  char key[PATH_LEN_MAX + 1];
+  if (!x->keys)
+    x->keys = ruleidx_new();
+  switch (pr->r.cls) {
+  case RULES_BASH: {
+    ruleidx_vec_push(&x->bash_all, i);
+    if (pr->npat > p->bash_npat_max)
+      p->bash_npat_max = pr->npat;
+    // "git log *" (literal start "git log "): bash_cannot_match rejects it
+    // unless the command's text starts with "git log" then a space or its
+    // end (see bash_cands).
+    const char *sp = pr->lit ? memchr(pr->lit, ' ', pr->nlit) : NULL;
+    size_t f = sp ? (size_t)(sp - pr->lit) : 0, k = 0;
+    for (size_t j = f; sp && j < pr->nlit; j++)
+      k = pr->lit[j] == ' ' ? j : k; // the last space
+    if (f > 0 && k < BASH_KEY_MAX) {
+      fold_copy(key, pr->lit, k);
+      ruleidx_add(x->keys, 'b', key, k, i);
+      x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
+      ruleidx_add(x->keys, 'f', key, f, i);
+      x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
+      x->first[x->nfirst++] =
+          (struct first_word){xstrndup(key, f), f, (uint32_t)i};
+    } else {
+      ruleidx_vec_push(&x->bash_rest, i);
+    }
+    return;
+  }
+  case RULES_READ:
+  case RULES_EDIT: {
+    int c = pr->r.cls == RULES_EDIT;
+    ruleidx_vec_push(&x->path_all[c], i);
+    if (!spec || !pr->pat)
+      ruleidx_vec_push(&x->path_nospec[c], i);
+    else {
+      size_t n = pattern_key(pr->pat, key, sizeof(key));
+      ruleidx_add(x->keys, c ? 'e' : 'r', key, n, i);
+      x->path_key_max[c] = n > x->path_key_max[c] ? n : x->path_key_max[c];
+    }
+    return;
+  }
+  case RULES_WEBFETCH:
+    if (spec && !strchr(spec, '*'))
+      ruleidx_add(x->keys, 'h', spec, strlen(spec), i);
+    else
+      ruleidx_vec_push(&x->host_rest, i);
+    return;
+  case RULES_WEBSEARCH:
+    ruleidx_vec_push(&x->search, i);
+    return;
+  case RULES_TOOL:
+    ruleidx_vec_push(&x->tool_all, i);
+    for (int c = 0; c < INDEX_CLASSES; c++)
+      if (tool_meets_class(spec, c))
+        ruleidx_vec_push(&x->tool_cls[c], i);
+    if (strchr(spec, '*') || strlen(spec) >= sizeof(key)) {
+      ruleidx_vec_push(&x->tool_glob, i);
+    } else {
+      fold_copy(key, spec, strlen(spec));
+      ruleidx_add(x->keys, 't', key, strlen(spec), i);
+    }
+    return;
+  case RULES_KIND:
+    ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
+    if (pr->list == POLICY_LIST_ALLOW && strcmp(spec, "switch_mode") == 0)
+      p->allow_switch_mode = true;
+    return;
+  }
+}
+
+static int first_cmp(const void *a, const void *b) {
+  const struct first_word *x = a, *y = b;
+  int c = memcmp(x->w, y->w, x->n < y->n ? x->n : y->n);
+  if (c)
+    return c;
+  if (x->n != y->n)
+    return x->n < y->n ? -1 : 1;
+  return x->rule < y->rule ? -1 : x->rule > y->rule;
+}
+
+static void index_done(struct lindex *x) {
+  if (x->nfirst)
+    qsort(x->first, x->nfirst, sizeof(*x->first), first_cmp);
+}
+
+static void index_free(struct lindex *x) {
+  for (size_t i = 0; i < x->nfirst; i++)
+    free(x->first[i].w);
+  free(x->first);
+  ruleidx_free(x->keys);
+  struct ruleidx_vec *v[] = {
+      &x->bash_all,       &x->bash_rest,      &x->path_all[0], &x->path_all[1],
+      &x->path_nospec[0], &x->path_nospec[1], &x->host_rest,   &x->search,
+      &x->tool_glob,      &x->tool_all};
+  for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
+    ruleidx_vec_free(v[i]);
+  for (int c = 0; c < INDEX_CLASSES; c++)
+    ruleidx_vec_free(&x->tool_cls[c]);
+}
+
+#define CANDS_MAX 64 // more lists: every rule of the list is a candidate
+#define SCAN_MAX 8   // lists this short are scanned, not looked up
+
+// The candidate rules of one atom: ascending lists, merged as they are
+// read (cands_next), or every rule of the list.
+struct cands {
+  struct ruleidx_list l[CANDS_MAX];
+  size_t at[CANDS_MAX];
+  size_t n;
+  bool all;
+  size_t pos;            // all: the next position in of_list
+  uint32_t scratch[256]; // lists made for this atom (bash_prefixed)
+  size_t nscratch;
+};
+
+static void cands_add(struct cands *c, struct ruleidx_list l) {
+  if (!l.n || c->all)
+    return;
+  if (c->n == CANDS_MAX) {
+    c->all = true;
+    return;
+  }
+  c->at[c->n] = 0;
+  c->l[c->n++] = l;
+}
+
+static void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
+  cands_add(c, ruleidx_vec_list(v));
+}
+
+static void cands_key(struct cands *c, const struct lindex *x, char tag,
+                      const char *key, size_t n) {
+  cands_add(c, ruleidx_get(x->keys, tag, key, n));
+}
+
+// The next candidate (ascending, each once), or UINT32_MAX.
+static uint32_t cands_next(const struct policy *p, enum policy_list list,
+                           struct cands *c) {
+  if (c->all)
+    return c->pos < p->nof_list[list] ? (uint32_t)p->of_list[list][c->pos++]
+                                      : UINT32_MAX;
+  uint32_t min = UINT32_MAX;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] < min)
+      min = c->l[i].v[c->at[i]];
+  for (size_t i = 0; i < c->n; i++)
+    if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] == min)
+      c->at[i]++;
+  return min;
+}
+
+static int u32_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+// The keyed rules whose first word starts with w[0..n).
+static void bash_prefixed(const struct lindex *x, const char *w, size_t n,
+                          struct cands *c) {
+  size_t lo = 0, hi = x->nfirst;
+  while (lo < hi) { // the first entry not below w
+    size_t mid = lo + (hi - lo) / 2;
+    const struct first_word *f = &x->first[mid];
+    int cmp = memcmp(f->w, w, f->n < n ? f->n : n);
+    if (cmp < 0 || (cmp == 0 && f->n < n))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  size_t start = c->nscratch;
+  for (size_t i = lo;
+       i < x->nfirst && x->first[i].n >= n && memcmp(x->first[i].w, w, n) == 0;
+       i++) {
+    if (c->nscratch == sizeof(c->scratch) / sizeof(*c->scratch)) {
+      c->all = true;
+      return;
+    }
+    c->scratch[c->nscratch++] = x->first[i].rule;
+  }
+  qsort(c->scratch + start, c->nscratch - start, sizeof(*c->scratch), u32_cmp);
+  cands_add(c, (struct ruleidx_list){c->scratch + start, c->nscratch - start});
+}
+
+// The keyed Bash rules that bash_cannot_match lets through for a command
+// named name (the command's first word, or its basename), words[1..d) not
+// dynamic. lit_rejects walks the text (the name, then each word after a
+// space) against the rule's literal start until a byte differs (reject),
+// the literal ends, or a dynamic word comes (no reject). So with no dynamic
+// word, the rule's complete words must be the text up to one of its spaces
+// or its end; with one at d >= 2, the first words must be equal; at d == 1,
+// the rule's first word must start with the name.
+static void bash_text(const struct lindex *x, const struct shell_atom *cmd,
+                      const char *name, size_t d, struct cands *c) {
+  if (!x->nfirst)
+    return; // no keyed rule
+  // What the keys can meet: the longest key and the space after it, or the
+  // whole first word (for 'f' and bash_prefixed).
+  char t[BASH_KEY_MAX + 2];
+  size_t nl = strlen(name), need = x->bash_key_max + 1;
+  size_t n = 0, cap = nl + 1 > need ? nl + 1 : need;
+  cap = cap < sizeof(t) - 1 ? cap : sizeof(t) - 1;
+  bool cut = false;
+  for (size_t i = 0; i < d && !cut; i++) {
+    const char *w = i ? cmd->words[i].text : name;
+    if (i && n == cap) {
+      cut = true;
+      break;
+    }
+    if (i)
+      t[n++] = ' ';
+    size_t wn = i ? strlen(w) : nl;
+    if (wn > cap - n) {
+      wn = cap - n;
+      cut = true;
+    }
+    fold_copy(t + n, w, wn);
+    n += wn;
+    cut = cut || (n == cap && i + 1 < d);
+  }
+  size_t f = 0;
+  while (f < n && t[f] != ' ')
+    f++;
+  if (d < cmd->nwords) {
+    if (f == n && (cut || d > 1)) {
+      c->all = true; // cannot happen: a space follows the first word
+      return;
+    }
+    if (d == 1 && (cut || f < n))
+      c->all = true; // a name with a space: a rule may end inside it
+    else if (d == 1)
+      bash_prefixed(x, t, n, c);
+    else
+      cands_key(c, x, 'f', t, f);
+    return;
+  }
+  uint64_t h = ruleidx_hash_start('b');
+  for (size_t j = 1, done = 0; j <= n && j <= x->bash_key_max; j++) {
+    if (j == n ? !cut : t[j] == ' ') {
+      h = ruleidx_hash_more(h, t + done, j - done);
+      done = j;
+      cands_add(c, ruleidx_get_hashed(x->keys, h, 'b', t, j));
+    }
+  }
+}
+
+// Bash rules: those without a literal word (bash_rest), and the keyed ones
+// bash_text finds for the name (deny, ask: also its basename). Where
+// bash_cannot_match does not look (a dynamic name, a text too long for its
+// prefilter), every Bash rule.
+static void bash_cands(const struct policy *p, const struct lindex *x,
+                       const struct shell_atom *cmd, bool for_allow,
+                       struct cands *c) {
+  bool fast = cmd && cmd->kind == SHELL_CMD && cmd->nwords > 0 &&
+              !cmd->words[0].dynamic;
+  if (fast && !for_allow) {
+    size_t tn = 0;
+    for (size_t i = 0; i < cmd->nwords; i++)
+      tn += (i ? 1 : 0) + strlen(cmd->words[i].text);
+    fast = p->bash_npat_max + 1 <= PREFILTER_WORK_MAX / (tn + 1);
+  }
+  if (!fast) {
+    cands_vec(c, &x->bash_all);
+    return;
+  }
+  size_t d = 1;
+  while (d < cmd->nwords && !cmd->words[d].dynamic)
+    d++;
+  const char *name = cmd->words[0].text;
+  bash_text(x, cmd, name, d, c);
+  const char *base = strrchr(name, '/');
+  if (!for_allow && base && base[1])
+    bash_text(x, cmd, base + 1, d, c);
+  cands_vec(c, &x->bash_rest);
+}
+
+// Read/Edit rules by the literal start of their pattern: one key per
+// leading run of the path's segments (and the empty one).
+static void path_cands(const struct lindex *x, char tag, const char *path,
+                       struct cands *c) {
+  char buf[PATH_LEN_MAX + 1];
+  size_t n = 0, max = x->path_key_max[tag == 'e'];
+  uint64_t h = ruleidx_hash_start(tag);
+  cands_add(c, ruleidx_get_hashed(x->keys, h, tag, "", 0));
+  for (const char *s = path; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len || n + 1 + len > max)
+      break; // no key is longer
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
+    s += len;
+    cands_add(c, ruleidx_get_hashed(x->keys, h, tag, buf, n));
+  }
+}
+
+// The rules of list that can match atom a (a superset, see lindex).
+static void gather(const struct policy *p, enum policy_list list,
+                   const struct request_atom *a, bool for_allow,
+                   struct cands *c) {
+  const struct lindex *x = &p->idx[list];
+  c->n = 0;
+  c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
+  c->pos = 0;
+  c->nscratch = 0;
+  if (c->all)
+    return;
+  if (a->kind)
+    cands_key(c, x, 'k', a->kind, strlen(a->kind));
+  if (a->cls < INDEX_CLASSES)
+    cands_vec(c, &x->tool_cls[a->cls]);
+  char key[RULES_TEXT_MAX + 8];
+  size_t n = a->name ? strlen(a->name) : 0;
+  switch (a->cls) {
+  case REQUEST_BASH:
+    bash_cands(p, x, a->cmd, for_allow, c);
+    return;
+  case REQUEST_READ:
+  case REQUEST_EDIT: {
+    int k = a->cls == REQUEST_EDIT;
+    if (a->where != REQUEST_KNOWN) {
+      cands_vec(c, &x->path_all[k]);
+      return;
+    }
+    cands_vec(c, &x->path_nospec[k]);
+    path_cands(x, k ? 'e' : 'r', a->lex, c);
+    if (a->res)
+      path_cands(x, k ? 'e' : 'r', a->res, c);
+    return;
+  }
+  case REQUEST_FETCH:
+    if (a->name)
+      cands_key(c, x, 'h', a->name, n);
+    cands_vec(c, &x->host_rest);
+    return;
+  case REQUEST_SEARCH:
+    cands_vec(c, &x->search);
+    return;
+  case REQUEST_MCP:
+  case REQUEST_KIND:
+    if (a->cls == REQUEST_MCP && a->gemini_name) {
+      cands_vec(c, &x->tool_all); // split at every `_` (names_match)
+      return;
+    }
+    if (a->name && n < sizeof(key)) {
+      fold_copy(key, a->name, n);
+      cands_key(c, x, 't', key, n);
+    } else if (a->name) {
+      cands_vec(c, &x->tool_all);
+    }
+    cands_vec(c, &x->tool_glob);
+    return;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Deciding (permission-rules §5.6, in this order)
 
 static bool step_deny(struct eval *e) {
@@ -620,7 +1123,7 @@ static bool step_deny(struct eval *e) {
   const struct policy *ps[2] = {e->p, e->mem};
   for (int i = 0; i < 2; i++) {
     const struct prule *pr =
-        first_hit(ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
+        first_hit(e, ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
     if (pr) {
       char what[160];
       describe(e, a, what, sizeof(what));
@@ -645,7 +1148,7 @@ static bool step_ask(struct eval *e) {
     for (int i = 0; i < 2; i++) {
       const struct request_atom *a;
       const struct prule *pr =
-          first_hit(ps[i], order[k].list, e->r, order[k].want, &a);
+          first_hit(e, ps[i], order[k].list, e->r, order[k].want, &a);
       if (!pr)
         continue;
       char what[160];
@@ -684,13 +1187,14 @@ static bool step_protected(struct eval *e) {
       break;
     for (size_t i = 0; i < e->r->natoms; i++) {
       const struct request_atom *a = &e->r->atoms[i];
-      if (a->cls != REQUEST_EDIT || tier_of(e->p, a) != tier)
+      if (a->cls != REQUEST_EDIT || tier_of(e->p, a, e->naive) != tier)
         continue;
       // Only protected because it holds a protected place (rm -rf ~): when
       // the circuit breaker asks anyway, its reason says more, and plan
       // mode still denies first.
-      if (a->where == REQUEST_KNOWN && !tier_of_pattern(e->p, a->lex) &&
-          !tier_of_pattern(e->p, a->res) && breaker_fires(e))
+      if (a->where == REQUEST_KNOWN &&
+          !tier_of_pattern(e->p, a->lex, e->naive) &&
+          !tier_of_pattern(e->p, a->res, e->naive) && breaker_fires(e))
         continue;
       char buf[PATH_LEN_MAX + 1];
       if (a->where != REQUEST_KNOWN)
@@ -700,7 +1204,8 @@ static bool step_protected(struct eval *e) {
       else
         result(e, POLICY_ASK, POLICY_BY_DEFAULT, NULL, "",
                "protected path %s%s%s", shown(e->p, a->lex, buf, sizeof(buf)),
-               tier_of_pattern(e->p, a->lex) || tier_of_pattern(e->p, a->res)
+               tier_of_pattern(e->p, a->lex, e->naive) ||
+                       tier_of_pattern(e->p, a->res, e->naive)
                    ? ""
                    : " (it holds protected files)",
                tier == 1 ? " (permission settings: always asked)"
@@ -720,7 +1225,10 @@ static bool step_switch_mode(struct eval *e) {
   if (!mode_change)
     return false;
   const struct policy *ps[2] = {e->p, e->mem};
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; !e->naive && i < 2; i++)
+    if (ps[i] && ps[i]->allow_switch_mode)
+      return false;
+  for (int i = 0; e->naive && i < 2; i++)
     for (size_t j = 0; ps[i] && j < ps[i]->nrules; j++) {
       const struct prule *pr = &ps[i]->rules[j];
       if (pr->list == POLICY_LIST_ALLOW && pr->r.cls == RULES_KIND &&
@@ -898,22 +1406,40 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
-// The first rule of list (in order) that gives want on some atom.
-static const struct prule *first_hit(const struct policy *p,
-                                     enum policy_list list,
-                                     const struct request *r,
-                                     enum shell_match want,
-                                     const struct request_atom **atom) {
-  for (size_t i = 0; p && i < p->nof_list[list]; i++) {
-    const struct prule *pr = &p->rules[p->of_list[list][i]];
-    for (size_t j = 0; j < r->natoms; j++) {
-      if (hit(pr, &r->atoms[j]) == want) {
-        *atom = &r->atoms[j];
-        return pr;
+// The first rule of list (in order) that gives want on some atom: for each
+// atom the first of its candidates (the index) that does, the lowest of
+// them over the atoms (for one rule, the first atom).
+static const struct prule *
+first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
+          const struct request *r, enum shell_match want,
+          const struct request_atom **atom) {
+  if (p && e->naive) {
+    for (size_t i = 0; i < p->nof_list[list]; i++) {
+      const struct prule *pr = &p->rules[p->of_list[list][i]];
+      for (size_t j = 0; j < r->natoms; j++) {
+        if (hit(pr, &r->atoms[j]) == want) {
+          *atom = &r->atoms[j];
+          return pr;
+        }
+      }
+    }
+    return NULL;
+  }
+  uint32_t best = UINT32_MAX;
+  for (size_t j = 0; p && j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
+    struct cands c;
+    gather(p, list, a, false, &c);
+    for (uint32_t k = cands_next(p, list, &c); k < best;
+         k = cands_next(p, list, &c)) {
+      if (hit(&p->rules[k], a) == want) {
+        best = k;
+        *atom = a;
+        break;
       }
     }
   }
-  return NULL;
+  return best == UINT32_MAX ? NULL : &p->rules[best];
 }
 
 // A deny or ask rule against an atom: the wide semantics (every atom,
@@ -1045,15 +1571,23 @@ static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
                                       const char *path, bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
-  for (int i = 0; i < 2; i++)
-    for (size_t j = 0; ps[i] && j < ps[i]->nof_list[POLICY_LIST_ALLOW]; j++) {
-      const struct prule *pr =
-          &ps[i]->rules[ps[i]->of_list[POLICY_LIST_ALLOW][j]];
+  for (int i = 0; i < 2; i++) {
+    if (!ps[i])
+      continue;
+    struct cands c;
+    if (e->naive)
+      c = (struct cands){.all = true};
+    else
+      gather(ps[i], POLICY_LIST_ALLOW, a, true, &c);
+    for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c); k != UINT32_MAX;
+         k = cands_next(ps[i], POLICY_LIST_ALLOW, &c)) {
+      const struct prule *pr = &ps[i]->rules[k];
       if (allows(pr, a, path)) {
         *memory = *memory || i == 1;
         return pr;
       }
     }
+  }
   return NULL;
 }
 
@@ -1124,11 +1658,13 @@ static bool names_match(const char *glob, const struct request_atom *a,
 // The protection tier of an Edit atom (0: none). An unknown path could be
 // anything (tier 1); a glob is probed with its wildcard segments replaced
 // by a plain name, since a shell glob never matches a leading dot.
-static int tier_of(const struct policy *p, const struct request_atom *a) {
+static int tier_of(const struct policy *p, const struct request_atom *a,
+                   bool naive) {
   if (a->where == REQUEST_UNKNOWN)
     return 1;
   if (a->where == REQUEST_KNOWN) {
-    int t1 = tier_of_path(p, a->lex), t2 = tier_of_path(p, a->res);
+    int t1 = tier_of_path(p, a->lex, naive),
+        t2 = tier_of_path(p, a->res, naive);
     return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
   }
   char probe[PATH_LEN_MAX + 1] = "";
@@ -1145,11 +1681,11 @@ static int tier_of(const struct policy *p, const struct request_atom *a) {
                             glob ? 1 : (int)len, glob ? "x" : s);
     s += len;
   }
-  return tier_of_path(p, n ? probe : "/");
+  return tier_of_path(p, n ? probe : "/", naive);
 }
 
-static int tier_of_path(const struct policy *p, const char *path) {
-  int best = tier_of_pattern(p, path);
+static int tier_of_path(const struct policy *p, const char *path, bool naive) {
+  int best = tier_of_pattern(p, path, naive);
   // A directory holding a protected place, up to the filesystem root.
   for (size_t i = 0; path && i < p->nlocs; i++)
     if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
@@ -1158,12 +1694,62 @@ static int tier_of_path(const struct policy *p, const char *path) {
 }
 
 // The tier of path from the protected patterns alone (not what it holds).
-static int tier_of_pattern(const struct policy *p, const char *path) {
+// The `<root>/**/<name>...` ones are matched as path_match would: the
+// path's first segments are the root's, then one segment is name (the last
+// one, unless dir), case folded.
+static int tier_of_pattern(const struct policy *p, const char *path,
+                           bool naive) {
+  enum { SEGS = 128 };
+  struct pseg {
+    const char *s;
+    size_t n;
+  } seg[SEGS];
+  size_t nseg = 0, k = 0;
+  bool fast = !naive && path && path[0] == '/' && p->root_segs >= 0;
+  for (const char *s = path; fast && *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len)
+      break;
+    if (nseg == SEGS)
+      fast = false; // deep: path_match for all
+    else
+      seg[nseg++] = (struct pseg){s, len};
+    s += len;
+  }
+  // Below the root: its segments, folded (path_match folds the pattern's
+  // literal root too).
+  bool under = fast && nseg >= (size_t)p->root_segs;
+  for (const char *r = p->root; under && r && *r && k < nseg;) {
+    while (*r == '/')
+      r++;
+    size_t len = strcspn(r, "/");
+    if (!len)
+      break;
+    under = seg[k].n == len && strncasecmp(seg[k].s, r, len) == 0;
+    k++;
+    r += len;
+  }
   int best = 0;
-  for (size_t i = 0; path && i < p->nprot; i++)
-    if ((!best || p->prot[i].tier < best) &&
-        path_match(p->prot[i].pat, path, true, true))
-      best = p->prot[i].tier;
+  for (size_t i = 0; path && i < p->nprot; i++) {
+    const struct protect *pr = &p->prot[i];
+    if (best && pr->tier >= best)
+      continue;
+    bool m = false;
+    if (fast && pr->name) {
+      size_t nl = strlen(pr->name);
+      for (size_t j = pr->dir ? k
+                      : nseg  ? nseg - 1
+                              : 0;
+           under && j < nseg && j >= k && !m; j++)
+        m = seg[j].n == nl && strncasecmp(seg[j].s, pr->name, nl) == 0;
+    } else {
+      m = path_match(pr->pat, path, true, true);
+    }
+    if (m)
+      best = pr->tier;
+  }
   return best;
 }
 

@@ -10,6 +10,7 @@
 #include "base/mem.h"
 #include "path.h"
 #include "rules.h"
+#include "shcache.h"
 #include "url.h"
 
 static const char *const known_kinds[] = {
@@ -176,10 +177,8 @@ void request_clear(struct request *r) {
     free(a->targets);
   }
   free(r->atoms);
-  if (r->analysed)
-    shell_result_free(&r->sh);
-  if (r->alt_analysed)
-    shell_result_free(&r->alt_sh);
+  shcache_release(r->sh);
+  shcache_release(r->alt_sh);
   free(r->alt_command);
   free(r->kind);
   free(r->tool);
@@ -337,7 +336,6 @@ static void from_command(struct ctx *c, const json_t *cmd) {
 static void from_script(struct ctx *c, char *script, const char *cwd) {
   struct request *r = c->r;
   bool alt = r->command != NULL;
-  struct shell_result *sh = alt ? &r->alt_sh : &r->sh;
   if (alt) {
     if (r->alt_command) { // only one second reading
       free(script);
@@ -354,8 +352,8 @@ static void from_script(struct ctx *c, char *script, const char *cwd) {
     free(gcwd);
     return;
   }
-  shell_analyse(script, c->home, sh);
-  *(alt ? &r->alt_analysed : &r->analysed) = true;
+  const struct shell_result *sh = shcache_analyse(script, c->home);
+  *(alt ? &r->alt_sh : &r->sh) = sh;
   if (sh->opaque)
     opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's

@@ -72,13 +72,12 @@ struct request {
   char *cwd;     // the session cwd (NULL when not absolute)
   bool opaque;   // not understood: never allowed without asking
   char reason[192];
-  struct shell_result sh; // the analysis of command
-  bool analysed;
+  // The analysis of command (shared with the cache, shcache.h), or NULL.
+  const struct shell_result *sh;
   // A second command the request shows (a title that is not
   // rawInput.command): judged too.
   char *alt_command;
-  struct shell_result alt_sh;
-  bool alt_analysed;
+  const struct shell_result *alt_sh;
   struct request_atom *atoms;
   size_t natoms;
 };

@@ -7,6 +7,8 @@
 // with a symlink or two, so that path resolution is exercised for real.
 
 #include "policy/policy.h"
+#include "policy/policy_ref.h"
+#include "policy/shcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -620,8 +622,12 @@ static void test_table(void) {
     snprintf(desc, sizeof(desc), "[%s] %s%s: %.120s", w->rules ? w->rules : "",
              policy_mode_name((enum policy_mode)w->mode),
              w->yolo ? "+yolo" : "", w->arg);
+    struct policy_result ref;
+    policy_decide_reference(p, NULL, r, &ref);
     bool good = (int)res.decision == w->want && (int)res.by == w->by &&
-                strstr(res.reason, w->reason);
+                strstr(res.reason, w->reason) && ref.decision == res.decision &&
+                ref.by == res.by && strcmp(ref.reason, res.reason) == 0 &&
+                strcmp(ref.rule, res.rule) == 0;
     if (!ok(good, "%s", desc))
       printf("#   got %s by %s: %s\n#   want %s by %s: %s\n",
              policy_decision_name(res.decision), policy_by_name(res.by),
@@ -630,6 +636,149 @@ static void test_table(void) {
     policy_request_free(r);
     policy_free(p);
   }
+}
+
+// The compiled policy looks rules up by what an atom shows (command name
+// and words, path prefix, host, tool name, kind): rules it looks up wrongly
+// would be missed. Each case hides its rules among many others of the same
+// shape and checks the decision, and that the reference engine (every rule
+// against every atom) agrees.
+static struct policy *compile_among(const char *rules, size_t filler) {
+  enum { MAX = 4200 };
+  struct policy_rule_text *t = calloc(MAX, sizeof(*t));
+  char **texts = calloc(MAX, sizeof(*texts));
+  char *copy = strdup(rules), *save = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < filler / 2 && n < MAX; i++) {
+    static const char *const shapes[][2] = {
+        {"Bash(npm run script-", ":*)"}, {"Bash(./scripts/tool-", ".sh *)"},
+        {"Edit(src/module-", "/**)"},    {"Read(//opt/data-", "/**)"},
+        {"WebFetch(domain:h", ".org)"},  {"mcp__srv", "__tool"},
+        {"Bash(git", " log *)"},         {"Bash(deploy-", ")"}};
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s%zu%s", shapes[i % 8][0], i,
+             shapes[i % 8][1]);
+    texts[n] = strdup(buf);
+    t[n] = (struct policy_rule_text){texts[n], (enum policy_list)(i % 3), "f"};
+    n++;
+  }
+  for (char *s = strtok_r(copy, "|", &save); s && n < MAX;
+       s = strtok_r(NULL, "|", &save)) {
+    enum policy_list l = strncmp(s, "deny:", 5) == 0  ? POLICY_LIST_DENY
+                         : strncmp(s, "ask:", 4) == 0 ? POLICY_LIST_ASK
+                                                      : POLICY_LIST_ALLOW;
+    texts[n] = strdup(strchr(s, ':') + 1);
+    t[n] = (struct policy_rule_text){texts[n], l, "x"};
+    n++;
+  }
+  for (size_t i = filler / 2; i < filler && n < MAX; i++) {
+    char buf[128];
+    snprintf(buf, sizeof(buf), "Bash(npm run other-%zu *)", i);
+    texts[n] = strdup(buf);
+    t[n] = (struct policy_rule_text){texts[n], POLICY_LIST_ALLOW, "f"};
+    n++;
+  }
+  struct policy_input in = {
+      .rules = t, .nrules = n, .root = root, .home = home};
+  struct policy *p = policy_new(&in, NULL, NULL);
+  for (size_t i = 0; i < n; i++)
+    free(texts[i]);
+  free(texts);
+  free(t);
+  free(copy);
+  return p;
+}
+
+static void test_index(void) {
+  static const struct {
+    const char *rules;
+    enum shape shape;
+    const char *arg;
+    int want;
+    const char *reason;
+  } rows[] = {
+      // The basename of a path-qualified command, for deny and ask.
+      {"deny:Bash(git *)", CB, "/usr/bin/git status", DENY,
+       "denied by Bash(git *)"},
+      {"ask:Bash(git push *)", CB, "/usr/bin/git push", ASK,
+       "ask rule Bash(git push *)"},
+      // The command name case-folded for deny and ask, not for allow.
+      {"deny:Bash(GIT push *)", CB, "git push origin", DENY,
+       "denied by Bash(GIT push *)"},
+      {"allow:Bash(GIT status)", CB, "git status", ASK, "no rule matched"},
+      // Rules of several words among hundreds of the same first word.
+      {"allow:Bash(npm run build)", CB, "npm run build", ALLOW,
+       "allowed by Bash(npm run build)"},
+      {"allow:Bash(npm run build *)", CB, "npm run build", ALLOW,
+       "allowed by Bash(npm run build *)"},
+      // The words are the text: a quoted word with a space in it.
+      {"allow:Bash(npm run build)", CB, "npm 'run build'", ALLOW,
+       "allowed by Bash(npm run build)"},
+      // A dynamic word: the rules of its first word.
+      {"deny:Bash(rm -rf *)", CB, "rm -rf $TARGET", DENY,
+       "denied by Bash(rm -rf *)"},
+      {"deny:Bash(docker run debian)", CB, "docker run $IMAGE", ASK,
+       "might match deny rule Bash(docker run debian)"},
+      {"deny:Bash(echo *)", CB, "echo $(whoami) > /tmp/x", DENY,
+       "denied by Bash(echo *)"},
+      // Rules without a literal word are met by every command.
+      {"deny:Bash(*run*)", CB, "npm run script-4", DENY,
+       "denied by Bash(*run*)"},
+      {"deny:Bash", CB, "ls", DENY, "denied by Bash"},
+      // Paths: by their literal leading segments, case folded for deny.
+      {"deny:Edit(//etc/**)", CE, "/ETC/hosts", DENY,
+       "denied by Edit(//etc/**)"},
+      {"allow:Read(//opt/data-7/**)", CR, "/opt/data-7/a/b", ALLOW,
+       "allowed by Read(//opt/data-7/**)"},
+      {"deny:Read(//**/secret.env)", CR, "/opt/x/secret.env", DENY,
+       "denied by Read(//**/secret.env)"},
+      {"deny:Read", CR, "/opt/x", DENY, "denied by Read"},
+      // Hosts, tool names, kinds.
+      {"deny:WebFetch(domain:evil.com)", WF, "https://evil.com/x", DENY,
+       "denied by WebFetch(domain:evil.com)"},
+      {"deny:WebFetch(domain:*.evil.com)", WF, "https://a.b.evil.com/x", DENY,
+       "denied by WebFetch(domain:*.evil.com)"},
+      {"allow:mcp__github__get_issue", MC, "mcp__github__get_issue", ALLOW,
+       "allowed by mcp__github__get_issue"},
+      {"deny:mcp__GitHub", MC, "mcp__github__get_issue", DENY,
+       "denied by mcp__GitHub"},
+      {"deny:Kind(execute)", CB, "ls", DENY, "denied by Kind(execute)"},
+      {"deny:Bas*", CB, "ls", DENY, "denied by Bas*"},
+      {"allow:Kind(switch_mode)", SM, "", ALLOW,
+       "allowed by Kind(switch_mode)"},
+  };
+  size_t fillers[] = {0, 10, 1000, 8000};
+  for (size_t f = 0; f < sizeof(fillers) / sizeof(*fillers); f++) {
+    for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+      struct policy *p = compile_among(rows[i].rules, fillers[f]);
+      struct policy_request *r = request(rows[i].shape, rows[i].arg);
+      struct policy_result res, ref;
+      policy_decide(p, NULL, r, &res);
+      policy_decide_reference(p, NULL, r, &ref);
+      bool good = (int)res.decision == rows[i].want &&
+                  strstr(res.reason, rows[i].reason) &&
+                  ref.decision == res.decision && ref.by == res.by &&
+                  strcmp(ref.reason, res.reason) == 0 &&
+                  strcmp(ref.rule, res.rule) == 0;
+      if (!ok(good, "index, %zu other rules: [%s] %s", fillers[f],
+              rows[i].rules, rows[i].arg))
+        printf("#   got %s: %s\n#   reference %s: %s\n#   want %s: %s\n",
+               policy_decision_name(res.decision), res.reason,
+               policy_decision_name(ref.decision), ref.reason,
+               policy_decision_name(rows[i].want), rows[i].reason);
+      policy_request_free(r);
+      policy_free(p);
+    }
+  }
+  // The first rule in order wins, whichever list of the index found it.
+  struct policy *p =
+      compile_among("deny:Bash(*)|deny:Bash(git *)|deny:Kind(execute)", 100);
+  struct policy_request *r = request(CB, "git status");
+  struct policy_result res;
+  policy_decide(p, NULL, r, &res);
+  is_str(res.rule, "Bash(*)", "index: the first matching rule in order");
+  policy_request_free(r);
+  policy_free(p);
 }
 
 static void test_result_fields(void) {
@@ -1072,6 +1221,7 @@ static void remove_tree(void) {
 int main(void) {
   make_tree();
   test_table();
+  test_index();
   test_result_fields();
   test_protect_input();
   test_memory();
@@ -1083,5 +1233,6 @@ int main(void) {
   test_warnings();
   test_names();
   remove_tree();
+  shcache_clear();
   return done_testing();
 }

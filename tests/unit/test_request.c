@@ -9,6 +9,7 @@
 // /p and home /h; neither exists, so paths resolve to themselves.
 
 #include "policy/request.h"
+#include "policy/shcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,8 +181,80 @@ static void test_nul(void) {
   json_decref(params);
 }
 
+// The shell analysis cache: the same script and home give the same (shared)
+// result, home is a part of the key, the result equals a fresh analysis,
+// and the cache stays within its bounds.
+static void words_of(const struct shell_result *r, char *buf, size_t n) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < r->natoms && o < n; i++)
+    for (size_t w = 0; w < r->atoms[i].nwords && o < n; w++)
+      o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? "_" : "",
+                            r->atoms[i].words[w].text);
+}
+
+static void test_shcache(void) {
+  shcache_clear();
+  struct shcache_stats st0, st;
+  shcache_stats(&st0);
+  const struct shell_result *a = shcache_analyse("ls ~/x && cat $HOME/y", "/h");
+  const struct shell_result *b = shcache_analyse("ls ~/x && cat $HOME/y", "/h");
+  shcache_stats(&st);
+  ok(a == b && st.hits == st0.hits + 1 && st.misses == st0.misses + 1,
+     "the same script and home: one analysis, shared");
+  const struct shell_result *c = shcache_analyse("ls ~/x && cat $HOME/y", "/g");
+  char wa[256], wc[256], wf[256];
+  words_of(a, wa, sizeof(wa));
+  words_of(c, wc, sizeof(wc));
+  ok(a != c && strcmp(wa, "ls_/h/x_cat_/h/y") == 0 &&
+         strcmp(wc, "ls_/g/x_cat_/g/y") == 0,
+     "home is a part of the key (%s, %s)", wa, wc);
+  const struct shell_result *n = shcache_analyse("ls ~/x && cat $HOME/y", NULL);
+  ok(n != a && n != c, "no home is another key");
+  struct shell_result fresh;
+  shell_analyse("ls ~/x && cat $HOME/y", "/h", &fresh);
+  words_of(&fresh, wf, sizeof(wf));
+  ok(strcmp(wa, wf) == 0 && fresh.natoms == a->natoms &&
+         fresh.opaque == a->opaque,
+     "a cached result is a fresh analysis");
+  shell_result_free(&fresh);
+  // Evicted while referenced: valid until released (ASan checks).
+  for (int i = 0; i < SHCACHE_ENTRIES + 50; i++) {
+    char s[64];
+    snprintf(s, sizeof(s), "echo %d", i);
+    shcache_release(shcache_analyse(s, "/h"));
+  }
+  shcache_stats(&st);
+  ok(st.entries <= SHCACHE_ENTRIES, "at most %d entries (%zu)", SHCACHE_ENTRIES,
+     st.entries);
+  words_of(a, wa, sizeof(wa));
+  is_str(wa, "ls_/h/x_cat_/h/y", "an evicted result still referenced");
+  size_t big = SHCACHE_SCRIPT_MAX + 10;
+  char *s = malloc(big + 1);
+  memset(s, 'a', big);
+  s[0] = 'l';
+  s[1] = 's';
+  s[2] = ' ';
+  s[big] = '\0';
+  size_t before = st.entries;
+  const struct shell_result *l = shcache_analyse(s, "/h");
+  shcache_stats(&st);
+  ok(l && st.entries <= before && l->natoms == 1, "a long script is not kept");
+  shcache_release(l);
+  free(s);
+  shcache_release(a);
+  shcache_release(b);
+  shcache_release(c);
+  shcache_release(n);
+  shcache_clear();
+  shcache_stats(&st);
+  is_size(st.entries, 0, "cleared");
+}
+
 int main(void) {
   test_atoms();
   test_nul();
+  test_shcache();
+  shcache_clear();
   return done_testing();
 }

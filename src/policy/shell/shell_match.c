@@ -16,6 +16,7 @@
 
 enum {
   WORK_LIMIT = 1 << 24, // pattern bytes times text bytes
+  SMALL = 512,          // texts and patterns shorter than this: no malloc
 };
 
 enum {
@@ -84,7 +85,10 @@ static void one_row(const struct glob *g, size_t pi, const unsigned char *next,
 static enum shell_match run(const struct glob *g) {
   if (g->pn + 1 > WORK_LIMIT / (g->tn + 1))
     return SHELL_MAYBE; // too much work: unknown
-  unsigned char *next = xmalloc(g->tn + 1), *row = xmalloc(g->tn + 1);
+  unsigned char next_s[SMALL], row_s[SMALL];
+  bool small = g->tn < SMALL;
+  unsigned char *next = small ? next_s : xmalloc(g->tn + 1);
+  unsigned char *row = small ? row_s : xmalloc(g->tn + 1);
   last_row(g, next);
   for (size_t pi = g->pn; pi-- > 0;) {
     one_row(g, pi, next, row);
@@ -93,19 +97,24 @@ static enum shell_match run(const struct glob *g) {
     row = tmp;
   }
   unsigned char r = next[0];
-  free(next);
-  free(row);
+  if (!small) {
+    free(next);
+    free(row);
+  }
   return r == R_YES ? SHELL_YES : r == R_MAYBE ? SHELL_MAYBE : SHELL_NO;
 }
 
-// The canonical string, with name in place of the first word.
+// The canonical string, with name in place of the first word: into t_s
+// and m_s (SMALL bytes) when it fits, else into new buffers.
 static void build_text(const struct shell_atom *a, const char *name, bool fold,
-                       char **text, unsigned char **mask, size_t *len) {
+                       char *t_s, unsigned char *m_s, char **text,
+                       unsigned char **mask, size_t *len) {
   size_t n = strlen(name);
   for (size_t i = 1; i < a->nwords; i++)
     n += 1 + strlen(a->words[i].text);
-  char *t = xmalloc(n + 1);
-  unsigned char *m = xcalloc(n + 1, 1);
+  char *t = n < SMALL ? t_s : xmalloc(n + 1);
+  unsigned char *m = n < SMALL ? m_s : xmalloc(n + 1);
+  memset(m, 0, n + 1);
   size_t k = 0;
   for (size_t i = 0; i < a->nwords; i++) {
     const char *w = i == 0 ? name : a->words[i].text;
@@ -130,14 +139,16 @@ static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
                                    const struct shell_atom *a, const char *name,
                                    bool fold) {
   struct glob g = {.p = pattern, .pn = pn, .trail = trail};
-  char *text;
-  unsigned char *mask;
-  build_text(a, name, fold, &text, &mask, &g.tn);
+  char *text, t_s[SMALL];
+  unsigned char *mask, m_s[SMALL];
+  build_text(a, name, fold, t_s, m_s, &text, &mask, &g.tn);
   g.t = text;
   g.mask = mask;
   enum shell_match r = run(&g);
-  free(text);
-  free(mask);
+  if (text != t_s) {
+    free(text);
+    free(mask);
+  }
   return r;
 }
 
@@ -155,7 +166,9 @@ enum shell_match shell_pattern_match(const char *pattern,
                     atom->never_allow || cmd->dynamic))
     return SHELL_NO;
   size_t pn = strlen(pattern);
-  char *p = xstrdup(pattern);
+  char p_s[SMALL];
+  char *p = pn < SMALL ? p_s : xmalloc(pn + 1);
+  memcpy(p, pattern, pn + 1);
   bool trail =
       pn >= 2 && p[pn - 1] == '*' && (p[pn - 2] == ' ' || p[pn - 2] == ':');
   if (trail)
@@ -166,7 +179,8 @@ enum shell_match shell_pattern_match(const char *pattern,
     enum shell_match b = match_name(p, pn, trail, atom, base + 1, true);
     r = rank(b) > rank(r) ? b : r;
   }
-  free(p);
+  if (p != p_s)
+    free(p);
   if (for_allow && r != SHELL_YES)
     return SHELL_NO;
   return r;

@@ -1,0 +1,53 @@
+#pragma once
+// A table of rule positions by key, for the compiled policy (policy.c): a
+// key (a tag byte and a string: a command name, a path prefix, a host, a
+// tool name, a kind) names the rules that can only match requests showing
+// that key. Positions are added in ascending order and come back so.
+//
+// Open addressing, FNV-1a; memory is linear in the number of positions
+// added. Pure: no I/O, no globals.
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Rule positions, ascending.
+struct ruleidx_list {
+  const uint32_t *v;
+  size_t n;
+};
+
+// A growing list of positions.
+struct ruleidx_vec {
+  uint32_t *v;
+  size_t n, cap;
+};
+
+struct ruleidx;
+
+// A new empty table.
+struct ruleidx *ruleidx_new(void);
+// Frees it (NULL is fine).
+void ruleidx_free(struct ruleidx *t);
+// Appends pos to the list of (tag, key[0..n)); pos must not be lower than
+// what was added for that key before.
+void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
+                 uint32_t pos);
+// The list of (tag, key[0..n)), empty when there is none.
+struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
+                                const char *key, size_t n);
+// The hash of (tag, key) built a piece at a time, for keys that extend
+// each other (the prefixes of a path): start with the tag, add each piece,
+// then look up with the whole key.
+uint64_t ruleidx_hash_start(char tag);
+uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n);
+struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
+                                       char tag, const char *key, size_t n);
+// How many keys the table holds.
+size_t ruleidx_keys(const struct ruleidx *t);
+
+// Appends pos to v.
+void ruleidx_vec_push(struct ruleidx_vec *v, uint32_t pos);
+// Frees v's storage.
+void ruleidx_vec_free(struct ruleidx_vec *v);
+// v as a list.
+struct ruleidx_list ruleidx_vec_list(const struct ruleidx_vec *v);

@@ -1,0 +1,142 @@
+#include "shcache.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+#define BUCKETS 512 // a power of two, twice SHCACHE_ENTRIES
+
+struct entry {
+  struct shell_result res; // first: a result pointer is its entry
+  char *script, *home;
+  size_t len;
+  uint64_t hash;
+  int refs;    // the cache's own reference counts while cached
+  bool cached; // in the table and the LRU list
+  struct entry *next_hash;
+  struct entry *prev, *next; // LRU: head is the most recently used
+};
+
+static struct {
+  struct entry *table[BUCKETS];
+  struct entry *head, *tail;
+  size_t n, bytes, hits, misses;
+  bool off;
+} cache;
+
+static uint64_t hash_of(const char *script, size_t len, const char *home) {
+  uint64_t h = 14695981039346656037u;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)script[i]) * 1099511628211u;
+  h = (h ^ 0xff) * 1099511628211u; // home is never a part of the script
+  for (const char *c = home ? home : ""; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211u;
+  return h;
+}
+
+static void entry_free(struct entry *e) {
+  shell_result_free(&e->res);
+  free(e->script);
+  free(e->home);
+  free(e);
+}
+
+static void unref(struct entry *e) {
+  if (--e->refs == 0)
+    entry_free(e);
+}
+
+static void lru_unlink(struct entry *e) {
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    cache.head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    cache.tail = e->prev;
+  e->prev = e->next = NULL;
+}
+
+static void lru_push(struct entry *e) {
+  e->next = cache.head;
+  if (cache.head)
+    cache.head->prev = e;
+  cache.head = e;
+  if (!cache.tail)
+    cache.tail = e;
+}
+
+static void evict(struct entry *e) {
+  struct entry **pp = &cache.table[e->hash & (BUCKETS - 1)];
+  while (*pp != e)
+    pp = &(*pp)->next_hash;
+  *pp = e->next_hash;
+  lru_unlink(e);
+  e->cached = false;
+  cache.n--;
+  cache.bytes -= e->len;
+  unref(e);
+}
+
+const struct shell_result *shcache_analyse(const char *script,
+                                           const char *home) {
+  size_t len = strlen(script);
+  uint64_t h = hash_of(script, len, home);
+  bool keep = !cache.off && len <= SHCACHE_SCRIPT_MAX;
+  for (struct entry *e = keep ? cache.table[h & (BUCKETS - 1)] : NULL; e;
+       e = e->next_hash) {
+    if (e->hash == h && e->len == len && memcmp(e->script, script, len) == 0 &&
+        strcmp(e->home ? e->home : "", home ? home : "") == 0 &&
+        (e->home != NULL) == (home != NULL)) {
+      cache.hits++;
+      lru_unlink(e);
+      lru_push(e);
+      e->refs++;
+      return &e->res;
+    }
+  }
+  cache.misses++;
+  struct entry *e = xcalloc(1, sizeof(*e));
+  shell_analyse(script, home, &e->res);
+  e->refs = 1;
+  if (!keep)
+    return &e->res;
+  e->script = xstrndup(script, len);
+  e->home = home ? xstrdup(home) : NULL;
+  e->len = len;
+  e->hash = h;
+  while (cache.tail &&
+         (cache.n >= SHCACHE_ENTRIES || cache.bytes + len > SHCACHE_BYTES))
+    evict(cache.tail);
+  struct entry **slot = &cache.table[h & (BUCKETS - 1)];
+  e->next_hash = *slot;
+  *slot = e;
+  lru_push(e);
+  e->cached = true;
+  e->refs++;
+  cache.n++;
+  cache.bytes += len;
+  return &e->res;
+}
+
+void shcache_release(const struct shell_result *r) {
+  if (r)
+    unref((struct entry *)(uintptr_t)r);
+}
+
+void shcache_clear(void) {
+  while (cache.tail)
+    evict(cache.tail);
+}
+
+void shcache_enable(int on) {
+  cache.off = !on;
+}
+
+void shcache_stats(struct shcache_stats *out) {
+  *out = (struct shcache_stats){cache.hits, cache.misses, cache.n, cache.bytes};
+}

@@ -1,0 +1,34 @@
+#pragma once
+// The shell analysis of a command line, remembered by its text (agents send
+// the same commands again and again): a bounded LRU in front of
+// shell_analyse. The analysis depends on the script and home only (it
+// expands ~ and $HOME; the cwd is applied by the caller, request.c), so
+// both are the key and a cached result is the one shell_analyse would
+// give. Results are shared and read-only; each reference is released.
+//
+// Not pure: one cache per process (the broker's loop is single-threaded).
+
+#include <stddef.h>
+
+#include "policy/shell/shell.h"
+
+#define SHCACHE_ENTRIES 256          // results remembered at most
+#define SHCACHE_BYTES (1u << 20)     // their scripts' bytes at most
+#define SHCACHE_SCRIPT_MAX (8 << 10) // longer scripts are not remembered
+
+// The analysis of script with home (may be NULL): a reference to release
+// with shcache_release. Never NULL.
+const struct shell_result *shcache_analyse(const char *script,
+                                           const char *home);
+// Releases a reference (NULL is fine).
+void shcache_release(const struct shell_result *r);
+// Forgets every result (those still referenced live until released).
+void shcache_clear(void);
+// Turns the cache off (0: every call analyses afresh, what is remembered
+// stays for later) or on again (the default). For tests.
+void shcache_enable(int on);
+
+struct shcache_stats {
+  size_t hits, misses, entries, bytes;
+};
+void shcache_stats(struct shcache_stats *out);
