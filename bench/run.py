@@ -902,7 +902,8 @@ def main():
     ap.add_argument("--nvim", default=os.environ.get("NVIM_BIN", "nvim"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
-    ap.add_argument("--only", default="auto,policy,ask,stream,footprint")
+    ap.add_argument("--only", default="auto,policy,ask,stream,footprint",
+                    help="parts to run; 'startup': only the plugin startup of footprint")
     ap.add_argument("--nvim-012",
                     help="a second Neovim (default BUILD/nvim-0.12/usr/bin/nvim): where "
                          "it exists, the Neovim figures (auto, ask, stream, plugin "
@@ -941,7 +942,9 @@ def main():
     failed = []
     runs = [(name, fn) for name, fn in (
         ("auto", part_auto), ("policy", part_policy), ("ask", part_ask),
-        ("stream", part_stream), ("footprint", part_footprint)) if name in parts]
+        ("stream", part_stream), ("footprint", part_footprint),
+        ("startup", part_startup)) if name in parts and not (
+            name == "startup" and "footprint" in parts)]
     # The figures that involve Neovim again on 0.12, where it is present.
     nvim012 = cfg.nvim_012 if os.access(cfg.nvim_012, os.X_OK) else None
     if nvim012 and os.path.realpath(nvim012) != os.path.realpath(
