@@ -185,6 +185,10 @@ static void same_outcome(const json_t *id, const char *option_id,
 static void test_outcome(void) {
   static const char *const ids[] = {
       "{\"id\":0}",
+      "{\"id\":7}",
+      "{\"id\":-1}",
+      "{\"id\":10}",
+      "{\"id\":1234567890123}",
       "{\"id\":-9223372036854775808}",
       "{\"id\":9223372036854775807}",
       "{\"id\":\"0\"}",
