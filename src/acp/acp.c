@@ -1079,6 +1079,15 @@ void acp_conn_respond(struct acp_conn *c, const json_t *id, json_t *result) {
   send_line(c, line, len);
 }
 
+void acp_conn_respond_outcome(struct acp_conn *c, const json_t *id,
+                              const char *option_id) {
+  if (!c->stdin_open)
+    return;
+  size_t len;
+  char *line = jsonrpc_outcome(id, option_id, &len);
+  send_line(c, line, len);
+}
+
 void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why) {
   if (!c->alive)
     return;

@@ -82,6 +82,11 @@ int acp_conn_prompt_blocks(struct acp_conn *c, const char *text,
 void acp_conn_cancel(struct acp_conn *c);
 // Answers a request the agent made; result is stolen.
 void acp_conn_respond(struct acp_conn *c, const json_t *id, json_t *result);
+// Answers a session/request_permission: {"outcome":{"outcome":"selected",
+// "optionId":option_id}}, or "cancelled" when option_id is NULL; written
+// with a fixed format (jsonrpc_outcome), no tree.
+void acp_conn_respond_outcome(struct acp_conn *c, const json_t *id,
+                              const char *option_id);
 // Ends the agent: the host's `gone` runs first (pending requests are then
 // answered), then stdin is closed, SIGTERM, and SIGKILL after grace_ms.
 void acp_conn_stop(struct acp_conn *c, uint64_t grace_ms, const char *why);

@@ -120,6 +120,101 @@ char *jsonrpc_result(const json_t *id, json_t *result, size_t *len) {
   return out;
 }
 
+// Appends s as a JSON string, escaped as jansson's compact dump escapes it
+// (s is UTF-8: it came from a parsed message). Room for the worst case (6
+// bytes per byte) is made first.
+static void str_append(const char *s, char **out, size_t *n, size_t *cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t k = strlen(s);
+  if (*cap - *n < 6 * k + 3) {
+    while (*cap - *n < 6 * k + 3)
+      *cap *= 2;
+    *out = xrealloc(*out, *cap);
+  }
+  char *o = *out + *n;
+  *o++ = '"';
+  for (size_t i = 0; i < k; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      *o++ = (char)c;
+      continue;
+    }
+    *o++ = '\\';
+    switch (c) {
+    case '"':
+    case '\\':
+      *o++ = (char)c;
+      break;
+    case '\b':
+      *o++ = 'b';
+      break;
+    case '\f':
+      *o++ = 'f';
+      break;
+    case '\n':
+      *o++ = 'n';
+      break;
+    case '\r':
+      *o++ = 'r';
+      break;
+    case '\t':
+      *o++ = 't';
+      break;
+    default:
+      memcpy(o, "u00", 3);
+      o[3] = hex[c >> 4];
+      o[4] = hex[c & 15];
+      o += 5;
+    }
+  }
+  *o++ = '"';
+  *n = (size_t)(o - *out);
+}
+
+char *jsonrpc_outcome(const json_t *id, const char *option_id, size_t *len) {
+  size_t cap = 256, n = 0;
+  char *out = xmalloc(cap);
+  text_append("{\"jsonrpc\":\"2.0\",\"id\":", &out, &n, &cap);
+  bool ok = true;
+  if (json_is_integer(id)) {
+    // The digits by hand: snprintf would cost half of the whole answer.
+    json_int_t v = json_integer_value(id);
+    unsigned long long u =
+        v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char num[24], *d = num + sizeof(num) - 1;
+    *d = '\0';
+    do
+      *--d = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+      *--d = '-';
+    text_append(d, &out, &n, &cap);
+  } else if (json_is_string(id) &&
+             !memchr(json_string_value(id), 0, json_string_length(id))) {
+    str_append(json_string_value(id), &out, &n, &cap);
+  } else {
+    ok = dump_append(id, &out, &n, &cap);
+  }
+  if (option_id) {
+    text_append(",\"result\":{\"outcome\":{\"outcome\":\"selected\","
+                "\"optionId\":",
+                &out, &n, &cap);
+    str_append(option_id, &out, &n, &cap);
+    text_append("}}}\n", &out, &n, &cap);
+  } else {
+    text_append(",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n",
+                &out, &n, &cap);
+  }
+  if (!ok) {
+    free(out);
+    *len = 0;
+    return NULL;
+  }
+  out[n] = '\0';
+  *len = n;
+  return out;
+}
+
 char *jsonrpc_error(const json_t *id, int code, const char *message,
                     size_t *len) {
   // An error reply must always go out: text that is not UTF-8 (say, copied

@@ -57,6 +57,12 @@ char *jsonrpc_request(int64_t id, const char *method, json_t *params,
 char *jsonrpc_notification(const char *method, json_t *params, size_t *len);
 // {"jsonrpc":"2.0","id":id (borrowed; NULL → null),"result":result (stolen)}
 char *jsonrpc_result(const json_t *id, json_t *result, size_t *len);
+// The answer to session/request_permission, written with a fixed format
+// (the hot path of auto-decided requests: no tree, no dump): the same text
+// as jsonrpc_result(id, {"outcome":{"outcome":"selected","optionId":
+// option_id}}) or, option_id NULL, {"outcome":{"outcome":"cancelled"}}.
+// option_id must be UTF-8 without NUL (it comes from the agent's options).
+char *jsonrpc_outcome(const json_t *id, const char *option_id, size_t *len);
 // {"jsonrpc":"2.0","id":id (borrowed; NULL → null),"error":{"code","message"}}
 char *jsonrpc_error(const json_t *id, int code, const char *message,
                     size_t *len);

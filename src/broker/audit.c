@@ -88,7 +88,20 @@ static void iso8601(char *buf, size_t len) {
     strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
     last_sec = ts.tv_sec;
   }
-  snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+  // The milliseconds by hand: snprintf was a tenth of the audit's cost.
+  size_t k = strlen(base);
+  long ms = ts.tv_nsec / 1000000;
+  if (len < k + 6) {
+    buf[0] = '\0';
+    return;
+  }
+  memcpy(buf, base, k);
+  buf[k] = '.';
+  buf[k + 1] = (char)('0' + ms / 100);
+  buf[k + 2] = (char)('0' + ms / 10 % 10);
+  buf[k + 3] = (char)('0' + ms % 10);
+  buf[k + 4] = 'Z';
+  buf[k + 5] = '\0';
 }
 
 // A line being built (bounded: a longer line is cut and marked invalid).
@@ -116,12 +129,16 @@ static void puts_(struct line *l, const char *s) {
 static void put_str(struct line *l, const char *s) {
   static const char hex[] = "0123456789abcdef";
   size_t n = strlen(s);
-  bool utf8 = utf8_valid(s, n);
+  // Whether s is UTF-8 is only asked at its first byte above ASCII (most
+  // strings have none): 0 not asked yet, 1 valid, -1 not.
+  int utf8 = 0;
   put(l, "\"", 1);
   size_t run = 0; // bytes copied as they are, not yet put
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (c >= 0x20 && c != '"' && c != '\\' && (c < 0x80 || utf8)) {
+    if (c >= 0x80 && utf8 == 0)
+      utf8 = utf8_valid(s, n) ? 1 : -1;
+    if (c >= 0x20 && c != '"' && c != '\\' && (c < 0x80 || utf8 > 0)) {
       run++;
       continue;
     }
@@ -183,9 +200,22 @@ static bool format_line(struct line *l, const char *ts,
   put_field(l, "source", e->source);
   put_field(l, "outcome", e->outcome);
   put_field(l, "optionId", e->option_id);
-  char num[48];
-  snprintf(num, sizeof(num), ",\"wait_ms\":%lld}", e->wait_ms);
-  puts_(l, num);
+  // The number by hand (snprintf costs more than the rest of the line).
+  char num[48] = ",\"wait_ms\":";
+  size_t k = strlen(num);
+  unsigned long long w = e->wait_ms < 0 ? 0ULL - (unsigned long long)e->wait_ms
+                                        : (unsigned long long)e->wait_ms;
+  char digits[24];
+  size_t nd = 0;
+  do
+    digits[nd++] = (char)('0' + w % 10);
+  while ((w /= 10) && nd < sizeof(digits));
+  if (e->wait_ms < 0)
+    num[k++] = '-';
+  while (nd)
+    num[k++] = digits[--nd];
+  num[k++] = '}';
+  put(l, num, k);
   return !l->overflow;
 }
 

@@ -302,11 +302,7 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   // A prompt the broker made for an fs/* or terminal/* call the agent did
   // not ask about: the answer completes or refuses that call.
   if (!client_answered(b->client, c, token, allow, by)) {
-    json_t *outcome =
-        option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
-                              "optionId", option_id)
-                  : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
-    acp_conn_respond(c, e.agent_id, outcome);
+    acp_conn_respond_outcome(c, e.agent_id, option_id);
     if (allow)
       client_approved(b->client, c, e.info, strcmp(by, "person") == 0);
   }
@@ -383,11 +379,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // Read before the agent has its answer: a fast command could change
   // them before Lua hears of the call.
   json_t *snaps = edit ? broker_snapshots(b, v->info) : NULL;
-  json_t *outcome =
-      v->option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome",
-                               "selected", "optionId", v->option_id)
-                   : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
-  acp_conn_respond(c, id, outcome);
+  acp_conn_respond_outcome(c, id, v->option_id);
   if (v->decision == POLICY_ALLOW)
     client_approved(b->client, c, v->info, false);
   const char *decision = str(v->info, "decision");
@@ -430,8 +422,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   }
   uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
-    acp_conn_respond(c, id,
-                     json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled"));
+    acp_conn_respond_outcome(c, id, NULL);
     audit(b, v.info, "ask", "error", NULL, 0);
     json_decref(v.info);
     broker_emit_error(b, acp_conn_name(c),

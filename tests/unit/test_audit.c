@@ -119,6 +119,57 @@ int main(void) {
          !strcmp(s(l, "decision") ? s(l, "decision") : "", "allow"),
      "the huge command's line keeps the decision, not the command");
   json_decref(all);
+
+  // The exact text of a line after its timestamp: escapes, UTF-8 kept,
+  // every byte of a string that is not UTF-8 as \u00XX, negative and large
+  // wait_ms.
+  unlink(path);
+  json_t *p2 = json_pack("[s,s]", "/p/\xc3\xa9", "/p/a\"b");
+  struct audit_entry exact = {.root = "/p/\xc3\xa9\xe2\x82\xac",
+                              .agent = "a\"b\\c\n\x01\x1f\x7f",
+                              .session = "\xc3\xa9\xff",
+                              .tool_call_id = "",
+                              .paths = p2,
+                              .decision = "allow",
+                              .by = "rule",
+                              .outcome = "selected",
+                              .option_id = "ok",
+                              .wait_ms = -42};
+  struct audit_entry big_wait = exact;
+  big_wait.wait_ms = 9223372036854775807LL;
+  struct audit_entry zero = exact;
+  zero.wait_ms = 0;
+  ok(audit_write(path, &exact) == 0 && audit_write(path, &big_wait) == 0 &&
+         audit_write(path, &zero) == 0,
+     "three exact lines");
+  audit_close();
+  static const char *const want[] = {
+      ",\"root\":\"/p/\xc3\xa9\xe2\x82\xac\",\"agent\":\"a\\\"b\\\\c\\n\\u0001"
+      "\\u001f\x7f\",\"sessionId\":\"\\u00c3\\u00a9\\u00ff\",\"toolCallId\":"
+      "\"\","
+      "\"kind\":null,\"title\":null,\"command\":null,\"paths\":[\"/p/"
+      "\xc3\xa9\","
+      "\"/p/a\\\"b\"],\"decision\":\"allow\",\"by\":\"rule\",\"rule\":null,"
+      "\"source\":null,\"outcome\":\"selected\",\"optionId\":\"ok\","
+      "\"wait_ms\":",
+  };
+  static const char *const waits[] = {"-42}", "9223372036854775807}", "0}"};
+  FILE *f = fopen(path, "r");
+  char buf[4096];
+  for (int i = 0; i < 3; i++) {
+    bool got = f && fgets(buf, sizeof(buf), f);
+    // {"ts":"2026-01-02T03:04:05.678Z" is 32 bytes
+    bool ts = got && !strncmp(buf, "{\"ts\":\"", 7) && buf[31] == '"' &&
+              buf[30] == 'Z' && buf[26] == '.';
+    size_t wl = strlen(want[0]);
+    ok(ts && !strncmp(buf + 32, want[0], wl) &&
+           !strncmp(buf + 32 + wl, waits[i], strlen(waits[i])) &&
+           buf[32 + wl + strlen(waits[i])] == '\n',
+       "line %d is exactly as expected: %s", i, got ? buf : "(none)");
+  }
+  if (f)
+    fclose(f);
+  json_decref(p2);
   json_decref(paths);
   unlink(path);
   rmdir(dir);

@@ -164,6 +164,64 @@ static void round_trip(const char *line) {
   json_decref(id);
 }
 
+// The fixed-format answer to session/request_permission is byte for byte
+// what the tree gives, for this id and option id (NULL: cancelled).
+static void same_outcome(const json_t *id, const char *option_id,
+                         const char *what) {
+  json_t *result =
+      option_id ? json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected",
+                            "optionId", option_id)
+                : json_pack("{s:{s:s}}", "outcome", "outcome", "cancelled");
+  size_t want_len = 0, got_len = 0;
+  char *want = jsonrpc_result(id, result, &want_len);
+  char *got = jsonrpc_outcome(id, option_id, &got_len);
+  ok(want && got && want_len == got_len && !memcmp(want, got, got_len) &&
+         got[got_len] == '\0',
+     "fixed-format outcome = tree (%s): %s", what, got ? got : "(null)");
+  free(want);
+  free(got);
+}
+
+static void test_outcome(void) {
+  static const char *const ids[] = {
+      "{\"id\":0}",
+      "{\"id\":7}",
+      "{\"id\":-1}",
+      "{\"id\":10}",
+      "{\"id\":1234567890123}",
+      "{\"id\":-9223372036854775808}",
+      "{\"id\":9223372036854775807}",
+      "{\"id\":\"0\"}",
+      "{\"id\":\"a\\\"b\\\\c\\n\\u0001\\u001f\\u007f\\u00e9\\u2028/\"}",
+      "{\"id\":1.5}",
+      "{\"id\":null}",
+  };
+  for (size_t i = 0; i < sizeof(ids) / sizeof(*ids); i++) {
+    json_t *root = json_loads(ids[i], 0, NULL);
+    ok(root != NULL, "parsed %s", ids[i]);
+    const json_t *id = json_object_get(root, "id");
+    same_outcome(id, "allow_once", ids[i]);
+    same_outcome(id, NULL, ids[i]);
+    json_decref(root);
+  }
+  same_outcome(NULL, "x", "no id");
+  // Every byte an option id can hold, one at a time.
+  char opt[8];
+  for (int c = 1; c < 256; c++) {
+    if (c >= 0x80)
+      snprintf(opt, sizeof(opt), "o%c%c", 0xc0 | (c >> 6), 0x80 | (c & 63));
+    else
+      snprintf(opt, sizeof(opt), "o%c", c);
+    char what[24];
+    snprintf(what, sizeof(what), "option byte %d", c);
+    same_outcome(NULL, opt, what);
+  }
+  same_outcome(NULL, "", "empty option id");
+  static char big[5000];
+  memset(big, '"', sizeof(big) - 1);
+  same_outcome(NULL, big, "a long option id of quotes");
+}
+
 static void test_builders(void) {
   round_trip("{\"id\":\"0\",\"method\":\"m\"}");
   round_trip("{\"id\":0,\"method\":\"m\"}");
@@ -291,6 +349,7 @@ static void test_id_equal(void) {
 int main(void) {
   test_parse();
   test_builders();
+  test_outcome();
   test_ownership();
   test_id_equal();
   return done_testing();
