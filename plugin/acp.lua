@@ -68,6 +68,20 @@ end, {
   end,
 })
 
+command('AcpNew', function(o)
+  cmds().new(o.fargs[1])
+end, {
+  nargs = '?',
+  desc = 'Start a new conversation (a new session) with an agent',
+  complete = function(arglead)
+    return require('acp.commands').complete_agents(arglead)
+  end,
+})
+
+command('AcpSessions', function()
+  cmds().sessions()
+end, { nargs = 0, desc = 'Pick a session of any agent (open or resumable) for the chat window' })
+
 command('AcpCancel', function()
   cmds().cancel()
 end, { nargs = 0, desc = 'Cancel the running turn' })

@@ -7,11 +7,15 @@
 --- extmark and its height, so a tool call, the plan of a turn or the
 --- message being streamed is redrawn where it is. The person types into a
 --- separate input buffer under the chat window; `<CR>` in normal mode
---- sends it to the chat's own agent, with the context it names (`@path`,
---- `#buffer`, `#selection`, `#diagnostics`) and the staged context, which
---- is shown above the input.
+--- and `chat.keys.send` (`<C-s>`) in both modes send it to the chat's own
+--- agent, with the context it names (`@path`, `#buffer`, `#selection`,
+--- `#diagnostics`) and the staged context, which is shown above the input.
+--- A prompt sent while the agent works waits in the chat's outbox, shown
+--- under the input (virtual lines), and goes when the turn ends. A tab
+--- page has one chat window: opening another chat shows it there.
 
 local compat = require('acp.compat')
+local config = require('acp.config')
 local context = require('acp.context')
 local highlight = require('acp.highlight')
 local model = require('acp.chat.model')
@@ -132,6 +136,39 @@ function M.open_pending(name, data)
   end
 end
 
+--- Opens the chat of the next session of `agent` once it exists (after
+--- :AcpNew or a resume from :AcpSessions), not of the one it has now.
+---@param agent string
+function M.open_next(agent)
+  H.waiting[agent] = true
+end
+
+--- After the model saw event `name`: a turn that ended sends the next
+--- prompt of its chat's outbox (scheduled: not inside the RPC call).
+---@param name string broker event
+---@param data table
+function M.on_event(name, data)
+  if name ~= 'turn_end' and name ~= 'agent_exit' then
+    return
+  end
+  for _, chat in pairs(model.chats) do
+    if #chat.outbox > 0 and (name == 'agent_exit' or chat == model.chat_for(data)) then
+      vim.schedule(function()
+        if name == 'turn_end' then
+          H.drain(chat)
+        end
+        H.draw_outbox(chat)
+      end)
+    end
+  end
+end
+
+--- The chat keys (`chat.keys` of the config).
+function M.keys()
+  local chat = config.options.chat
+  return type(chat) == 'table' and type(chat.keys) == 'table' and chat.keys or H.default_keys
+end
+
 --- Schedules a draw of `chat` within H.interval_ms (the model calls it
 --- when it queues work).
 ---@param chat acp.Chat
@@ -158,8 +195,14 @@ H.budget_ms = 4
 H.slice_bytes = 32 * 1024
 --- Height of the input window.
 H.input_height = 4
+--- Prompts waiting in a chat's outbox at most, and shown under the input.
+H.max_outbox = 32
+H.shown_outbox = 3
+
+H.default_keys = { send = '<C-s>', queue_edit = '<C-e>', queue_drop = '<C-x>' }
 
 H.ns = vim.api.nvim_create_namespace('acp-chat')
+H.outbox_ns = vim.api.nvim_create_namespace('acp-chat-outbox')
 H.marks = vim.api.nvim_create_namespace('acp-chat-blocks')
 
 --- Chat and input buffers -> chat.
@@ -428,7 +471,34 @@ function H.ensure_buffer(chat)
     H.cancel(chat)
   end, { buffer = buf, desc = 'acp: cancel the turn' })
   compat.set_buf(buf, 'filetype', 'acpchat')
+  H.markdown(buf)
 end
+
+--- Highlights the chat as markdown: the treesitter parser where Neovim has
+--- one (fenced code then gets its language's parser, when installed), else
+--- the markdown syntax with a few fenced languages. Never raises (an error
+--- message while drawing stalls Neovim 0.7 for a second).
+function H.markdown(buf)
+  local ts = vim.treesitter
+  if ts ~= nil and ts.start ~= nil then
+    local ok, parser = pcall(ts.get_parser, buf, 'markdown')
+    if ok and parser ~= nil and pcall(ts.start, buf, 'markdown') then
+      return
+    end
+  end
+  -- syntax/markdown.vim reads a global: set it for this buffer only.
+  local had = vim.g.markdown_fenced_languages
+  if had == nil then
+    vim.g.markdown_fenced_languages = H.fenced
+  end
+  pcall(compat.set_buf, buf, 'syntax', 'markdown')
+  if had == nil then
+    vim.g.markdown_fenced_languages = nil
+  end
+end
+
+--- Languages of fenced code in the syntax fallback (`name=syntax`).
+H.fenced = { 'lua', 'python', 'sh', 'bash=sh', 'shell=sh', 'c', 'cpp', 'javascript', 'js=javascript', 'json', 'diff', 'vim' }
 
 function H.ensure_input(chat)
   if H.loaded(chat.input) then
@@ -440,6 +510,31 @@ function H.ensure_input(chat)
   vim.keymap.set('n', '<CR>', function()
     H.send(chat)
   end, { buffer = buf, desc = 'acp: send the prompt' })
+  local keys = M.keys()
+  if keys.send ~= '' then
+    vim.keymap.set({ 'n', 'i' }, keys.send, function()
+      H.send(chat)
+    end, { buffer = buf, desc = 'acp: send the prompt (queued while the agent works)' })
+  end
+  if keys.queue_edit ~= '' then
+    vim.keymap.set({ 'n', 'i' }, keys.queue_edit, function()
+      H.edit_queued(chat, vim.v.count)
+    end, { buffer = buf, desc = 'acp: take a queued prompt back into the input ([count]: which)' })
+  end
+  if keys.queue_drop ~= '' then
+    vim.keymap.set('n', keys.queue_drop, function()
+      H.drop_queued(chat, vim.v.count)
+    end, { buffer = buf, desc = 'acp: drop a queued prompt ([count]: which; kept in register ")' })
+  end
+  -- The outbox stays under the last line of the input.
+  vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI' }, {
+    buffer = buf,
+    callback = function()
+      if #chat.outbox > 0 then
+        H.draw_outbox(chat)
+      end
+    end,
+  })
   -- `@` at the start of a word completes the project's files.
   vim.keymap.set('i', '@', function()
     local col = vim.api.nvim_win_get_cursor(0)[2]
@@ -509,24 +604,24 @@ function H.show(chat)
     vim.api.nvim_set_current_win(vim.api.nvim_tabpage_list_wins(0)[1])
   end
   local win = H.tab_window(chat.buf)
-  if win == nil then
+  local other = win == nil and H.tab_chat_window()
+  if other then
+    -- One chat window per tab page: it switches to this chat, and the
+    -- input window opened with it to this chat's input.
+    local input = H.pairs[other]
+    win = other
+    vim.api.nvim_win_set_buf(win, chat.buf)
+    H.chat_options(win)
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
+    if input ~= nil and vim.api.nvim_win_is_valid(input) and H.by_buf[vim.api.nvim_win_get_buf(input)] then
+      vim.api.nvim_win_set_buf(input, chat.input)
+    end
+  elseif win == nil then
     vim.cmd('botright vsplit')
     win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(win, chat.buf)
     vim.api.nvim_win_set_width(win, math.max(40, math.floor(vim.o.columns * 0.4)))
-    H.set_options(win, {
-      wrap = true,
-      linebreak = true,
-      number = false,
-      relativenumber = false,
-      signcolumn = 'no',
-      foldcolumn = '0',
-      foldenable = false,
-      list = false,
-      spell = false,
-      cursorline = false,
-      winfixwidth = true,
-    })
+    H.chat_options(win)
     vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
   end
   local input = H.tab_window(chat.input)
@@ -548,7 +643,40 @@ function H.show(chat)
     H.pairs[win] = input
   end
   H.update_bars(chat)
+  H.draw_outbox(chat)
   vim.api.nvim_set_current_win(input)
+end
+
+--- The window of the current tab page showing a chat (not a float), or nil.
+function H.tab_chat_window()
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    local chat = H.by_buf[buf]
+    if chat ~= nil and chat.buf == buf and not compat.is_float(win) then
+      return win
+    end
+  end
+  return nil
+end
+
+--- Options of a window showing a chat: wrapped lines, indented when they
+--- wrap, no gutter.
+function H.chat_options(win)
+  H.set_options(win, {
+    wrap = true,
+    linebreak = true,
+    breakindent = true,
+    breakindentopt = 'shift:2',
+    number = false,
+    relativenumber = false,
+    signcolumn = 'no',
+    foldcolumn = '0',
+    foldenable = false,
+    list = false,
+    spell = false,
+    cursorline = false,
+    winfixwidth = true,
+  })
 end
 
 function H.set_options(win, opts)
@@ -611,7 +739,7 @@ function H.set_bar(chat, win, buf)
   local summary = (chat.agent .. ' · ' .. render.summary(chat)):gsub('%%', '%%%%')
   local name, value
   if buf == chat.input then
-    name, value = 'statusline', ' ' .. summary .. '%=<CR> send · <C-c> cancel · @ files · # context '
+    name, value = 'statusline', ' ' .. summary .. '%=' .. H.input_help(chat):gsub('%%', '%%%%') .. ' '
   elseif compat.has(8) and not compat.is_float(win) then
     name, value = 'winbar', ' ' .. summary
   else
@@ -619,6 +747,19 @@ function H.set_bar(chat, win, buf)
   end
   compat.set_win(win, name, value)
   vim.api.nvim_win_set_var(win, 'acp_chat_bar', name)
+end
+
+--- The right part of the input's statusline: what its keys do, or how to
+--- go on when the agent is gone.
+function H.input_help(chat)
+  local n = #chat.outbox
+  local queued = n > 0 and ('%d queued%s · '):format(n, chat.held and ' (held)' or '') or ''
+  if chat.exited then
+    return ('%sagent exited: :AcpStart %s · :AcpSessions'):format(queued, chat.agent)
+  end
+  local keys = M.keys()
+  local send = keys.send ~= '' and (keys.send .. '/<CR>') or '<CR>'
+  return ('%s%s send · <C-c> cancel · @ files · # context'):format(queued, send)
 end
 
 function H.create_autocommands()
@@ -681,11 +822,29 @@ function H.focus_input(chat)
 end
 
 --- Sends the input area to the chat's agent with the context it names and
---- the staged context; clears both once sent.
+--- the staged context; clears both once sent. While the agent works (or
+--- prompts already wait) it joins the outbox instead; an empty input sends
+--- the outbox held after a cancelled turn.
 function H.send(chat)
   local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
   local text = table.concat(lines, '\n')
-  if text:match('^%s*$') then
+  local blank = text:match('^%s*$') ~= nil
+  if blank and #chat.outbox == 0 then
+    return
+  end
+  if not blank and (chat.busy or chat.sending or #chat.outbox > 0) then
+    if #chat.outbox >= H.max_outbox then
+      vim.notify(('(acp) %d prompts already wait: send or drop some first'):format(H.max_outbox), vim.log.levels.ERROR)
+      return
+    end
+    chat.outbox[#chat.outbox + 1] = text
+    vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+    blank = true
+  end
+  chat.held = false
+  if blank then
+    H.drain(chat)
+    H.outbox_changed(chat)
     return
   end
   local ok, err = H.prompt(chat, text)
@@ -694,6 +853,90 @@ function H.send(chat)
     return
   end
   vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+end
+
+--- Sends the oldest prompt of the outbox when the agent is free for it.
+function H.drain(chat)
+  if chat.busy or chat.sending or chat.held or chat.exited or #chat.outbox == 0 then
+    return
+  end
+  local text = table.remove(chat.outbox, 1)
+  local ok, err = H.prompt(chat, text)
+  if not ok then
+    table.insert(chat.outbox, 1, text)
+    vim.notify(err, vim.log.levels.ERROR)
+  end
+  H.outbox_changed(chat)
+end
+
+--- Which queued prompt a count names (0: the newest), or nil.
+function H.queued_index(chat, count)
+  local n = #chat.outbox
+  if n == 0 then
+    vim.notify('(acp) no prompt is queued', vim.log.levels.WARN)
+    return nil
+  end
+  local i = count > 0 and count or n
+  if i > n then
+    vim.notify(('(acp) only %d prompt%s queued'):format(n, n == 1 and ' is' or 's are'), vim.log.levels.WARN)
+    return nil
+  end
+  return i
+end
+
+--- Takes a queued prompt (the newest, or the count-th) back into the
+--- input to edit it; an input with text in it is kept: the prompt goes
+--- after it.
+function H.edit_queued(chat, count)
+  local i = H.queued_index(chat, count)
+  if i == nil then
+    return
+  end
+  local text = table.remove(chat.outbox, i)
+  local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local new = vim.split(text, '\n', { plain = true })
+  if table.concat(lines, '\n'):match('^%s*$') then
+    vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, new)
+  else
+    vim.api.nvim_buf_set_lines(chat.input, -1, -1, false, new)
+  end
+  H.outbox_changed(chat)
+end
+
+--- Drops a queued prompt (the newest, or the count-th); its text goes to
+--- the unnamed register, so that a slip can be undone with `p`.
+function H.drop_queued(chat, count)
+  local i = H.queued_index(chat, count)
+  if i == nil then
+    return
+  end
+  local text = table.remove(chat.outbox, i)
+  vim.fn.setreg('"', text)
+  vim.notify(('(acp) dropped queued prompt %d (in register ")'):format(i), vim.log.levels.INFO)
+  H.outbox_changed(chat)
+end
+
+function H.outbox_changed(chat)
+  if #chat.outbox == 0 then
+    chat.held = false
+  end
+  H.draw_outbox(chat)
+  H.update_bars(chat)
+end
+
+--- The outbox as virtual lines under the last line of the input.
+function H.draw_outbox(chat)
+  if not H.loaded(chat.input) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(chat.input, H.outbox_ns, 0, -1)
+  if #chat.outbox == 0 then
+    return
+  end
+  local row = vim.api.nvim_buf_line_count(chat.input) - 1
+  vim.api.nvim_buf_set_extmark(chat.input, H.outbox_ns, row, 0, {
+    virt_lines = render.outbox(chat, H.shown_outbox, M.keys()),
+  })
 end
 
 --- Like require('acp').prompt(), for this chat's session.
