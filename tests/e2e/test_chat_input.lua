@@ -1,7 +1,8 @@
 -- The chat input and the chat window (lua/acp/chat/window.lua, the chat
 -- commands of commands.lua): the Insert-mode send key, prompts queued
 -- while the agent works, one chat window per tab page (:AcpChat,
--- :AcpSessions, :AcpNew), a dead agent's chat, markdown highlighting.
+-- :AcpSessions, :AcpNew), a dead agent's chat, markdown highlighting of
+-- finished messages.
 local T = require('helpers')
 local api = vim.api
 
@@ -135,7 +136,7 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   local chat = model_chat(ctx.session)
   type_and_send('first')
   T.wait(function()
-    return chat.busy
+    return chat.busy and #prompts(ctx) == 1
   end, nil, 'the first turn to run')
   type_and_send('second')
   type_and_send('third')
@@ -148,6 +149,7 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   T.contains(shown, 'queued 3: fourth', 'the last one too')
   T.contains(shown, 'sent when the turn ends', 'what will become of them')
   T.contains(vim.wo[windows(input)[1]].statusline, '3 queued', 'the count in the statusline')
+  T.eq(api.nvim_win_get_height(windows(input)[1]), 5, 'the input window grew to show them (1 line, 3 queued, 1 help)')
 
   -- <C-x> drops the newest (kept in the unnamed register); 2<C-e> takes the
   -- second back into the input to edit it.
@@ -168,6 +170,7 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   wait_text(ctx.session, 'Reply number 3.')
   T.eq(chat.outbox, {}, 'the outbox is empty')
   T.eq(outbox_text(input), '', 'nothing shown under the input')
+  T.eq(api.nvim_win_get_height(windows(input)[1]), 4, 'the input window is back to its height')
   local buf = require('acp.chat').buffer(ctx.session)
   local all = text(buf)
   local i1, i2, i3 = all:find('Reply number 1.', 1, true), all:find('Reply number 2.', 1, true), all:find('Reply number 3.', 1, true)
@@ -193,7 +196,7 @@ T.test('a cancelled turn holds the queue; the send key on an empty input sends i
   T.eq(chat.held, true, 'held')
   T.eq(chat.outbox, { 'queued' }, 'kept')
   T.eq(prompts(ctx), { 'first' }, 'not sent after the cancel')
-  T.contains(outbox_text(input), 'held after the cancel', 'the person is told')
+  T.contains(outbox_text(input), 'held: <C-s> on an empty input sends them', 'the person is told')
   T.feed('i<C-s><Esc>')
   T.wait(function()
     return #prompts(ctx) == 2
@@ -216,9 +219,10 @@ T.test("a dead agent's chat says so, stays readable, and keeps what was queued",
   local buf = wait_text(ctx.session, 'the agent exited: this chat is history only')
   T.contains(text(buf), ':AcpStart ' .. ctx.agent, 'how to go on')
   T.wait(function()
-    return outbox_text(input):find('kept until the agent runs again', 1, true)
+    return outbox_text(input):find('kept: the agent exited', 1, true)
   end, nil, 'the outbox to say it waits')
   T.eq(chat.outbox, { 'never lost' }, 'the queued prompt is kept')
+  T.eq(chat.held, true, 'and held: not sent by itself if the session comes back')
   local sl = vim.wo[windows(input)[1]].statusline
   T.contains(sl, 'agent exited: :AcpStart ' .. ctx.agent, 'the input names the way on')
   T.eq(sl:find('send', 1, true), nil, 'and does not offer to send')
@@ -336,13 +340,31 @@ T.test(':AcpSessions lists the sessions of every agent, switches to one, and res
   end, nil, 'the resumed chat in the chat window')
 end)
 
-T.test('the chat is highlighted as markdown, fenced code in its language; wrapped lines are indented', function()
+--- Highlight groups of the markdown namespace on 0-based `row` of `buf`.
+local function md_groups(buf, row)
+  local ns = api.nvim_get_namespaces()['acp-chat-markdown']
+  local list = {}
+  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+    list[#list + 1] = m[4].hl_group
+  end
+  return list
+end
+
+local function has_group(list, pattern)
+  for _, g in ipairs(list) do
+    if g:match(pattern) then
+      return true
+    end
+  end
+  return false
+end
+
+T.test('a finished message is highlighted as markdown, fenced code in its language; wrapped lines are indented', function()
   only()
-  vim.cmd('syntax enable')
   local ctx = T.start_demo({
     name = 'markdown',
     steps = {
-      { type = 'message', text = '# Title\n\nSome **bold** text.\n\n```lua\nlocal answer = 42\n```\n\nend of reply\n' },
+      { type = 'message', text = '# Title\n\nSome **bold** and `code` text.\n\n```lua\nlocal answer = 42\n```\n\nend of reply' },
     },
   })
   T.ok(require('acp').prompt('show me markdown'))
@@ -351,32 +373,56 @@ T.test('the chat is highlighted as markdown, fenced code in its language; wrappe
   local win = windows(buf)[1]
   T.eq(vim.wo[win].breakindent, true, 'breakindent')
   T.eq(vim.wo[win].linebreak, true, 'linebreak')
-  local row
+  local rows = {}
   for i, l in ipairs(lines(buf)) do
-    if l == 'local answer = 42' then
-      row = i - 1
-    end
+    rows[l] = i - 1
   end
-  T.ok(row, 'the code line:\n' .. text(buf))
-  local hl = vim.treesitter and vim.treesitter.highlighter and vim.treesitter.highlighter.active[buf]
+  local code, title, bold = rows['local answer = 42'], rows['# Title'], rows['Some **bold** and `code` text.']
+  T.ok(code and title and bold, 'the message lines:\n' .. text(buf))
+  T.wait(function()
+    return #md_groups(buf, code) > 0
+  end, nil, 'the markdown highlights once the turn ended')
   if vim.fn.has('nvim-0.10') == 1 then
-    T.ok(hl ~= nil, 'treesitter highlights the chat on 0.10+')
-    local parser = vim.treesitter.get_parser(buf, 'markdown')
-    parser:parse(true)
-    local langs = {}
-    for _, c in ipairs(vim.treesitter.get_captures_at_pos(buf, row, 0)) do
-      langs[c.lang] = true
-    end
-    T.ok(langs.lua, 'the fenced code is parsed as lua: ' .. vim.inspect(vim.tbl_keys(langs)))
+    T.ok(has_group(md_groups(buf, title), '^@markup%.heading'), 'the heading: ' .. vim.inspect(md_groups(buf, title)))
+    T.ok(has_group(md_groups(buf, bold), '^@markup%.strong'), 'bold: ' .. vim.inspect(md_groups(buf, bold)))
+    T.ok(has_group(md_groups(buf, code), '%.lua$'), 'the fenced code in lua: ' .. vim.inspect(md_groups(buf, code)))
   else
-    T.eq(vim.bo[buf].syntax, 'markdown', 'the markdown syntax as fallback')
-    local name = api.nvim_win_call(win, function()
-      return vim.fn.synIDattr(vim.fn.synID(row + 1, 1, 1), 'name')
-    end)
-    T.ok(name:match('^lua'), 'the fenced code has lua syntax: ' .. name)
-    T.eq(vim.g.markdown_fenced_languages, nil, 'the global is left as it was')
+    T.eq(md_groups(buf, title), { 'AcpChatHeading' }, 'the heading')
+    T.ok(has_group(md_groups(buf, bold), '^AcpChatBold$') and has_group(md_groups(buf, bold), '^AcpChatCode$'), 'bold and code: ' .. vim.inspect(md_groups(buf, bold)))
+    T.eq(md_groups(buf, code), { 'AcpChatCode' }, 'the fenced code')
   end
+  -- No whole-buffer highlighter (it re-parses the buffer as it streams).
+  T.ok(vim.bo[buf].syntax ~= 'markdown', 'no markdown syntax')
+  local active = vim.treesitter and vim.treesitter.highlighter and vim.treesitter.highlighter.active or {}
+  T.eq(active[buf], nil, 'no treesitter highlighter on the buffer')
   T.eq(vim.bo[buf].filetype, 'acpchat', 'the filetype stays acpchat')
+end)
+
+T.test('markdown of a message is drawn once it is complete, not while it streams', function()
+  only()
+  local ctx = T.start_demo({
+    name = 'md-stream',
+    steps = {
+      { type = 'message', text = '# First\n\ndone one' },
+      { type = 'sleep', ms = 400 },
+      { type = 'update', update = { sessionUpdate = 'agent_message_chunk', messageId = 'm2', content = { type = 'text', text = '# Second\n\nstill going' } } },
+      { type = 'sleep', ms = 1500 },
+    },
+  })
+  T.ok(require('acp').prompt('go'))
+  local buf = wait_text(ctx.session, 'still going')
+  local rows = {}
+  for i, l in ipairs(lines(buf)) do
+    rows[l] = i - 1
+  end
+  T.wait(function()
+    return #md_groups(buf, rows['# First']) > 0
+  end, nil, 'the first message, complete, to be highlighted')
+  T.eq(md_groups(buf, rows['# Second']), {}, 'the one still streaming is not')
+  T.ok(require('acp.chat.model').chats[ctx.session].busy, 'the turn still runs')
+  T.wait(function()
+    return #md_groups(buf, rows['# Second']) > 0
+  end, nil, 'the second message highlighted at the end of the turn')
 end)
 
 T.done()

@@ -93,7 +93,7 @@ H.stop_reasons = {
 ---@field exited boolean
 ---@field outbox string[] prompts typed while the agent works, oldest first
 ---@field sending boolean a prompt was sent and its turn has not started yet
----@field held boolean the turn was cancelled: the outbox waits for the person
+---@field held boolean the turn was cancelled or the agent exited: the outbox waits for the person
 ---@field buf integer|nil chat buffer
 ---@field input integer|nil input buffer
 ---@field queue table[] drawing work, in event order
@@ -575,6 +575,8 @@ function H.events.turn_end(d)
     H.end_tools(chat, reason == 'cancelled' and 'cancelled' or 'interrupted')
   end
   chat.turn = {}
+  -- The message streamed last is complete: its markdown can be drawn.
+  H.push(chat, { kind = 'settle' })
   if reason == 'error' then
     H.note(chat, 'error: ' .. (compat.str(d.message) or 'the turn failed'), 'AcpChatError')
   elseif reason ~= 'end_turn' then
@@ -830,6 +832,8 @@ function H.events.agent_exit(d)
   for _, chat in pairs(H.chats) do
     if chat.agent == agent and not chat.exited then
       chat.exited, chat.busy, chat.loading, chat.sending = true, false, false, false
+      -- What was queued is not sent to a session that comes back by itself.
+      chat.held = #chat.outbox > 0
       H.end_tools(chat, 'interrupted')
       chat.turn = {}
       -- acp.state forgets the session: keep what the blocks still show.

@@ -202,8 +202,9 @@ function M.outbox(chat, max, keys)
   if n > max then
     lines[#lines + 1] = { { ('… %d more queued'):format(n - max), 'AcpChatMeta' } }
   end
-  local how = chat.exited and 'kept until the agent runs again'
-    or chat.held and ('held after the cancel: %s on an empty input sends them'):format(keys.send ~= '' and keys.send or '<CR>')
+  local send = keys.send ~= '' and keys.send or '<CR>'
+  local how = chat.exited and 'kept: the agent exited'
+    or chat.held and ('held: %s on an empty input sends them'):format(send)
     or 'sent when the turn ends'
   local edit = {}
   if keys.queue_edit ~= '' then

@@ -18,6 +18,7 @@ local compat = require('acp.compat')
 local config = require('acp.config')
 local context = require('acp.context')
 local highlight = require('acp.highlight')
+local markdown = require('acp.chat.markdown')
 local model = require('acp.chat.model')
 local render = require('acp.chat.render')
 local rpc = require('acp.rpc')
@@ -51,6 +52,7 @@ function M.open(opts)
   end
   H.flush(chat)
   H.dirty[chat] = nil
+  H.arm_markdown()
   H.show(chat)
   return true
 end
@@ -195,6 +197,8 @@ H.budget_ms = 4
 H.slice_bytes = 32 * 1024
 --- Height of the input window.
 H.input_height = 4
+--- Height of the input window at most while it shows queued prompts.
+H.max_input_height = 9
 --- Prompts waiting in a chat's outbox at most, and shown under the input.
 H.max_outbox = 32
 H.shown_outbox = 3
@@ -203,6 +207,7 @@ H.default_keys = { send = '<C-s>', queue_edit = '<C-e>', queue_drop = '<C-x>' }
 
 H.ns = vim.api.nvim_create_namespace('acp-chat')
 H.outbox_ns = vim.api.nvim_create_namespace('acp-chat-outbox')
+H.md_ns = vim.api.nvim_create_namespace('acp-chat-markdown')
 H.marks = vim.api.nvim_create_namespace('acp-chat-blocks')
 
 --- Chat and input buffers -> chat.
@@ -212,6 +217,12 @@ H.pairs = {}
 --- Chats with something to draw.
 H.dirty = {}
 H.armed = false
+
+--- Finished messages waiting for their markdown highlights (bounded), and
+--- how long drawing must pause before they are drawn.
+H.md_queue = {}
+H.max_md_queue = 200
+H.md_delay_ms = 100
 
 --- Agents whose chat opens as soon as their session exists.
 H.waiting = {}
@@ -230,6 +241,7 @@ function H.flush_all()
       vim.notify('(acp) chat: ' .. tostring(err), vim.log.levels.ERROR)
     end
   end
+  H.arm_markdown()
 end
 
 --- Draws everything queued for `chat` (creating its buffer when needed);
@@ -338,7 +350,7 @@ function H.ops.text(chat, op)
   local cur, s = op.cur, chat.stream
   if s == nil or s.cur ~= cur or s.block ~= chat.last then
     local b, prefix, group = render.message_head(chat, cur.role)
-    s = { cur = cur, tail = '', marker = false, prefix = prefix, group = group }
+    s = { cur = cur, tail = '', marker = false, prefix = prefix, group = group, head = #b.lines }
     s.block = H.append(chat, b)
     chat.stream = s
   end
@@ -367,6 +379,80 @@ function H.ops.turn(chat)
   chat.plan_block = nil
 end
 
+--- The turn ended: the message streamed last is complete.
+function H.ops.settle(chat)
+  H.finish_stream(chat)
+end
+
+--- Queues the message streamed last for markdown highlighting, once it is
+--- complete (another block follows it, or the turn ended). The highlights
+--- are drawn once the chat has not drawn for H.md_delay_ms (streaming
+--- paused or over), so they never slow streaming down.
+function H.finish_stream(chat)
+  local s = chat.stream
+  if s == nil or s.done then
+    return
+  end
+  s.done = true
+  local cur = s.cur
+  if s.prefix ~= nil or cur.dropped > 0 or cur.bytes > markdown.max_bytes then
+    return
+  end
+  local queue = H.md_queue
+  queue[#queue + 1] = { chat = chat, buf = chat.buf, stream = s }
+  if #queue > H.max_md_queue then
+    table.remove(queue, 1)
+  end
+end
+
+--- (Re)arms the markdown timer: it fires once drawing has paused.
+function H.arm_markdown()
+  if #H.md_queue == 0 then
+    return
+  end
+  H.md_timer = H.md_timer or compat.uv.new_timer()
+  H.md_timer:stop()
+  H.md_timer:start(H.md_delay_ms, 0, function()
+    vim.schedule(H.run_markdown)
+  end)
+end
+
+--- Highlights queued messages within H.budget_ms; the rest waits for the
+--- next pause.
+function H.run_markdown()
+  if H.armed then
+    return -- drawing again: flush_all re-arms the timer
+  end
+  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  while #H.md_queue > 0 and compat.uv.hrtime() < deadline do
+    pcall(H.highlight_message, table.remove(H.md_queue, 1))
+  end
+  H.arm_markdown()
+end
+
+function H.highlight_message(item)
+  local chat, buf, s = item.chat, item.buf, item.stream
+  if chat.buf ~= buf or not H.loaded(buf) then
+    return
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(buf, H.marks, s.block.mark, {})
+  if pos[1] == nil then
+    return
+  end
+  -- The text replaced the last line of the head (the unfinished line).
+  local first = pos[1] + s.head - 1
+  local last = pos[1] + s.block.height
+  local lines = vim.api.nvim_buf_get_lines(buf, first, last, false)
+  for _, hl in ipairs(markdown.highlights(lines)) do
+    pcall(vim.api.nvim_buf_set_extmark, buf, H.md_ns, first + hl[1], hl[2], {
+      end_row = first + hl[1],
+      end_col = hl[3],
+      hl_group = hl[4],
+      priority = 90,
+    })
+  end
+end
+
 --- The line counting the requests decided without a block (one per turn,
 --- redrawn in place).
 function H.ops.auto(chat, op)
@@ -381,6 +467,7 @@ end
 --- Appends block lines `b` at the end of the buffer.
 ---@return acp.ChatBlock
 function H.append(chat, b)
+  H.finish_stream(chat)
   local buf = chat.buf
   local row = vim.api.nvim_buf_line_count(buf)
   vim.api.nvim_buf_set_lines(buf, -1, -1, false, b.lines)
@@ -471,34 +558,7 @@ function H.ensure_buffer(chat)
     H.cancel(chat)
   end, { buffer = buf, desc = 'acp: cancel the turn' })
   compat.set_buf(buf, 'filetype', 'acpchat')
-  H.markdown(buf)
 end
-
---- Highlights the chat as markdown: the treesitter parser where Neovim has
---- one (fenced code then gets its language's parser, when installed), else
---- the markdown syntax with a few fenced languages. Never raises (an error
---- message while drawing stalls Neovim 0.7 for a second).
-function H.markdown(buf)
-  local ts = vim.treesitter
-  if ts ~= nil and ts.start ~= nil then
-    local ok, parser = pcall(ts.get_parser, buf, 'markdown')
-    if ok and parser ~= nil and pcall(ts.start, buf, 'markdown') then
-      return
-    end
-  end
-  -- syntax/markdown.vim reads a global: set it for this buffer only.
-  local had = vim.g.markdown_fenced_languages
-  if had == nil then
-    vim.g.markdown_fenced_languages = H.fenced
-  end
-  pcall(compat.set_buf, buf, 'syntax', 'markdown')
-  if had == nil then
-    vim.g.markdown_fenced_languages = nil
-  end
-end
-
---- Languages of fenced code in the syntax fallback (`name=syntax`).
-H.fenced = { 'lua', 'python', 'sh', 'bash=sh', 'shell=sh', 'c', 'cpp', 'javascript', 'js=javascript', 'json', 'diff', 'vim' }
 
 function H.ensure_input(chat)
   if H.loaded(chat.input) then
@@ -924,19 +984,28 @@ function H.outbox_changed(chat)
   H.update_bars(chat)
 end
 
---- The outbox as virtual lines under the last line of the input.
+--- The outbox as virtual lines under the last line of the input; the
+--- input windows grow to show them (and shrink back once it is empty).
 function H.draw_outbox(chat)
   if not H.loaded(chat.input) then
     return
   end
   vim.api.nvim_buf_clear_namespace(chat.input, H.outbox_ns, 0, -1)
-  if #chat.outbox == 0 then
-    return
+  local n = vim.api.nvim_buf_line_count(chat.input)
+  local virt = #chat.outbox > 0 and render.outbox(chat, H.shown_outbox, M.keys()) or {}
+  if #virt > 0 then
+    vim.api.nvim_buf_set_extmark(chat.input, H.outbox_ns, n - 1, 0, { virt_lines = virt })
   end
-  local row = vim.api.nvim_buf_line_count(chat.input) - 1
-  vim.api.nvim_buf_set_extmark(chat.input, H.outbox_ns, row, 0, {
-    virt_lines = render.outbox(chat, H.shown_outbox, M.keys()),
-  })
+  local height = math.min(H.max_input_height, math.max(H.input_height, math.min(n, H.input_height) + #virt))
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == chat.input and not compat.is_float(win) then
+      local ok, had = pcall(vim.api.nvim_win_get_var, win, 'acp_outbox_height')
+      if height ~= (ok and had or H.input_height) then
+        pcall(vim.api.nvim_win_set_height, win, height)
+        vim.api.nvim_win_set_var(win, 'acp_outbox_height', height)
+      end
+    end
+  end
 end
 
 --- Like require('acp').prompt(), for this chat's session.
