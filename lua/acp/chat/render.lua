@@ -208,10 +208,10 @@ function M.outbox(chat, max, keys)
     or 'sent when the turn ends'
   local edit = {}
   if keys.queue_edit ~= '' then
-    edit[#edit + 1] = ('[count]%s edit'):format(keys.queue_edit)
+    edit[#edit + 1] = keys.queue_edit .. ' edit'
   end
   if keys.queue_drop ~= '' then
-    edit[#edit + 1] = ('[count]%s drop'):format(keys.queue_drop)
+    edit[#edit + 1] = keys.queue_drop .. ' drop'
   end
   lines[#lines + 1] = { { how .. (#edit > 0 and (' · ' .. table.concat(edit, ' · ')) or ''), 'AcpChatMeta' } }
   return lines

@@ -799,7 +799,10 @@ function H.set_bar(chat, win, buf)
   local summary = (chat.agent .. ' · ' .. render.summary(chat)):gsub('%%', '%%%%')
   local name, value
   if buf == chat.input then
-    name, value = 'statusline', ' ' .. summary .. '%=' .. H.input_help(chat):gsub('%%', '%%%%') .. ' '
+    -- Narrow windows cut the help on the right (%<), not the summary.
+    local n = #chat.outbox
+    local queued = n > 0 and ('%d queued%s · '):format(n, chat.held and ' (held)' or '') or ''
+    name, value = 'statusline', ' ' .. queued .. summary .. ' %<%=' .. H.input_help(chat):gsub('%%', '%%%%') .. ' '
   elseif compat.has(8) and not compat.is_float(win) then
     name, value = 'winbar', ' ' .. summary
   else
@@ -812,14 +815,12 @@ end
 --- The right part of the input's statusline: what its keys do, or how to
 --- go on when the agent is gone.
 function H.input_help(chat)
-  local n = #chat.outbox
-  local queued = n > 0 and ('%d queued%s · '):format(n, chat.held and ' (held)' or '') or ''
   if chat.exited then
-    return ('%sagent exited: :AcpStart %s · :AcpSessions'):format(queued, chat.agent)
+    return ('agent exited: :AcpStart %s · :AcpSessions'):format(chat.agent)
   end
   local keys = M.keys()
   local send = keys.send ~= '' and (keys.send .. '/<CR>') or '<CR>'
-  return ('%s%s send · <C-c> cancel · @ files · # context'):format(queued, send)
+  return ('%s send · <C-c> cancel · @ files · # context'):format(send)
 end
 
 function H.create_autocommands()
