@@ -384,13 +384,13 @@ T.test('a finished message is highlighted as markdown, fenced code in its langua
   end, nil, 'the markdown highlights once the turn ended')
   if vim.fn.has('nvim-0.10') == 1 then
     T.ok(has_group(md_groups(buf, title), '^@markup%.heading'), 'the heading: ' .. vim.inspect(md_groups(buf, title)))
-    T.ok(has_group(md_groups(buf, bold), '^@markup%.strong'), 'bold: ' .. vim.inspect(md_groups(buf, bold)))
     T.ok(has_group(md_groups(buf, code), '%.lua$'), 'the fenced code in lua: ' .. vim.inspect(md_groups(buf, code)))
   else
     T.eq(md_groups(buf, title), { 'AcpChatHeading' }, 'the heading')
-    T.ok(has_group(md_groups(buf, bold), '^AcpChatBold$') and has_group(md_groups(buf, bold), '^AcpChatCode$'), 'bold and code: ' .. vim.inspect(md_groups(buf, bold)))
     T.eq(md_groups(buf, code), { 'AcpChatCode' }, 'the fenced code')
   end
+  -- Inline markup is read by line on every version.
+  T.ok(has_group(md_groups(buf, bold), '^AcpChatBold$') and has_group(md_groups(buf, bold), '^AcpChatCode$'), 'bold and code: ' .. vim.inspect(md_groups(buf, bold)))
   -- No whole-buffer highlighter (it re-parses the buffer as it streams).
   T.ok(vim.bo[buf].syntax ~= 'markdown', 'no markdown syntax')
   local active = vim.treesitter and vim.treesitter.highlighter and vim.treesitter.highlighter.active or {}
@@ -398,15 +398,44 @@ T.test('a finished message is highlighted as markdown, fenced code in its langua
   T.eq(vim.bo[buf].filetype, 'acpchat', 'the filetype stays acpchat')
 end)
 
-T.test('markdown of a message is drawn once it is complete, not while it streams', function()
+T.test('markdown of a large message is read by line; fenced code keeps its language; a huge one stays plain', function()
+  local md = require('acp.chat.markdown')
+  local ls = { '# Big' }
+  while #table.concat(ls, '\n') < md.max_ts_bytes + 1024 do
+    ls[#ls + 1] = 'a line of **text** to make the message larger than the treesitter limit'
+  end
+  ls[#ls + 1] = '```lua'
+  ls[#ls + 1] = 'local answer = 42'
+  ls[#ls + 1] = '```'
+  local row = #ls - 2
+  local by_row = {}
+  for _, hl in ipairs(md.highlights(ls)) do
+    by_row[hl[1]] = by_row[hl[1]] or {}
+    table.insert(by_row[hl[1]], hl[4])
+  end
+  T.eq(by_row[0], { 'AcpChatHeading' }, 'the heading')
+  T.ok(has_group(by_row[1], '^AcpChatBold$'), 'bold')
+  if vim.fn.has('nvim-0.10') == 1 then
+    T.ok(has_group(by_row[row], '%.lua$'), 'the code in lua: ' .. vim.inspect(by_row[row]))
+  else
+    T.eq(by_row[row], { 'AcpChatCode' }, 'the code')
+  end
+  local huge = {}
+  for i = 1, md.max_bytes / 16 do
+    huge[i] = '# **heading** 123'
+  end
+  T.eq(md.highlights(huge), {}, 'over max_bytes: plain')
+end)
+
+T.test('markdown is drawn once the turn has ended, not while it runs', function()
   only()
   local ctx = T.start_demo({
     name = 'md-stream',
     steps = {
       { type = 'message', text = '# First\n\ndone one' },
-      { type = 'sleep', ms = 400 },
+      { type = 'sleep', ms = 100 },
       { type = 'update', update = { sessionUpdate = 'agent_message_chunk', messageId = 'm2', content = { type = 'text', text = '# Second\n\nstill going' } } },
-      { type = 'sleep', ms = 1500 },
+      { type = 'sleep', ms = 600 },
     },
   })
   T.ok(require('acp').prompt('go'))
@@ -415,14 +444,12 @@ T.test('markdown of a message is drawn once it is complete, not while it streams
   for i, l in ipairs(lines(buf)) do
     rows[l] = i - 1
   end
-  T.wait(function()
-    return #md_groups(buf, rows['# First']) > 0
-  end, nil, 'the first message, complete, to be highlighted')
-  T.eq(md_groups(buf, rows['# Second']), {}, 'the one still streaming is not')
   T.ok(require('acp.chat.model').chats[ctx.session].busy, 'the turn still runs')
+  T.eq(md_groups(buf, rows['# First']), {}, 'the first message is plain while the turn runs')
+  T.eq(md_groups(buf, rows['# Second']), {}, 'the one still streaming too')
   T.wait(function()
-    return #md_groups(buf, rows['# Second']) > 0
-  end, nil, 'the second message highlighted at the end of the turn')
+    return #md_groups(buf, rows['# First']) > 0 and #md_groups(buf, rows['# Second']) > 0
+  end, nil, 'both messages highlighted once the turn ended')
 end)
 
 T.done()

@@ -386,8 +386,9 @@ end
 
 --- Queues the message streamed last for markdown highlighting, once it is
 --- complete (another block follows it, or the turn ended). The highlights
---- are drawn once the chat has not drawn for H.md_delay_ms (streaming
---- paused or over), so they never slow streaming down.
+--- are drawn when no turn runs and the chat has not drawn for
+--- H.md_delay_ms, so they never slow streaming down (the first use of a
+--- treesitter parser and its query costs about 100 ms).
 function H.finish_stream(chat)
   local s = chat.stream
   if s == nil or s.done then
@@ -422,6 +423,11 @@ end
 function H.run_markdown()
   if H.armed then
     return -- drawing again: flush_all re-arms the timer
+  end
+  for _, chat in pairs(model.chats) do
+    if chat.busy then
+      return -- its turn_end is drawn, and re-arms the timer
+    end
   end
   local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
   while #H.md_queue > 0 and compat.uv.hrtime() < deadline do
