@@ -52,6 +52,9 @@ function M.open(opts)
   end
   H.flush(chat)
   H.dirty[chat] = nil
+  -- The person asked for the chat: the one-time cost of the markdown
+  -- parser is paid now, not in the middle of a stream.
+  markdown.warm()
   H.arm_markdown()
   H.show(chat)
   return true
