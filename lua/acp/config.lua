@@ -58,7 +58,7 @@ M.defaults = {
   chat = {
     keys = {
       send = '<C-s>', -- Insert and Normal mode (<CR> sends in Normal mode too)
-      queue_edit = '<C-e>', -- take a queued prompt back into the input
+      queue_edit = '<C-e>', -- take a queued prompt back into the input (Normal mode)
       queue_drop = '<C-x>', -- drop a queued prompt (Normal mode)
     },
   },

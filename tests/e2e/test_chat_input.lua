@@ -108,6 +108,8 @@ T.test('<C-s> sends from Insert mode; <CR> still sends from Normal mode', functi
   wait_text(ctx.session, 'Reply number 2.')
   T.eq(prompts(ctx), { 'hello from insert', 'from normal' }, 'both prompts')
   T.contains(vim.wo[windows(input)[1]].statusline, '<C-s>/<CR> send', 'the keys named under the input')
+  T.eq(vim.fn.maparg('<C-e>', 'i'), '', 'Insert-mode <C-e> still closes the completion menu')
+  T.ok(vim.fn.maparg('<C-s>', 'i') ~= '', 'Insert-mode <C-s> is mapped')
 end)
 
 T.test('the send key is configurable', function()

@@ -586,7 +586,8 @@ function H.ensure_input(chat)
     end, { buffer = buf, desc = 'acp: send the prompt (queued while the agent works)' })
   end
   if keys.queue_edit ~= '' then
-    vim.keymap.set({ 'n', 'i' }, keys.queue_edit, function()
+    -- Normal mode only: in Insert mode <C-e> closes the completion menu.
+    vim.keymap.set('n', keys.queue_edit, function()
       H.edit_queued(chat, vim.v.count)
     end, { buffer = buf, desc = 'acp: take a queued prompt back into the input ([count]: which)' })
   end
