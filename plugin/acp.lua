@@ -19,6 +19,8 @@ command! -nargs=? -complete=customlist,acp#complete_running AcpStop lua require(
 command! -nargs=+ -range AcpPrompt lua require('acp.commands').prompt(<q-args>, <range> > 0 and { first = <line1>, last = <line2> } or nil)
 command! -nargs=* -range -complete=customlist,acp#complete_add AcpAdd lua require('acp.commands').add({<f-args>}, <range> > 0 and { first = <line1>, last = <line2> } or nil)
 command! -nargs=? -complete=customlist,acp#complete_running AcpChat lua require('acp').chat({ agent = ({<f-args>})[1] })
+command! -nargs=? -complete=customlist,acp#complete_agents AcpNew lua require('acp.commands').new(({<f-args>})[1])
+command! -nargs=0 AcpSessions lua require('acp.commands').sessions()
 command! -nargs=0 AcpCancel lua require('acp.commands').cancel()
 command! -nargs=0 AcpPending lua require('acp.commands').pending()
 command! -nargs=* -bang -complete=customlist,acp#complete_rule AcpAllow lua require('acp.commands').allow('<bang>' == '!', <q-args>)

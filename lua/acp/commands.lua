@@ -295,6 +295,105 @@ function M.log(all)
   require('acp.logview').open(root)
 end
 
+--- :AcpNew [agent]: a new conversation (a new session) with the agent
+--- (started when it does not run), shown in this tab's chat window.
+---@param agent string|nil
+function M.new(agent)
+  if agent == '' then
+    agent = nil
+  end
+  local acp, state = require('acp'), require('acp.state')
+  local name = agent or state.current or require('acp.config').options.default_agent
+  if acp.start(name, { new = true }) then
+    require('acp.chat').open_next(state.current)
+    H.echo(('acp: starting a new conversation with %s…'):format(state.current))
+  end
+end
+
+--- :AcpSessions: picks a session among those of every agent (the chats of
+--- this Neovim and the sessions remembered for resuming) and shows it in
+--- this tab's chat window, resuming it when its agent no longer has it.
+function M.sessions()
+  local items = M.session_items()
+  if #items == 0 then
+    H.echo('acp: no session yet (:AcpStart starts one)')
+    return
+  end
+  vim.ui.select(items, {
+    prompt = 'acp sessions',
+    format_item = function(item)
+      return item.label
+    end,
+  }, function(item)
+    if item ~= nil then
+      M.switch_session(item)
+    end
+  end)
+end
+
+--- The entries of :AcpSessions, the live ones first (newest first), then
+--- the ones that can be resumed: `{session, agent, cwd, live, label}`.
+---@return table[]
+function M.session_items()
+  local state, model = require('acp.state'), require('acp.chat.model')
+  local live, rest, seen = {}, {}, {}
+  local chats = vim.tbl_values(model.chats)
+  table.sort(chats, function(a, b)
+    return a.seq > b.seq
+  end)
+  for _, chat in ipairs(chats) do
+    local a = state.agents[chat.agent]
+    local item = {
+      session = chat.session,
+      agent = chat.agent,
+      cwd = chat.cwd,
+      title = chat.title,
+      live = a ~= nil and not chat.exited,
+      current = a ~= nil and a.session == chat.session,
+    }
+    seen[chat.session] = true
+    table.insert(item.live and live or rest, item)
+  end
+  for _, e in ipairs(state.saved_sessions()) do
+    if not seen[e.session] then
+      seen[e.session] = true
+      rest[#rest + 1] = { session = e.session, agent = e.agent, cwd = e.cwd, time = e.time }
+    end
+  end
+  local items = vim.list_extend(live, rest)
+  for _, item in ipairs(items) do
+    local what = item.live and (item.current and 'current' or 'open') or 'resume'
+    local when = type(item.time) == 'number' and (' · ' .. os.date('%Y-%m-%d %H:%M', item.time)) or ''
+    item.label = ('[%s] %s · %s%s%s'):format(
+      what,
+      item.agent,
+      item.title and text.one_line(item.title) or item.session,
+      item.cwd and (' · ' .. H.short(item.cwd)) or '',
+      when
+    )
+  end
+  return items
+end
+
+--- Shows the session of :AcpSessions entry `item`: its chat when its agent
+--- still has it, else the agent resumes it (session/load; an agent that
+--- cannot load sessions starts a new one, and says so).
+---@param item table
+function M.switch_session(item)
+  if item.live then
+    require('acp').chat({ session = item.session })
+    return
+  end
+  local opts = { resume = item.session }
+  if item.cwd ~= nil and vim.fn.isdirectory(item.cwd) == 1 then
+    opts.cwd = item.cwd
+  end
+  if require('acp').start(item.agent, opts) then
+    require('acp.chat').open_next(require('acp.state').current)
+    H.echo(('acp: resuming %s session %s…'):format(item.agent, item.session))
+  end
+end
+
 --- The project directory commands act on: the current agent's, else the
 --- nearest ancestor of the current directory holding a project marker, else
 --- the current directory.

@@ -59,6 +59,14 @@ M.defaults = {
   -- = also the terminal's notification (OSC 9 or 777; 'auto' picks from the
   -- terminal, false never). :help acp-prompt-notify
   notify = { unseen = true, osc = 'auto' },
+  -- The chat (:AcpChat): keys of its input ('' = no mapping).
+  chat = {
+    keys = {
+      send = '<C-s>', -- Insert and Normal mode (<CR> sends in Normal mode too)
+      queue_edit = '<C-e>', -- take a queued prompt back into the input (Normal mode)
+      queue_drop = '<C-x>', -- drop a queued prompt (Normal mode)
+    },
+  },
 }
 
 --- Built-in agents. `hint` tells the person how to install a missing one.
@@ -266,8 +274,10 @@ end
 -- Helper data ================================================================
 
 H.known = {
-  top = { 'default_agent', 'agents', 'broker', 'permissions', 'yolo', 'ui', 'log_level', 'notify' },
+  top = { 'default_agent', 'agents', 'broker', 'permissions', 'yolo', 'ui', 'log_level', 'notify', 'chat' },
   notify = { 'unseen', 'osc' },
+  chat = { 'keys' },
+  chat_keys = { 'send', 'queue_edit', 'queue_drop' },
   ui = { 'backend', 'focus', 'border', 'arm_ms', 'width', 'keys' },
   keys = {
     'allow_once',
@@ -329,6 +339,8 @@ function H.warn_unknown(opts)
   scan('ui.keys.', type(opts.ui) == 'table' and opts.ui.keys or nil, H.known.keys)
   scan('permissions.', opts.permissions, H.known.permissions)
   scan('notify.', opts.notify, H.known.notify)
+  scan('chat.', opts.chat, H.known.chat)
+  scan('chat.keys.', type(opts.chat) == 'table' and opts.chat.keys or nil, H.known.chat_keys)
   if #unknown > 0 then
     table.sort(unknown)
     vim.notify(
@@ -416,6 +428,11 @@ function H.validate(c)
   H.check_type('ui.keys', ui.keys, 'table')
   for _, k in ipairs(H.known.keys) do
     H.check_type('ui.keys.' .. k, ui.keys[k], 'string')
+  end
+  H.check_type('chat', c.chat, 'table')
+  H.check_type('chat.keys', c.chat.keys, 'table')
+  for _, k in ipairs(H.known.chat_keys) do
+    H.check_type('chat.keys.' .. k, c.chat.keys[k], 'string')
   end
 end
 

@@ -182,10 +182,14 @@ function H.handlers.session_new(d)
     s.current_mode = compat.str(d.modes.currentModeId) or s.current_mode
   end
   s.loading = false
-  local resumed = d.resumed == true
+  local resumed, reused = d.resumed == true, d.reused == true
   return function()
     state.remember_session(name, s.cwd, session)
-    vim.notify(('(acp) %s: session %s'):format(name, resumed and 'resumed' or 'ready'), vim.log.levels.INFO)
+    local msg = ('(acp) %s: session %s'):format(name, resumed and 'resumed' or 'ready')
+    if reused then
+      msg = ('(acp) %s: session %s reused (:AcpNew starts a new conversation)'):format(name, session)
+    end
+    vim.notify(msg, vim.log.levels.INFO)
   end
 end
 

@@ -35,6 +35,15 @@ M.links = {
   AcpChatDiffAdd = 'DiffAdd',
   AcpChatDiffDelete = 'DiffDelete',
   AcpChatDiffHunk = 'Special',
+  -- Markdown of the chat's messages without treesitter.
+  AcpChatHeading = 'Title',
+  AcpChatCode = 'Special',
+}
+
+--- Groups defined by attributes (no built-in group to link to).
+M.attrs = {
+  AcpChatBold = { bold = true },
+  AcpChatItalic = { italic = true },
 }
 
 local applied = false
@@ -42,6 +51,9 @@ local applied = false
 function M.apply()
   for name, link in pairs(M.links) do
     vim.api.nvim_set_hl(0, name, { link = link, default = true })
+  end
+  for name, attrs in pairs(M.attrs) do
+    vim.api.nvim_set_hl(0, name, vim.tbl_extend('force', attrs, { default = true }))
   end
 end
 

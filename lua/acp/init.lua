@@ -21,14 +21,20 @@ end
 
 --- Starts (or reuses) the agent connection and a session in the project.
 --- Returns at once; `status().session` is set once the session exists.
----@param agent string|table|nil name (preset or `agents.<name>`), or {cmd = {...}, env = {...}}
----@param opts {cwd: string|nil}|nil
+--- `opts.resume`: true (the last session in cwd) or a sessionId to resume;
+--- `opts.new`: a new session even when the agent has one in cwd.
+---@param agent string|table|nil name (preset or `agents.<name>`, or one started before), or {cmd = {...}, env = {...}}
+---@param opts {cwd: string|nil, resume: boolean|string|nil, new: boolean|nil}|nil
 ---@return boolean ok
 ---@return string|nil err
 function M.start(agent, opts)
   opts = opts or {}
   local config, state = require('acp.config'), require('acp.state')
   local spec, err = config.resolve_agent(agent)
+  if spec == nil and type(agent) == 'string' and H.started[agent] ~= nil then
+    -- An agent started before from a {cmd = ...} table, by its name.
+    spec = vim.deepcopy(H.started[agent])
+  end
   if spec == nil then
     return H.fail(err)
   end
@@ -49,11 +55,12 @@ function M.start(agent, opts)
   -- that directory); the agent becomes the current one either way.
   local ok, send_err = require('acp.rpc').start_agent(
     spec.name,
-    { cmd = spec.cmd, env = spec.env, cwd = cwd, resume = resume }
+    { cmd = spec.cmd, env = spec.env, cwd = cwd, resume = resume, new = opts.new == true or nil }
   )
   if not ok then
     return H.fail(send_err)
   end
+  H.started[spec.name] = { name = spec.name, cmd = vim.deepcopy(spec.cmd), env = vim.deepcopy(spec.env) }
   state.agent_starting(spec.name, cwd, spec.env)
   return true
 end
@@ -291,6 +298,9 @@ end
 
 --- The session directory: `cwd` given, else the nearest ancestor of the
 --- current directory holding a project marker, else the current directory.
+--- The agents started in this Neovim, by name: {name, cmd, env}.
+H.started = {}
+
 function H.cwd(dir)
   local compat, config = require('acp.compat'), require('acp.config')
   if dir ~= nil then

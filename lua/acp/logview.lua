@@ -187,7 +187,7 @@ function H.window()
   pcall(vim.api.nvim_buf_set_name, buf, 'acp://log')
   vim.wo.wrap = false
   local function map(lhs, fn, desc)
-    vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, silent = true, desc = desc })
+    vim.keymap.set('n', lhs, fn, { [compat.buf_key] = buf, nowait = true, silent = true, desc = desc })
   end
   map('q', function()
     if not pcall(vim.cmd, 'close') then
@@ -197,7 +197,7 @@ function H.window()
   map('<CR>', M.show_json, 'acp: the JSON of this decision')
   map('K', M.show_json, 'acp: the JSON of this decision')
   vim.api.nvim_create_autocmd('BufWipeout', {
-    buffer = buf,
+    [compat.buf_key] = buf,
     once = true,
     callback = function()
       H.raw[buf] = nil
@@ -255,7 +255,7 @@ function M.show_json()
   for _, lhs in ipairs({ 'q', '<Esc>' }) do
     vim.keymap.set('n', lhs, function()
       pcall(vim.api.nvim_win_close, win, true)
-    end, { buffer = buf, nowait = true, silent = true, desc = 'acp: close' })
+    end, { [compat.buf_key] = buf, nowait = true, silent = true, desc = 'acp: close' })
   end
 end
 

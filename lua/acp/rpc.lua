@@ -98,13 +98,14 @@ function M.notify_if_running(method, ...)
 end
 
 ---@param name string
----@param spec {cmd: string[], env: table, cwd: string, resume: string|nil}
+---@param spec {cmd: string[], env: table, cwd: string, resume: string|nil, new: boolean|nil}
 function M.start_agent(name, spec)
   return M.notify('acp_start', name, {
     cmd = spec.cmd,
     env = H.map(spec.env),
     cwd = spec.cwd,
     resume = spec.resume,
+    new = spec.new,
   })
 end
 

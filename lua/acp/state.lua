@@ -327,6 +327,19 @@ function M.last_session(agent, cwd)
   return nil
 end
 
+--- The sessions remembered in the state file, newest first:
+--- `{ {agent=, cwd=, session=, time=}, ... }` (for :AcpSessions).
+---@return table[]
+function M.saved_sessions()
+  local list = {}
+  for _, e in ipairs(H.read_sessions()) do
+    if type(e) == 'table' and type(e.agent) == 'string' and type(e.cwd) == 'string' and type(e.session) == 'string' then
+      list[#list + 1] = e
+    end
+  end
+  return list
+end
+
 --- Sessions remembered for `:AcpStart!`, newest first (bounded).
 M.max_saved_sessions = 100
 

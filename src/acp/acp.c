@@ -975,9 +975,14 @@ static bool opening_in(struct acp_conn *c, const char *cwd) {
 
 void acp_conn_new_session(struct acp_conn *c, const char *cwd,
                           const char *load) {
+  acp_conn_open_session(c, cwd, load, false);
+}
+
+void acp_conn_open_session(struct acp_conn *c, const char *cwd,
+                           const char *load, bool fresh) {
   if (!c->alive || opening_in(c, cwd))
     return;
-  for (struct session **pp = &c->sessions; *pp; pp = &(*pp)->next) {
+  for (struct session **pp = &c->sessions; *pp && !fresh; pp = &(*pp)->next) {
     struct session *s = *pp;
     if (strcmp(s->cwd, cwd) != 0 || (load && strcmp(s->id, load) != 0))
       continue;
@@ -987,7 +992,8 @@ void acp_conn_new_session(struct acp_conn *c, const char *cwd,
     s->next = c->sessions;
     c->sessions = s;
     emit(c, "session_new",
-         json_pack("{s:s,s:s}", "session", s->id, "cwd", s->cwd));
+         json_pack("{s:s,s:s,s:b}", "session", s->id, "cwd", s->cwd, "reused",
+                   1));
     return;
   }
   struct want w = {xstrdup(cwd), load ? xstrdup(load) : NULL};

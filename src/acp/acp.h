@@ -53,6 +53,10 @@ struct acp_conn *acp_conn_start(uv_loop_t *loop, const char *name,
 // when the agent wants a login first, auth_required.
 void acp_conn_new_session(struct acp_conn *c, const char *cwd,
                           const char *load);
+// The same; with fresh, a new session even when one in cwd exists (a new
+// conversation). A reused session's session_new has "reused": true.
+void acp_conn_open_session(struct acp_conn *c, const char *cwd,
+                           const char *load, bool fresh);
 // Logs in with one of the agent's authMethods; on success the sessions the
 // agent refused are opened again. Returns 0, or -1 when it cannot be sent.
 int acp_conn_authenticate(struct acp_conn *c, const char *method_id);

@@ -126,13 +126,16 @@ static void m_start(struct broker *b, const struct nvim_rpc_msg *m) {
   const msgpack_object *spec = arg(m, 1);
   char *cwd = mp_utf8dup(mp_get(spec, "cwd"));
   char *load = mp_utf8dup(mp_get(spec, "resume"));
+  const msgpack_object *fresh = mp_get(spec, "new");
   if (!name || !cwd || cwd[0] != '/') {
     broker_emit_error(
         b, name, "acp_start needs an agent name and an absolute cwd (UTF-8)");
   } else {
     struct acp_conn *c = broker_find_conn(b, name);
     if (c)
-      acp_conn_new_session(c, cwd, load && load[0] ? load : NULL);
+      acp_conn_open_session(c, cwd, load && load[0] ? load : NULL,
+                            fresh && fresh->type == MSGPACK_OBJECT_BOOLEAN &&
+                                fresh->via.boolean);
     else
       spawn_conn(b, name, spec, cwd, load && load[0] ? load : NULL);
   }

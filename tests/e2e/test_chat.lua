@@ -388,7 +388,7 @@ T.test('a window at the end follows new lines, another stays; the bars stay with
   end
 end)
 
-T.test("<CR> in the input sends it to the chat's agent and clears it; one chat per session", function()
+T.test("<CR> in the input sends it to the chat's agent and clears it; one chat per session, one window per tab", function()
   only()
   local a = T.start_demo(reply)
   local b = start_other('other-agent', reply)
@@ -415,11 +415,15 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
     end
   end
 
+  local awin = windows(abuf)[1]
+  local nwins = #api.nvim_tabpage_list_wins(0)
   T.ok(require('acp').chat({ agent = b.agent }), 'chat() of the other agent')
   local bbuf = T.ok(require('acp.chat').buffer(b.session), 'the other chat buffer')
   T.ok(bbuf ~= abuf, 'two buffers')
-  T.eq(#windows(abuf), 1, 'the first chat is still shown')
-  T.eq(#windows(bbuf), 1, 'the second chat is shown beside it')
+  T.eq(#windows(abuf), 0, 'the first chat is no longer shown')
+  T.eq(windows(bbuf), { awin }, 'the second chat is shown in the same window')
+  T.eq(#api.nvim_tabpage_list_wins(0), nwins, 'no window was opened')
+  T.eq(require('acp.chat.model').chats[b.session].input, api.nvim_get_current_buf(), 'its input has focus')
   T.eq(api.nvim_buf_get_name(bbuf), 'acp://chat/other-agent/' .. b.session, 'its name')
   T.eq(prompts(b), {}, 'the other agent received nothing')
   T.eq(count(lines(bbuf), 'Reply number'), 0, 'nothing of the first agent in the second chat')

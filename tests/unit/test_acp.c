@@ -1219,6 +1219,36 @@ static void test_load(void) {
   finish();
 }
 
+// A session in a cwd that has one is reused (session_new says "reused"),
+// unless a fresh one is asked for (a new conversation); prompts then go to
+// the newest.
+static void test_fresh_session(void) {
+  struct acp_conn *c = start();
+  if (!c)
+    return;
+  handshake("x", NULL);
+  open_session(tmp, "s1", NULL);
+  acp_conn_new_session(c, tmp, NULL);
+  json_t *d = ev_wait("session_new");
+  is_str(str_at(d, "session"), "s1", "the session in cwd is reused");
+  ok(json_is_true(json_object_get(d, "reused")), "reused: true");
+  sync_agent();
+  is_size(rx_pending(), 0, "nothing asked of the agent");
+  acp_conn_open_session(c, tmp, NULL, true);
+  json_t *m = rx_next();
+  is_str(method_of(m), "session/new", "fresh: session/new sent");
+  answer(id_of(m), "{\"sessionId\":\"s2\"}");
+  d = ev_wait("session_new");
+  is_str(str_at(d, "session"), "s2", "a new session");
+  ok(json_object_get(d, "reused") == NULL, "not reused");
+  is_str(acp_conn_current_session(c), "s2", "the newest gets prompts");
+  acp_conn_new_session(c, tmp, "s1");
+  d = ev_wait("session_new");
+  is_str(str_at(d, "session"), "s1", "the first one again, by its id");
+  is_str(acp_conn_current_session(c), "s1", "it is the newest again");
+  finish();
+}
+
 static void test_spawn_failure(void) {
   const char *argv[] = {"/nonexistent/agent", NULL};
   struct proc_spawn spec = {argv, NULL, NULL, NULL};
@@ -1356,6 +1386,7 @@ int main(void) {
   test_prompt_blocks();
   test_auth();
   test_load();
+  test_fresh_session();
   test_spawn_failure();
   test_bounds();
   test_session_errors();

@@ -18,6 +18,7 @@ local M = {}
 function M.on_event(name, data)
   model.on_event(name, data)
   window.open_pending(name, data)
+  window.on_event(name, data)
 end
 
 --- Opens the chat of a session in a split on the right with the input area
@@ -35,6 +36,11 @@ M.open = window.open
 ---@param session string
 ---@return integer|nil
 M.buffer = window.buffer
+
+--- Opens the chat of the next session `agent` opens (a new conversation,
+--- a resumed session) when it does.
+---@param agent string
+M.open_next = window.open_next
 
 --- 'omnifunc' of the input buffer: completes the agent's slash commands.
 M.complete = window.complete

@@ -91,6 +91,9 @@ H.stop_reasons = {
 ---@field busy boolean a turn runs
 ---@field loading boolean the agent replays the history (session/load)
 ---@field exited boolean
+---@field outbox string[] prompts typed while the agent works, oldest first
+---@field sending boolean a prompt was sent and its turn has not started yet
+---@field held boolean the turn was cancelled or the agent exited: the outbox waits for the person
 ---@field buf integer|nil chat buffer
 ---@field input integer|nil input buffer
 ---@field queue table[] drawing work, in event order
@@ -131,6 +134,9 @@ function H.get(session, agent)
       busy = false,
       loading = false,
       exited = false,
+      outbox = {},
+      sending = false,
+      held = false,
       queue = {},
       queued_bytes = 0,
       tools = {},
@@ -541,7 +547,7 @@ function H.events.turn_start(d)
   if chat == nil then
     return
   end
-  chat.busy = true
+  chat.busy, chat.sending = true, false
   chat.turn = {}
   chat.plan_op, chat.plan_new = nil, true
   chat.cur = nil
@@ -560,13 +566,17 @@ function H.events.turn_end(d)
   if chat == nil then
     return
   end
-  chat.busy = false
+  chat.busy, chat.sending = false, false
   local reason = compat.str(d.stopReason) or 'end_turn'
+  -- The person stopped the agent: what they queued waits for them.
+  chat.held = reason == 'cancelled' and #chat.outbox > 0
   if reason ~= 'end_turn' then
     -- The agent leaves calls of a cancelled or failed turn unfinished.
     H.end_tools(chat, reason == 'cancelled' and 'cancelled' or 'interrupted')
   end
   chat.turn = {}
+  -- The message streamed last is complete: its markdown can be drawn.
+  H.push(chat, { kind = 'settle' })
   if reason == 'error' then
     H.note(chat, 'error: ' .. (compat.str(d.message) or 'the turn failed'), 'AcpChatError')
   elseif reason ~= 'end_turn' then
@@ -821,7 +831,9 @@ function H.events.agent_exit(d)
   local agent = compat.str(d.agent)
   for _, chat in pairs(H.chats) do
     if chat.agent == agent and not chat.exited then
-      chat.exited, chat.busy, chat.loading = true, false, false
+      chat.exited, chat.busy, chat.loading, chat.sending = true, false, false, false
+      -- What was queued is not sent to a session that comes back by itself.
+      chat.held = #chat.outbox > 0
       H.end_tools(chat, 'interrupted')
       chat.turn = {}
       -- acp.state forgets the session: keep what the blocks still show.
@@ -845,6 +857,7 @@ function H.mode_name(chat)
 end
 
 M.chats = H.chats
+M.chat_for = H.chat_for
 M.get = H.get
 M.latest = H.latest
 M.resolve = H.resolve

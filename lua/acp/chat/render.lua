@@ -118,6 +118,16 @@ function M.header(chat)
     b.add({ { chat.title, 'AcpChatHeader' } })
   end
   b.add({ { M.summary(chat), 'AcpChatMeta' } })
+  if chat.exited then
+    b.add({
+      {
+        ('the agent exited: this chat is history only (:AcpStart %s starts a new session, :AcpSessions resumes one)'):format(
+          chat.agent
+        ),
+        'AcpChatError',
+      },
+    })
+  end
   if (chat.unasked or 0) > 0 then
     local n = chat.unasked
     b.add({ { ('%d tool call%s acted WITHOUT ASKING (see :AcpLog)'):format(n, n == 1 and '' or 's'), 'AcpChatError' } })
@@ -173,6 +183,38 @@ function M.summary(chat)
     parts[#parts + 1] = usage
   end
   return table.concat(parts, ' · ')
+end
+
+--- The outbox of `chat` as virtual lines (at most `max` prompts, one line
+--- each, then a count of the others) and a line naming `keys`.
+---@param chat acp.Chat
+---@param max integer
+---@param keys table
+---@return table[] virt_lines
+function M.outbox(chat, max, keys)
+  local lines, n = {}, #chat.outbox
+  for i = 1, math.min(n, max) do
+    lines[#lines + 1] = {
+      { ('queued %d: '):format(i), 'AcpChatLabel' },
+      { text.truncate(text.one_line(chat.outbox[i]), 200), 'AcpChatMeta' },
+    }
+  end
+  if n > max then
+    lines[#lines + 1] = { { ('… %d more queued'):format(n - max), 'AcpChatMeta' } }
+  end
+  local send = keys.send ~= '' and keys.send or '<CR>'
+  local how = chat.exited and 'kept: the agent exited'
+    or chat.held and ('held: %s on an empty input sends them'):format(send)
+    or 'sent when the turn ends'
+  local edit = {}
+  if keys.queue_edit ~= '' then
+    edit[#edit + 1] = keys.queue_edit .. ' edit'
+  end
+  if keys.queue_drop ~= '' then
+    edit[#edit + 1] = keys.queue_drop .. ' drop'
+  end
+  lines[#lines + 1] = { { how .. (#edit > 0 and (' · ' .. table.concat(edit, ' · ')) or ''), 'AcpChatMeta' } }
+  return lines
 end
 
 --- The block of tool call record `rec` (its content rendered once per change).

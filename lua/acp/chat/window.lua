@@ -7,13 +7,18 @@
 --- extmark and its height, so a tool call, the plan of a turn or the
 --- message being streamed is redrawn where it is. The person types into a
 --- separate input buffer under the chat window; `<CR>` in normal mode
---- sends it to the chat's own agent, with the context it names (`@path`,
---- `#buffer`, `#selection`, `#diagnostics`) and the staged context, which
---- is shown above the input.
+--- and `chat.keys.send` (`<C-s>`) in both modes send it to the chat's own
+--- agent, with the context it names (`@path`, `#buffer`, `#selection`,
+--- `#diagnostics`) and the staged context, which is shown above the input.
+--- A prompt sent while the agent works waits in the chat's outbox, shown
+--- under the input (virtual lines), and goes when the turn ends. A tab
+--- page has one chat window: opening another chat shows it there.
 
 local compat = require('acp.compat')
+local config = require('acp.config')
 local context = require('acp.context')
 local highlight = require('acp.highlight')
+local markdown = require('acp.chat.markdown')
 local model = require('acp.chat.model')
 local render = require('acp.chat.render')
 local rpc = require('acp.rpc')
@@ -47,6 +52,10 @@ function M.open(opts)
   end
   H.flush(chat)
   H.dirty[chat] = nil
+  -- The person asked for the chat: the one-time cost of the markdown
+  -- parser is paid now, not in the middle of a stream.
+  markdown.warm()
+  H.arm_markdown()
   H.show(chat)
   return true
 end
@@ -132,6 +141,39 @@ function M.open_pending(name, data)
   end
 end
 
+--- Opens the chat of the next session of `agent` once it exists (after
+--- :AcpNew or a resume from :AcpSessions), not of the one it has now.
+---@param agent string
+function M.open_next(agent)
+  H.waiting[agent] = true
+end
+
+--- After the model saw event `name`: a turn that ended sends the next
+--- prompt of its chat's outbox (scheduled: not inside the RPC call).
+---@param name string broker event
+---@param data table
+function M.on_event(name, data)
+  if name ~= 'turn_end' and name ~= 'agent_exit' then
+    return
+  end
+  for _, chat in pairs(model.chats) do
+    if #chat.outbox > 0 and (name == 'agent_exit' or chat == model.chat_for(data)) then
+      vim.schedule(function()
+        if name == 'turn_end' then
+          H.drain(chat)
+        end
+        H.draw_outbox(chat)
+      end)
+    end
+  end
+end
+
+--- The chat keys (`chat.keys` of the config).
+function M.keys()
+  local chat = config.options.chat
+  return type(chat) == 'table' and type(chat.keys) == 'table' and chat.keys or H.default_keys
+end
+
 --- Schedules a draw of `chat` within H.interval_ms (the model calls it
 --- when it queues work).
 ---@param chat acp.Chat
@@ -158,8 +200,17 @@ H.budget_ms = 4
 H.slice_bytes = 32 * 1024
 --- Height of the input window.
 H.input_height = 4
+--- Height of the input window at most while it shows queued prompts.
+H.max_input_height = 9
+--- Prompts waiting in a chat's outbox at most, and shown under the input.
+H.max_outbox = 32
+H.shown_outbox = 3
+
+H.default_keys = { send = '<C-s>', queue_edit = '<C-e>', queue_drop = '<C-x>' }
 
 H.ns = vim.api.nvim_create_namespace('acp-chat')
+H.outbox_ns = vim.api.nvim_create_namespace('acp-chat-outbox')
+H.md_ns = vim.api.nvim_create_namespace('acp-chat-markdown')
 H.marks = vim.api.nvim_create_namespace('acp-chat-blocks')
 
 --- Chat and input buffers -> chat.
@@ -169,6 +220,12 @@ H.pairs = {}
 --- Chats with something to draw.
 H.dirty = {}
 H.armed = false
+
+--- Finished messages waiting for their markdown highlights (bounded), and
+--- how long drawing must pause before they are drawn.
+H.md_queue = {}
+H.max_md_queue = 200
+H.md_delay_ms = 100
 
 --- Agents whose chat opens as soon as their session exists.
 H.waiting = {}
@@ -187,6 +244,7 @@ function H.flush_all()
       vim.notify('(acp) chat: ' .. tostring(err), vim.log.levels.ERROR)
     end
   end
+  H.arm_markdown()
 end
 
 --- Draws everything queued for `chat` (creating its buffer when needed);
@@ -295,7 +353,7 @@ function H.ops.text(chat, op)
   local cur, s = op.cur, chat.stream
   if s == nil or s.cur ~= cur or s.block ~= chat.last then
     local b, prefix, group = render.message_head(chat, cur.role)
-    s = { cur = cur, tail = '', marker = false, prefix = prefix, group = group }
+    s = { cur = cur, tail = '', marker = false, prefix = prefix, group = group, head = #b.lines }
     s.block = H.append(chat, b)
     chat.stream = s
   end
@@ -324,6 +382,86 @@ function H.ops.turn(chat)
   chat.plan_block = nil
 end
 
+--- The turn ended: the message streamed last is complete.
+function H.ops.settle(chat)
+  H.finish_stream(chat)
+end
+
+--- Queues the message streamed last for markdown highlighting, once it is
+--- complete (another block follows it, or the turn ended). The highlights
+--- are drawn when no turn runs and the chat has not drawn for
+--- H.md_delay_ms, so they never slow streaming down (the first use of a
+--- treesitter parser and its query costs about 100 ms).
+function H.finish_stream(chat)
+  local s = chat.stream
+  if s == nil or s.done then
+    return
+  end
+  s.done = true
+  local cur = s.cur
+  if s.prefix ~= nil or cur.dropped > 0 or cur.bytes > markdown.max_bytes then
+    return
+  end
+  local queue = H.md_queue
+  queue[#queue + 1] = { chat = chat, buf = chat.buf, stream = s }
+  if #queue > H.max_md_queue then
+    table.remove(queue, 1)
+  end
+end
+
+--- (Re)arms the markdown timer: it fires once drawing has paused.
+function H.arm_markdown()
+  if #H.md_queue == 0 then
+    return
+  end
+  H.md_timer = H.md_timer or compat.uv.new_timer()
+  H.md_timer:stop()
+  H.md_timer:start(H.md_delay_ms, 0, function()
+    vim.schedule(H.run_markdown)
+  end)
+end
+
+--- Highlights queued messages within H.budget_ms; the rest waits for the
+--- next pause.
+function H.run_markdown()
+  if H.armed then
+    return -- drawing again: flush_all re-arms the timer
+  end
+  for _, chat in pairs(model.chats) do
+    if chat.busy then
+      return -- its turn_end is drawn, and re-arms the timer
+    end
+  end
+  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  while #H.md_queue > 0 and compat.uv.hrtime() < deadline do
+    pcall(H.highlight_message, table.remove(H.md_queue, 1))
+  end
+  H.arm_markdown()
+end
+
+function H.highlight_message(item)
+  local chat, buf, s = item.chat, item.buf, item.stream
+  if chat.buf ~= buf or not H.loaded(buf) then
+    return
+  end
+  local pos = vim.api.nvim_buf_get_extmark_by_id(buf, H.marks, s.block.mark, {})
+  if pos[1] == nil then
+    return
+  end
+  -- The text replaced the last line of the head (the unfinished line).
+  local first = pos[1] + s.head - 1
+  local last = pos[1] + s.block.height
+  local lines = vim.api.nvim_buf_get_lines(buf, first, last, false)
+  for _, hl in ipairs(markdown.highlights(lines)) do
+    pcall(vim.api.nvim_buf_set_extmark, buf, H.md_ns, first + hl[1], hl[2], {
+      end_row = first + hl[1],
+      end_col = hl[3],
+      hl_group = hl[4],
+      priority = 90,
+    })
+  end
+end
+
 --- The line counting the requests decided without a block (one per turn,
 --- redrawn in place).
 function H.ops.auto(chat, op)
@@ -338,6 +476,7 @@ end
 --- Appends block lines `b` at the end of the buffer.
 ---@return acp.ChatBlock
 function H.append(chat, b)
+  H.finish_stream(chat)
   local buf = chat.buf
   local row = vim.api.nvim_buf_line_count(buf)
   vim.api.nvim_buf_set_lines(buf, -1, -1, false, b.lines)
@@ -440,6 +579,32 @@ function H.ensure_input(chat)
   vim.keymap.set('n', '<CR>', function()
     H.send(chat)
   end, { [compat.buf_key] = buf, desc = 'acp: send the prompt' })
+  local keys = M.keys()
+  if keys.send ~= '' then
+    vim.keymap.set({ 'n', 'i' }, keys.send, function()
+      H.send(chat)
+    end, { [compat.buf_key] = buf, desc = 'acp: send the prompt (queued while the agent works)' })
+  end
+  if keys.queue_edit ~= '' then
+    -- Normal mode only: in Insert mode <C-e> closes the completion menu.
+    vim.keymap.set('n', keys.queue_edit, function()
+      H.edit_queued(chat, vim.v.count)
+    end, { [compat.buf_key] = buf, desc = 'acp: take a queued prompt back into the input ([count]: which)' })
+  end
+  if keys.queue_drop ~= '' then
+    vim.keymap.set('n', keys.queue_drop, function()
+      H.drop_queued(chat, vim.v.count)
+    end, { [compat.buf_key] = buf, desc = 'acp: drop a queued prompt ([count]: which; kept in register ")' })
+  end
+  -- The outbox stays under the last line of the input.
+  vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI' }, {
+    [compat.buf_key] = buf,
+    callback = function()
+      if #chat.outbox > 0 then
+        H.draw_outbox(chat)
+      end
+    end,
+  })
   -- `@` at the start of a word completes the project's files.
   vim.keymap.set('i', '@', function()
     local col = vim.api.nvim_win_get_cursor(0)[2]
@@ -509,24 +674,24 @@ function H.show(chat)
     vim.api.nvim_set_current_win(vim.api.nvim_tabpage_list_wins(0)[1])
   end
   local win = H.tab_window(chat.buf)
-  if win == nil then
+  local other = win == nil and H.tab_chat_window()
+  if other then
+    -- One chat window per tab page: it switches to this chat, and the
+    -- input window opened with it to this chat's input.
+    local input = H.pairs[other]
+    win = other
+    vim.api.nvim_win_set_buf(win, chat.buf)
+    H.chat_options(win)
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
+    if input ~= nil and vim.api.nvim_win_is_valid(input) and H.by_buf[vim.api.nvim_win_get_buf(input)] then
+      vim.api.nvim_win_set_buf(input, chat.input)
+    end
+  elseif win == nil then
     vim.cmd('botright vsplit')
     win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(win, chat.buf)
     vim.api.nvim_win_set_width(win, math.max(40, math.floor(vim.o.columns * 0.4)))
-    H.set_options(win, {
-      wrap = true,
-      linebreak = true,
-      number = false,
-      relativenumber = false,
-      signcolumn = 'no',
-      foldcolumn = '0',
-      foldenable = false,
-      list = false,
-      spell = false,
-      cursorline = false,
-      winfixwidth = true,
-    })
+    H.chat_options(win)
     vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(chat.buf), 0 })
   end
   local input = H.tab_window(chat.input)
@@ -548,7 +713,40 @@ function H.show(chat)
     H.pairs[win] = input
   end
   H.update_bars(chat)
+  H.draw_outbox(chat)
   vim.api.nvim_set_current_win(input)
+end
+
+--- The window of the current tab page showing a chat (not a float), or nil.
+function H.tab_chat_window()
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    local chat = H.by_buf[buf]
+    if chat ~= nil and chat.buf == buf and not compat.is_float(win) then
+      return win
+    end
+  end
+  return nil
+end
+
+--- Options of a window showing a chat: wrapped lines, indented when they
+--- wrap, no gutter.
+function H.chat_options(win)
+  H.set_options(win, {
+    wrap = true,
+    linebreak = true,
+    breakindent = true,
+    breakindentopt = 'shift:2',
+    number = false,
+    relativenumber = false,
+    signcolumn = 'no',
+    foldcolumn = '0',
+    foldenable = false,
+    list = false,
+    spell = false,
+    cursorline = false,
+    winfixwidth = true,
+  })
 end
 
 function H.set_options(win, opts)
@@ -611,7 +809,10 @@ function H.set_bar(chat, win, buf)
   local summary = (chat.agent .. ' · ' .. render.summary(chat)):gsub('%%', '%%%%')
   local name, value
   if buf == chat.input then
-    name, value = 'statusline', ' ' .. summary .. '%=<CR> send · <C-c> cancel · @ files · # context '
+    -- Narrow windows cut the help on the right (%<), not the summary.
+    local n = #chat.outbox
+    local queued = n > 0 and ('%d queued%s · '):format(n, chat.held and ' (held)' or '') or ''
+    name, value = 'statusline', ' ' .. queued .. summary .. ' %<%=' .. H.input_help(chat):gsub('%%', '%%%%') .. ' '
   elseif compat.has(8) and not compat.is_float(win) then
     name, value = 'winbar', ' ' .. summary
   else
@@ -619,6 +820,17 @@ function H.set_bar(chat, win, buf)
   end
   compat.set_win(win, name, value)
   vim.api.nvim_win_set_var(win, 'acp_chat_bar', name)
+end
+
+--- The right part of the input's statusline: what its keys do, or how to
+--- go on when the agent is gone.
+function H.input_help(chat)
+  if chat.exited then
+    return ('agent exited: :AcpStart %s · :AcpSessions'):format(chat.agent)
+  end
+  local keys = M.keys()
+  local send = keys.send ~= '' and (keys.send .. '/<CR>') or '<CR>'
+  return ('%s send · <C-c> cancel · @ files · # context'):format(send)
 end
 
 function H.create_autocommands()
@@ -681,11 +893,29 @@ function H.focus_input(chat)
 end
 
 --- Sends the input area to the chat's agent with the context it names and
---- the staged context; clears both once sent.
+--- the staged context; clears both once sent. While the agent works (or
+--- prompts already wait) it joins the outbox instead; an empty input sends
+--- the outbox held after a cancelled turn.
 function H.send(chat)
   local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
   local text = table.concat(lines, '\n')
-  if text:match('^%s*$') then
+  local blank = text:match('^%s*$') ~= nil
+  if blank and #chat.outbox == 0 then
+    return
+  end
+  if not blank and (chat.busy or chat.sending or #chat.outbox > 0) then
+    if #chat.outbox >= H.max_outbox then
+      vim.notify(('(acp) %d prompts already wait: send or drop some first'):format(H.max_outbox), vim.log.levels.ERROR)
+      return
+    end
+    chat.outbox[#chat.outbox + 1] = text
+    vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+    blank = true
+  end
+  chat.held = false
+  if blank then
+    H.drain(chat)
+    H.outbox_changed(chat)
     return
   end
   local ok, err = H.prompt(chat, text)
@@ -694,6 +924,99 @@ function H.send(chat)
     return
   end
   vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, {})
+end
+
+--- Sends the oldest prompt of the outbox when the agent is free for it.
+function H.drain(chat)
+  if chat.busy or chat.sending or chat.held or chat.exited or #chat.outbox == 0 then
+    return
+  end
+  local text = table.remove(chat.outbox, 1)
+  local ok, err = H.prompt(chat, text)
+  if not ok then
+    table.insert(chat.outbox, 1, text)
+    vim.notify(err, vim.log.levels.ERROR)
+  end
+  H.outbox_changed(chat)
+end
+
+--- Which queued prompt a count names (0: the newest), or nil.
+function H.queued_index(chat, count)
+  local n = #chat.outbox
+  if n == 0 then
+    vim.notify('(acp) no prompt is queued', vim.log.levels.WARN)
+    return nil
+  end
+  local i = count > 0 and count or n
+  if i > n then
+    vim.notify(('(acp) only %d prompt%s queued'):format(n, n == 1 and ' is' or 's are'), vim.log.levels.WARN)
+    return nil
+  end
+  return i
+end
+
+--- Takes a queued prompt (the newest, or the count-th) back into the
+--- input to edit it; an input with text in it is kept: the prompt goes
+--- after it.
+function H.edit_queued(chat, count)
+  local i = H.queued_index(chat, count)
+  if i == nil then
+    return
+  end
+  local text = table.remove(chat.outbox, i)
+  local lines = vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)
+  local new = vim.split(text, '\n', { plain = true })
+  if table.concat(lines, '\n'):match('^%s*$') then
+    vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, new)
+  else
+    vim.api.nvim_buf_set_lines(chat.input, -1, -1, false, new)
+  end
+  H.outbox_changed(chat)
+end
+
+--- Drops a queued prompt (the newest, or the count-th); its text goes to
+--- the unnamed register, so that a slip can be undone with `p`.
+function H.drop_queued(chat, count)
+  local i = H.queued_index(chat, count)
+  if i == nil then
+    return
+  end
+  local text = table.remove(chat.outbox, i)
+  vim.fn.setreg('"', text)
+  vim.notify(('(acp) dropped queued prompt %d (in register ")'):format(i), vim.log.levels.INFO)
+  H.outbox_changed(chat)
+end
+
+function H.outbox_changed(chat)
+  if #chat.outbox == 0 then
+    chat.held = false
+  end
+  H.draw_outbox(chat)
+  H.update_bars(chat)
+end
+
+--- The outbox as virtual lines under the last line of the input; the
+--- input windows grow to show them (and shrink back once it is empty).
+function H.draw_outbox(chat)
+  if not H.loaded(chat.input) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(chat.input, H.outbox_ns, 0, -1)
+  local n = vim.api.nvim_buf_line_count(chat.input)
+  local virt = #chat.outbox > 0 and render.outbox(chat, H.shown_outbox, M.keys()) or {}
+  if #virt > 0 then
+    vim.api.nvim_buf_set_extmark(chat.input, H.outbox_ns, n - 1, 0, { virt_lines = virt })
+  end
+  local height = math.min(H.max_input_height, math.max(H.input_height, math.min(n, H.input_height) + #virt))
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == chat.input and not compat.is_float(win) then
+      local ok, had = pcall(vim.api.nvim_win_get_var, win, 'acp_outbox_height')
+      if height ~= (ok and had or H.input_height) then
+        pcall(vim.api.nvim_win_set_height, win, height)
+        vim.api.nvim_win_set_var(win, 'acp_outbox_height', height)
+      end
+    end
+  end
 end
 
 --- Like require('acp').prompt(), for this chat's session.
