@@ -127,7 +127,9 @@ T.test('the send key is configurable', function()
     return prompts(ctx)[1]
   end, nil, 'the prompt sent with <C-g>')
   T.eq(prompts(ctx), { 'by C-g' }, 'what the agent received')
-  T.eq(vim.fn.maparg('<C-s>', 'i', false, true).buffer, nil, 'no <C-s> mapping then')
+  -- (Neovim 0.11+ maps Insert-mode <C-s> globally to LSP signature help:
+  -- only a mapping of the input's own is ours.)
+  T.ok(vim.fn.maparg('<C-s>', 'i', false, true).buffer ~= 1, 'no <C-s> mapping of the input then')
 end)
 
 T.test('prompts typed while the agent works are queued visibly, editable, droppable, sent in order', function()
