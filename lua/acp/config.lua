@@ -16,6 +16,8 @@ local H = {}
 ---@field hide string
 ---@field remember_session string
 ---@field remember_project string
+---@field remember_session_broad string
+---@field remember_project_broad string
 ---@field trust_agent string
 
 ---@class acp.Config
@@ -50,6 +52,10 @@ M.defaults = {
       -- The broker's extras (:help acp-prompt-extras).
       remember_session = 's',
       remember_project = 'p',
+      -- The same with the broader rule (`Bash(git status *)`), when one is
+      -- suggested.
+      remember_session_broad = 'S',
+      remember_project_broad = 'P',
       trust_agent = 't',
     },
   },
@@ -287,6 +293,8 @@ H.known = {
     'hide',
     'remember_session',
     'remember_project',
+    'remember_session_broad',
+    'remember_project_broad',
     'trust_agent',
   },
   permissions = { 'allow', 'ask', 'deny', 'defaultMode' },

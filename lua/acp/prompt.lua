@@ -211,14 +211,28 @@ H.ns = vim.api.nvim_create_namespace('acp-prompt')
 H.kind_order = { 'allow_once', 'allow_always', 'reject_once', 'reject_always' }
 
 --- The broker's extras (design §5): each answers the first allow_once
---- option and records something (`respond(id, optionId, {remember = ...})`).
---- The words are acp's own, unlike any agent's ("Allow for this session"
---- is an agent's option, which means what that agent decides).
+--- option and records something (`respond(id, optionId, {remember = ...,
+--- broad = ...})`): the request's exact rules, or (`broad`) the broader
+--- alternative the broker suggested. The words are acp's own, unlike any
+--- agent's ("Allow for this session" is an agent's option, which means
+--- what that agent decides). In display order.
 H.extra_kinds = {
-  { remember = 'session', key = 'remember_session', desc = 'allow like this for the rest of this conversation' },
-  { remember = 'project', key = 'remember_project', desc = 'allow like this in this project' },
-  { remember = 'agent', key = 'trust_agent', desc = 'trust this agent' },
+  { id = 'session', remember = 'session', key = 'remember_session', desc = 'allow like this for the rest of this conversation' },
+  { id = 'project', remember = 'project', key = 'remember_project', desc = 'allow like this in this project' },
+  {
+    id = 'session_broad',
+    remember = 'session',
+    broad = true,
+    key = 'remember_session_broad',
+    desc = 'allow the broader rule for the rest of this conversation',
+  },
+  { id = 'project_broad', remember = 'project', broad = true, key = 'remember_project_broad', desc = 'allow the broader rule in this project' },
+  { id = 'agent', remember = 'agent', key = 'trust_agent', desc = 'trust this agent' },
 }
+H.extra_by_id = {}
+for _, e in ipairs(H.extra_kinds) do
+  H.extra_by_id[e.id] = e
+end
 
 -- Helper functionality =======================================================
 
@@ -528,13 +542,18 @@ function H.set_keymaps(v, req)
   for _, e in ipairs(H.extra_kinds) do
     local lhs = keys[e.key]
     if lhs ~= nil and lhs ~= '' then
-      if H.extra(req, e.remember) ~= nil then
+      if H.extra(req, e.id) ~= nil then
         map(lhs, function(view)
-          H.choose(view, e.remember)
+          H.choose(view, e.id)
         end, 'acp: ' .. e.desc)
       else
+        local msg = ('acp: "%s" is not offered for this request'):format(e.desc)
+        if e.broad and H.extra(req, e.remember) ~= nil then
+          local exact = keys[H.extra_by_id[e.remember].key]
+          msg = ('acp: no broader rule is suggested for this request; %s remembers the exact one'):format(exact ~= '' and exact or 'the line above')
+        end
         map(lhs, function()
-          H.echo(('acp: "%s" is not offered for this request'):format(e.desc), 'WarningMsg')
+          H.echo(msg, 'WarningMsg')
         end, 'acp: ' .. e.desc .. ' (not offered)')
       end
     end
@@ -544,6 +563,9 @@ function H.set_keymaps(v, req)
     local index = view.option_rows[row]
     if index == nil then
       H.echo('acp: move to an option line, or press its number', 'WarningMsg')
+      return
+    elseif index == 'broad' then
+      H.echo(('acp: press %s'):format(H.broad_keys(true)), 'WarningMsg')
       return
     end
     H.choose(view, index)
@@ -578,8 +600,8 @@ function H.on_key(buf, fn)
   fn(v)
 end
 
---- Answers with option `index`, or (a string) with the extra that
---- remembers for 'session', 'project' or 'agent'.
+--- Answers with option `index`, or (a string) with the extra of that id
+--- (H.extra_kinds: 'session', 'project', 'session_broad', ...).
 function H.choose(v, index)
   local req = state.pending[v.id]
   if req == nil then
@@ -600,17 +622,28 @@ function H.choose(v, index)
 end
 
 --- Answers with extra `e` and says what acp records, and where (a failure
---- to write is the broker's error message).
+--- to write is the broker's error message), in one line short enough for
+--- an 80-column screen with the usual rules (no hit-enter prompt).
 function H.respond_extra(req, e)
-  local ok = require('acp').respond(req.id, e.optionId, { remember = e.remember })
+  local ok = require('acp').respond(req.id, e.optionId, { remember = e.remember, broad = e.broad })
   if ok == false then
     return
   end
-  local rules = table.concat(req.narrow or {}, ', ')
+  local rules = table.concat((e.broad and req.broad or req.narrow) or {}, ', ')
+  local msg
   if e.remember == 'project' then
-    H.echo(('acp: wrote the allow rule %s to %s (and allowed this once)'):format(rules, H.rule_file(req)), nil, true)
+    msg = ('acp: wrote the allow rule %s to %s'):format(rules, H.rule_file(req))
   elseif e.remember == 'session' then
-    H.echo(('acp: remembered %s for the rest of this conversation, in memory only (and allowed this once)'):format(rules), nil, true)
+    msg = ('acp: remembered %s for the rest of this conversation'):format(rules)
+  end
+  if msg ~= nil then
+    if vim.fn.has('nvim-0.12') == 1 then
+      -- After the float closes, Neovim 0.12 cuts the next message at the
+      -- column where the float's ruler was (62 of 80) until the screen is
+      -- redrawn whole.
+      vim.cmd('redraw!')
+    end
+    H.echo(msg, nil, true)
   end
 end
 
@@ -627,32 +660,36 @@ function H.confirm_extra(req, e)
   return vim.fn.confirm(msg, '&Trust\n&No', 2) == 1
 end
 
---- The broker's extra `remember` ('session'|'project'|'agent') for `req`:
---- {remember, optionId (the first allow_once), label}, or nil when it is not
---- offered (no allow_once option; for session/project, no narrow rule).
-function H.extra(req, remember)
+--- The broker's extra `id` (H.extra_kinds) for `req`: {id, remember,
+--- broad, optionId (the first allow_once), label}, or nil when it is not
+--- offered (no allow_once option; for session/project, no narrow rule; for
+--- their broad forms, no broader rule).
+function H.extra(req, id)
+  local kind = H.extra_by_id[id]
+  if kind == nil then
+    return nil
+  end
   local _, o = state.picked_option(req, 'allow')
   if o == nil or compat.str(o.optionId) == nil then
     return nil
   end
-  local narrow = table.concat(req.narrow or {}, ', ')
+  local rules = table.concat((kind.broad and req.broad or req.narrow) or {}, ', ')
+  local how = kind.broad and ', with the broader rule: ' or ': '
   local label
-  if remember == 'session' then
-    label = 'allow like this for the rest of this conversation: ' .. narrow
-  elseif remember == 'project' then
-    label = 'allow like this in this project (.acp/settings.json): ' .. narrow
-  elseif remember == 'agent' then
+  if kind.remember == 'session' then
+    label = 'allow like this for the rest of this conversation' .. how .. rules
+  elseif kind.remember == 'project' then
+    label = 'allow like this in this project (.acp/settings.json)' .. how .. rules
+  else
     if H.yolo(req) then
       return nil -- already in yolo: nothing to trust it with
     end
     label = 'trust this agent (yolo from now on)'
-  else
+  end
+  if kind.remember ~= 'agent' and rules == '' then
     return nil
   end
-  if remember ~= 'agent' and narrow == '' then
-    return nil
-  end
-  return { remember = remember, optionId = o.optionId, label = label }
+  return { id = id, remember = kind.remember, broad = kind.broad, optionId = o.optionId, label = label }
 end
 
 --- The project directory of the request's session (the broker's root for
@@ -685,7 +722,7 @@ end
 function H.extras(req)
   local list, keys = {}, H.ui().keys
   for _, e in ipairs(H.extra_kinds) do
-    local x = H.extra(req, e.remember)
+    local x = H.extra(req, e.id)
     if x ~= nil then
       x.key = keys[e.key] ~= '' and keys[e.key] or nil
       list[#list + 1] = x
@@ -975,7 +1012,7 @@ function H.render_body(req, o)
   kind:add({ { 'Kind: ', 'AcpPromptLabel' }, { state.kind(req), nil } })
   local command = H.command(req, tc, w, data)
   local details = H.details(req, tc, data, w)
-  local choices, xhead, extras = H.options(req, w, data.extras)
+  local choices, xhead, extras, broad, trust = H.options(req, w, data.extras)
   local absent = H.absent(req, w)
   local keys1, keys2 = H.footer(req, o.focused, w, data)
 
@@ -987,6 +1024,8 @@ function H.render_body(req, o)
   H.append(full, choices)
   H.append(full, xhead)
   H.append(full, extras)
+  H.append(full, broad)
+  H.append(full, trust)
   H.append(full, absent)
   full:add({ { '' } })
   H.append(full, keys1)
@@ -1000,7 +1039,7 @@ function H.render_body(req, o)
   -- stat, the options, the keys.
   local budget = o.max_height
   local title_max = math.max(1, #head.lines)
-  local fixed = #choices.lines + #extras.lines + #keys1.lines + (command.stat and #command.stat.lines or 0)
+  local fixed = #choices.lines + #extras.lines + #trust.lines + #keys1.lines + (command.stat and #command.stat.lines or 0)
   if fixed + title_max + 1 > budget then
     title_max = 2 -- the header and one row of the title
   end
@@ -1023,12 +1062,26 @@ function H.render_body(req, o)
     absent = #absent.lines,
     judged = #judged.lines,
     kind = 1,
+    broad = #broad.lines,
   }
-  for _, name in ipairs({ 'blank', 'more', 'why', 'absent', 'extras_head', 'keys2', 'judged', 'kind' }) do
+  -- The broad line is the first to go: its keys work without it, and it
+  -- then heads the details below.
+  for _, name in ipairs({ 'blank', 'more', 'why', 'absent', 'extras_head', 'keys2', 'judged', 'kind', 'broad' }) do
     local n = sizes[name]
     if n > 0 and n <= room then
       take[name] = true
       room = room - n
+    end
+  end
+  -- Too long for the room left: one short line says where it is.
+  local broad_note = H.block(w)
+  if #broad.lines > 0 and not take.broad then
+    broad_note:add({ { H.broad_prefix(data.extras) .. 'see the details below', 'AcpPromptExtra' } }, '    ')
+    broad_note:mark(0, 'broad')
+    if #broad_note.lines <= room then
+      room = room - #broad_note.lines
+    else
+      broad_note = H.block(w)
     end
   end
   -- More of the diffs, in what is left (at most 12 lines).
@@ -1069,6 +1122,11 @@ function H.render_body(req, o)
     H.append(split, xhead)
   end
   H.append(split, extras)
+  if take.broad then
+    H.append(split, broad)
+  end
+  H.append(split, broad_note)
+  H.append(split, trust)
   if take.absent then
     H.append(split, absent)
   end
@@ -1076,9 +1134,14 @@ function H.render_body(req, o)
   if take.keys2 then
     H.append(split, keys2)
   end
-  local rest = #details.lines > 0 or cmd_max < cmd_rows
+  local broad_below = #broad.lines > 0 and not take.broad
+  local rest = #details.lines > 0 or cmd_max < cmd_rows or broad_below
   if rest then
-    split:add({ { ('── details: scroll down%s ──'):format(#data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
+    local first = broad_below and (' (%s rule first)'):format(H.broad_keys()) or ''
+    split:add({ { ('── details: scroll down%s%s ──'):format(first, #data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
+    if broad_below then
+      H.append(split, broad)
+    end
     if cmd_max < cmd_rows then
       H.append(split, command.block)
     end
@@ -1286,16 +1349,62 @@ function H.options(req, w, extras)
     b:add(chunks, '    ')
     b:mark(from, i)
   end
-  local head, xb = H.block(w), H.block(w)
+  local head, xb, broad, trust = H.block(w), H.block(w), H.block(w), H.block(w)
   if #extras > 0 then
     head:add({ { "acp's own answers (each allows once, then remembers):", 'AcpPromptLabel' } }, '  ')
     for _, e in ipairs(extras) do
-      local from = #xb.lines
-      xb:add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
-      xb:mark(from, e.remember)
+      if not e.broad then
+        local dst = e.remember == 'agent' and trust or xb
+        local from = #dst.lines
+        dst:add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
+        dst:mark(from, e.id)
+      end
+    end
+    H.broad_line(broad, req, extras)
+  end
+  return b, head, xb, broad, trust
+end
+
+--- The broad forms of s and p on one line, under them: "[S]/[P] like s/p,
+--- broader: Bash(git status *)"; nothing when the broker suggested no
+--- broader rule, or their keys are unset.
+function H.broad_line(b, req, extras)
+  local prefix = H.broad_prefix(extras)
+  if prefix ~= nil then
+    b:add({ { prefix .. table.concat(req.broad, ', '), 'AcpPromptExtra' } }, '    ')
+    b:mark(0, 'broad')
+  end
+end
+
+--- "[S]/[P] like s/p, broader: " (the keys as set), or nil when no broad
+--- extra is offered with a key.
+function H.broad_prefix(extras)
+  local keys, exact = {}, {}
+  for _, e in ipairs(extras) do
+    if e.broad and e.key then
+      keys[#keys + 1] = '[' .. e.key .. ']'
+      local n = H.ui().keys[H.extra_by_id[e.remember].key]
+      exact[#exact + 1] = (n ~= nil and n ~= '') and n or nil
     end
   end
-  return b, head, xb
+  if #keys == 0 then
+    return nil
+  end
+  local like = #exact == #keys and ('like ' .. table.concat(exact, '/') .. ', ') or ''
+  return table.concat(keys, '/') .. ' ' .. like .. 'broader: '
+end
+
+--- The broad keys as set: "S/P", or (`long`, for the message of <CR> on
+--- their line) "S (conversation) or P (project)".
+function H.broad_keys(long)
+  local keys, parts = H.ui().keys, {}
+  for _, id in ipairs({ 'session_broad', 'project_broad' }) do
+    local k = keys[H.extra_by_id[id].key]
+    if k ~= nil and k ~= '' then
+      parts[#parts + 1] = long and ('%s (%s)'):format(k, id == 'session_broad' and 'conversation' or 'project') or k
+    end
+  end
+  return table.concat(parts, long and ' or ' or '/')
 end
 
 --- One short line saying why `s` and `p` are not offered (empty when they

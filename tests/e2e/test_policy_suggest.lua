@@ -138,4 +138,91 @@ T.test('respond() refuses a broad that is not a boolean; a request with no broad
   vim.cmd('AcpDeny')
   T.eq(T.answer(ctx, 'rm_1').result, selected('reject'), 'rejected')
 end)
+T.test('the prompt offers the broader rule: P writes it (and says so), then git status -s is allowed by it', function()
+  local ctx = T.start_demo({
+    name = 'broad-keys',
+    steps = {
+      T.shell_request('git_${turn}', 'git status'),
+      T.shell_request('short_${turn}', 'git status -s'),
+      { type = 'message', text = 'Done.' },
+    },
+  })
+  vim.cmd('cd ' .. vim.fn.fnameescape(ctx.project))
+  T.defer(function()
+    vim.cmd('cd -')
+  end)
+  local decided = T.on('AcpPermissionDecided')
+  require('acp').prompt('Look')
+  local win = T.wait_prompt('git_1')
+  local text = T.win_text(win)
+  T.contains(text, '[S]/[P] like s/p, broader: Bash(git status *)', 'the broad line, with its keys and its rule')
+  T.ok(text:find('[p] allow like this', 1, true) < text:find('[S]/[P]', 1, true), 'under the exact rule')
+  T.contains(text, 's p S P t: answer', 'the footer names the keys')
+  T.answer_with_keys('git_1', 'P')
+  T.eq(T.answer(ctx, 'git_1').result, selected('allow'), 'P answers allow once')
+  local msgs = T.wait(function()
+    local m = vim.fn.execute('messages')
+    return m:find('wrote the allow rule', 1, true) and m
+  end, nil, 'the message of P')
+  T.contains(msgs, 'acp: wrote the allow rule Bash(git status *) to .acp/settings.json', 'names the rule and the file')
+  T.eq(settings(ctx.project).permissions.allow, { 'Bash(git status *)' }, 'the broader rule written, not the exact one')
+  T.eq(T.answer(ctx, 'short_1').result, selected('allow'), 'git status -s is allowed without a prompt')
+  T.wait(function()
+    return #decided >= 1
+  end, nil, 'AcpPermissionDecided')
+  T.eq(decided[1].toolCallId, 'short_1', 'decided by itself')
+  T.eq(decided[1].by .. ' ' .. tostring(decided[1].rule), 'rule Bash(git status *)', 'by the rule P wrote')
+end)
+
+T.test('S remembers the broader rule for the conversation; <CR> on its line names the keys; S with none says so', function()
+  local ctx = T.start_demo({
+    name = 'broad-session',
+    steps = {
+      T.shell_request('git_${turn}', 'git status'),
+      T.shell_request('short_${turn}', 'git status --short'),
+      T.shell_request('rm_${turn}', 'rm -rf build'),
+      { type = 'message', text = 'Done.' },
+    },
+  })
+  -- The prompt's warnings are not kept in :messages: catch them.
+  local echoed = {}
+  local real = vim.api.nvim_echo
+  vim.api.nvim_echo = function(chunks, history, opts)
+    echoed[#echoed + 1] = chunks[1] and chunks[1][1]
+    return real(chunks, history, opts)
+  end
+  T.defer(function()
+    vim.api.nvim_echo = real
+  end)
+  local decided = T.on('AcpPermissionDecided')
+  require('acp').prompt('Look')
+  local win = T.answer_with_keys('git_1', '')
+  local rows = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+  local row
+  for i, l in ipairs(rows) do
+    row = row or (l:find('[S]/[P]', 1, true) and i)
+  end
+  T.ok(row ~= nil, 'the broad line:\n' .. table.concat(rows, '\n'))
+  vim.api.nvim_win_set_cursor(win, { row, 0 })
+  T.feed('<CR>')
+  T.eq(echoed[#echoed], 'acp: press S (conversation) or P (project)', '<CR> on it names its keys')
+  T.ok(require('acp.state').pending[T.wait_pending('git_1').id] ~= nil, 'and answers nothing')
+  T.feed('S')
+  T.eq(T.answer(ctx, 'git_1').result, selected('allow'), 'S answers allow once')
+  T.contains(vim.fn.execute('messages'), 'acp: remembered Bash(git status *) for the rest of this conversation', 'the message of S')
+  T.eq(T.answer(ctx, 'short_1').result, selected('allow'), 'git status --short, allowed from memory')
+  T.wait(function()
+    return #decided >= 1
+  end, nil, 'AcpPermissionDecided')
+  T.eq(decided[1].by .. ' ' .. tostring(decided[1].rule), 'memory Bash(git status *)', 'by the broader rule')
+  T.ok(not T.exists(ctx.project .. '/.acp/settings.json'), 'nothing written')
+
+  win = T.wait_prompt('rm_1')
+  T.ok(not T.win_text(win):find('[S]', 1, true), 'no broad line for rm')
+  T.answer_with_keys('rm_1', 'S')
+  T.eq(echoed[#echoed], 'acp: no broader rule is suggested for this request; s remembers the exact one', 'S says why')
+  T.eq(T.wait_prompt('rm_1'), win, 'still asking')
+  vim.cmd('AcpDeny')
+  T.eq(T.answer(ctx, 'rm_1').result, selected('reject'), 'rejected')
+end)
 T.done()

@@ -397,6 +397,66 @@ T.test('extras: acp words unlike the agent\'s; why s/p are absent; p says what i
   T.answer(ctx2, 'yolo_1')
 end)
 
+--- The row of the prompt's buffer holding `s` (nil when none).
+local function row_with(lines, s)
+  for i, l in ipairs(lines) do
+    if l:find(s, 1, true) then
+      return i
+    end
+  end
+end
+
+T.test('80x24, git status: the broader rule under s/p, with its keys; the command and every option in view', function()
+  resize(80, 24)
+  T.start_demo({ name = 'broad-80', steps = { T.shell_request('git_${turn}', 'git status') } })
+  require('acp').prompt('Go')
+  local win = T.wait_prompt('git_1')
+  local L = layout(win)
+  local text = table.concat(L.lines, '\n')
+  T.eq(L.height, #L.lines, 'all of it in the window:\n' .. text)
+  T.ok(L.visible(L.first) and L.visible(L.last), 'every option in view')
+  local broad = row_with(L.lines, '[S]/[P] like s/p, broader: Bash(git status *)')
+  T.ok(row_with(L.lines, '$ git status') < L.first, 'the command above the options')
+  T.ok(broad ~= nil and row_with(L.lines, '[p] allow like this') < broad and broad < row_with(L.lines, '[t] trust'), 'the broad line under p:\n' .. text)
+  T.contains(text, 's p S P t: answer', 'the footer names S and P')
+  vim.cmd('AcpDeny')
+end)
+
+T.test('80x24, too little room: the broad line is the first decoration to go, a short line says where it is, the details show it', function()
+  resize(80, 24)
+  local ctx = T.start_demo({
+    name = 'broad-room',
+    steps = {
+      T.shell_request('note_${turn}', 'git status -s && npm run test && ls -la src'),
+      T.shell_request('none_${turn}', 'git status -s && npm run test -- --watch=false && ls -la src && git diff --stat HEAD~3'),
+    },
+  })
+  require('acp').prompt('Go')
+  local rule = 'broader: Bash(git status *), Bash(npm run *), Bash(ls *)'
+  local win = T.wait_prompt('note_1')
+  local L = layout(win)
+  local text = table.concat(L.lines, '\n')
+  T.ok(L.visible(L.first) and L.visible(L.last), 'every option in view:\n' .. text)
+  T.ok(row_with(L.lines, 'Kind: execute') ~= nil, 'the other decorations stay')
+  local note = row_with(L.lines, '[S]/[P] like s/p, broader: see the details below')
+  T.ok(note ~= nil and L.visible(note) and note < row_with(L.lines, '[t] trust'), 'one short line says where:\n' .. text)
+  local sep = row_with(L.lines, '── details: scroll down (S/P rule first) ──')
+  T.ok(sep ~= nil and sep > L.last, 'the details')
+  T.ok(joined(L.lines, sep + 1, #L.lines):find('[S]/[P] like s/p, ' .. rule, 1, true), 'the broad line heads them:\n' .. text)
+  vim.cmd('AcpDeny')
+
+  win = T.wait_prompt('none_1')
+  L = layout(win)
+  text = table.concat(L.lines, '\n')
+  T.ok(L.visible(L.first) and L.visible(L.last), 'no room: every option in view:\n' .. text)
+  T.ok(row_with(L.lines, '$ git status -s') < L.first, 'no room: the command above the options')
+  sep = row_with(L.lines, '── details: scroll down (S/P rule first) ──')
+  T.ok(sep ~= nil and row_with(L.lines, '[S]/[P]') == sep + 1, 'no room: the broad line only in the details:\n' .. text)
+  T.contains(text, 's p S P t: answer', 'its keys still named')
+  T.answer_with_keys('none_1', 'S')
+  T.eq(T.answer(ctx, 'none_1').result, T.selected('allow'), 'S works without the line in view')
+end)
+
 T.test('vim.ui.select backend: the header and acp\'s extras in the same words; s remembers and says so', function()
   local asked, labels = {}, {}
   local real = vim.ui.select
@@ -407,7 +467,7 @@ T.test('vim.ui.select backend: the header and acp\'s extras in the same words; s
       local label = opts.format_item(item)
       labels[#labels + 1] = label
       if label:find('rest of this conversation', 1, true) then
-        pick = item
+        pick = pick or item
       end
     end
     on_choice(pick)
@@ -422,6 +482,8 @@ T.test('vim.ui.select backend: the header and acp\'s extras in the same words; s
   T.eq(T.answer(ctx, 'sel_1').result, T.selected('allow'), 'the extra answers allow once')
   T.contains(asked[1], 'Permission 1 of 1 · ', 'the header')
   T.contains(table.concat(labels, '\n'), 'acp: allow like this for the rest of this conversation: Bash(npm test)', 'the extra')
+  T.contains(table.concat(labels, '\n'), 'acp: allow like this for the rest of this conversation, with the broader rule: Bash(npm test *)', 'S')
+  T.contains(table.concat(labels, '\n'), 'acp: allow like this in this project (.acp/settings.json), with the broader rule: Bash(npm test *)', 'P')
   T.contains(vim.fn.execute('messages'), 'acp: remembered Bash(npm test) for the rest of this conversation', 'the message')
 end)
 

@@ -7,8 +7,11 @@ line. Each case has its own tmux server (a private socket), HOME and project.
 
 Cases: 80x24 with a 400-character command ("Run a long pipeline"), 80x24
 with a 537-line diff, 200x50 (the window's bottom border right under its
-last row), 50x12, and the OSC 9 notification of a prompt that arrives while
-Neovim is not focused (the bytes Neovim wrote, from `tmux pipe-pane`).
+last row), 50x12, 80x24 with the broader rule's line (`git status`: the
+line itself, then `P` and its message; a compound command: the short line
+that replaces it), and the OSC 9 notification of a prompt that arrives
+while Neovim is not focused (the bytes Neovim wrote, from `tmux
+pipe-pane`).
 """
 import json
 import os
@@ -194,6 +197,38 @@ def case_big(args):
         scr.close()
 
 
+def case_broad(args):
+    compound = "git status -s && npm run test && ls -la src"
+    scr = Screen(*args, 80, 24, [shell("git_${turn}", "git status", "git status"), {"type": "sleep", "ms": 3000},
+                                 shell("cmp_${turn}", compound, compound)])
+    try:
+        screen = scr.wait(lambda r: row_of(r, "[3] Reject") is not None, "the prompt")
+        dump = "\n".join(screen)
+        cmd, first, last = row_of(screen, "$ git status"), row_of(screen, "[1] Always Allow"), row_of(screen, "[3] Reject")
+        broad = row_of(screen, "[S]/[P] like s/p, broader: Bash(git status *)")
+        check(cmd is not None and first is not None and cmd < first and last is not None,
+              "80x24 broad: the command above the options, every option on screen", dump)
+        check(broad is not None and row_of(screen, "[p] allow like this") < broad < row_of(screen, "[t] trust"),
+              "80x24 broad: the line of S and P under p, with the broader rule", dump)
+        check(row_of(screen, "s p S P t: answer") is not None, "80x24 broad: the footer names S and P", dump)
+        time.sleep(0.3)  # the prompt's arming delay (ui.arm_ms = 100 in tests/screen/init.lua)
+        scr.tmux("send-keys", "-t", "s", "P")
+        screen = scr.wait(lambda r: row_of(r, "acp: wrote the allow rule") is not None, "the message of P")
+        dump = "\n".join(screen)
+        check(row_of(screen, "acp: wrote the allow rule Bash(git status *) to .acp/settings.json") == len(screen) - 2
+              and row_of(screen, "Press ENTER") is None,
+              "80x24 broad: P says which rule went where, on one line (no hit-enter prompt)", dump)
+        screen = scr.wait(lambda r: row_of(r, "$ git status -s") is not None, "the compound command's prompt")
+        screen = scr.wait(lambda r: row_of(r, "[3] Reject") is not None, "its options")
+        dump = "\n".join(screen)
+        note = row_of(screen, "[S]/[P] like s/p, broader: see the details below")
+        check(row_of(screen, "$ git status -s") < row_of(screen, "[1] Always Allow") and note is not None
+              and row_of(screen, "[3] Reject") < note,
+              "80x24 broad, compound command: command and options on screen, one short line for the broader rule", dump)
+    finally:
+        scr.close()
+
+
 def case_osc(args):
     scr = Screen(*args, 80, 24, [{"type": "sleep", "ms": 1500}, shell("cmd_${turn}", "git status", "git status")],
                  env={"ACP_SCREEN_OSC": "9"})
@@ -231,6 +266,7 @@ def main():
     args = [os.path.abspath(a) if "/" in a else a for a in sys.argv[1:4]]
     for name, fn in [("80x24 long", lambda: case_long(args, 80, 24)), ("50x12 long", lambda: case_long(args, 50, 12)),
                      ("80x24 huge diff", lambda: case_huge(args)), ("200x50", lambda: case_big(args)),
+                     ("80x24 broad", lambda: case_broad(args)),
                      ("osc", lambda: case_osc(args))]:
         try:
             fn()
