@@ -643,6 +643,25 @@ end
 
 --- The window-local value of option `name` of window `win` ('' when only
 --- the global value applies; `vim.wo` gives the value in effect from 0.12).
+--- Windows of the current tab page showing `buf`.
+function M.windows(buf)
+  local list = {}
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(w) == buf then
+      list[#list + 1] = w
+    end
+  end
+  return list
+end
+
+--- Closes every window but the current one when the test ends (tests open
+--- splits).
+function M.only()
+  M.defer(function()
+    vim.cmd('silent! only!')
+  end)
+end
+
 function M.win_local(win, name)
   if vim.fn.has('nvim-0.10') == 1 then
     return api.nvim_get_option_value(name, { win = win, scope = 'local' })

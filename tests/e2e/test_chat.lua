@@ -54,24 +54,6 @@ local function groups(buf, row)
   return list
 end
 
---- Windows of the current tab page showing `buf`.
-local function windows(buf)
-  local list = {}
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if api.nvim_win_get_buf(w) == buf then
-      list[#list + 1] = w
-    end
-  end
-  return list
-end
-
---- Closes every window but the first (tests open splits).
-local function only()
-  T.defer(function()
-    vim.cmd('silent! only!')
-  end)
-end
-
 --- Starts chat.json, sends a prompt and waits for the edit's permission.
 local function chat_turn()
   local ctx = T.start_demo('chat.json')
@@ -241,7 +223,7 @@ T.test('the plan is shown, replaced whole within a turn, and a new turn gets its
 end)
 
 T.test('available commands and the current mode are shown; commands complete in the input', function()
-  only()
+  T.only()
   local ctx = chat_turn()
   local buf = wait_text(ctx.session, 'commands: /demo')
   wait_text(ctx.session, 'mode: architect')
@@ -255,7 +237,7 @@ T.test('available commands and the current mode are shown; commands complete in 
   T.ok(require('acp').chat(), 'chat()')
   local input = api.nvim_get_current_buf()
   T.eq(vim.bo[input].filetype, 'acpchatinput', 'focus in the input area')
-  local chat_win = windows(buf)[1]
+  local chat_win = T.windows(buf)[1]
   if vim.fn.has('nvim-0.8') == 1 then
     T.contains(vim.wo[chat_win].winbar, 'mode: architect', 'the winbar')
   end
@@ -327,7 +309,7 @@ T.test('an unknown update variant and unknown fields break nothing', function()
 end)
 
 T.test('closing the window keeps the history; :AcpChat opens it again', function()
-  only()
+  T.only()
   local ctx = chat_turn()
   T.ok(require('acp').respond(ctx.pending.id, 'allow'))
   T.idle()
@@ -335,31 +317,31 @@ T.test('closing the window keeps the history; :AcpChat opens it again', function
   local before = lines(buf)
   vim.cmd('AcpChat')
   local input = api.nvim_get_current_buf()
-  T.eq(#windows(buf), 1, 'chat windows')
-  local win = windows(buf)[1]
+  T.eq(#T.windows(buf), 1, 'chat windows')
+  local win = T.windows(buf)[1]
   T.eq(api.nvim_win_get_cursor(win)[1], #before, 'the chat window shows the end')
   api.nvim_set_current_win(win)
   T.feed('q')
   T.wait(function()
-    return #windows(buf) == 0 and #windows(input) == 0
+    return #T.windows(buf) == 0 and #T.windows(input) == 0
   end, nil, 'the chat and input windows to close')
   T.ok(api.nvim_buf_is_loaded(buf), 'the buffer is kept')
 
   vim.cmd('AcpChat')
   T.eq(api.nvim_get_current_buf(), input, 'the same input buffer')
-  T.eq(#windows(buf), 1, 'the chat is shown again')
+  T.eq(#T.windows(buf), 1, 'the chat is shown again')
   T.eq(lines(buf), before, 'the history')
   vim.cmd('AcpChat')
-  T.eq(#windows(buf), 1, 'a second :AcpChat focuses, it does not split again')
+  T.eq(#T.windows(buf), 1, 'a second :AcpChat focuses, it does not split again')
 end)
 
 T.test('a window at the end follows new lines, another stays; the bars stay with the chat', function()
-  only()
+  T.only()
   local ctx = T.start_demo(reply)
   T.ok(require('acp').chat(), 'chat()')
   local input_win = api.nvim_get_current_win()
   local buf = require('acp.chat').buffer(ctx.session)
-  local win = windows(buf)[1]
+  local win = T.windows(buf)[1]
   api.nvim_set_current_win(win)
   vim.cmd('split')
   local other = api.nvim_get_current_win()
@@ -389,7 +371,7 @@ T.test('a window at the end follows new lines, another stays; the bars stay with
 end)
 
 T.test("<CR> in the input sends it to the chat's agent and clears it; one chat per session, one window per tab", function()
-  only()
+  T.only()
   local a = T.start_demo(reply)
   local b = start_other('other-agent', reply)
   T.eq(require('acp').status().agent, 'other-agent', 'the current agent')
@@ -415,13 +397,13 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
     end
   end
 
-  local awin = windows(abuf)[1]
+  local awin = T.windows(abuf)[1]
   local nwins = #api.nvim_tabpage_list_wins(0)
   T.ok(require('acp').chat({ agent = b.agent }), 'chat() of the other agent')
   local bbuf = T.ok(require('acp.chat').buffer(b.session), 'the other chat buffer')
   T.ok(bbuf ~= abuf, 'two buffers')
-  T.eq(#windows(abuf), 0, 'the first chat is no longer shown')
-  T.eq(windows(bbuf), { awin }, 'the second chat is shown in the same window')
+  T.eq(#T.windows(abuf), 0, 'the first chat is no longer shown')
+  T.eq(T.windows(bbuf), { awin }, 'the second chat is shown in the same window')
   T.eq(#api.nvim_tabpage_list_wins(0), nwins, 'no window was opened')
   T.eq(require('acp.chat.model').chats[b.session].input, api.nvim_get_current_buf(), 'its input has focus')
   T.eq(api.nvim_buf_get_name(bbuf), 'acp://chat/other-agent/' .. b.session, 'its name')
@@ -436,7 +418,7 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
 end)
 
 T.test("the input of an older session's chat prompts that session, not the newest", function()
-  only()
+  T.only()
   local a = T.start_demo(reply)
   local first = a.session
   -- The same agent, a session in another project: it becomes the newest.
@@ -481,7 +463,7 @@ T.test('a turn that fails shows its error in the chat', function()
 end)
 
 T.test('an agent that exits mid-turn: error, unfinished call, header; the input is kept', function()
-  only()
+  T.only()
   local crash = T.start_demo('crash.json')
   T.ok(require('acp').prompt('go'))
   buf = wait_text(crash.session, 'agent exited')
@@ -676,7 +658,7 @@ local function wait_chat_shown()
   end, nil, 'the session')
   T.wait(function()
     local buf = require('acp.chat').buffer(session)
-    return buf and #windows(buf) > 0
+    return buf and #T.windows(buf) > 0
   end, nil, 'a window showing the chat of the new session')
 end
 

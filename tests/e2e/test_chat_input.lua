@@ -30,23 +30,6 @@ local function wait_text(session, needle)
   end, nil, 'the chat of ' .. session .. ' to show ' .. vim.inspect(needle))
 end
 
---- Windows of the current tab page showing `buf`.
-local function windows(buf)
-  local list = {}
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if api.nvim_win_get_buf(w) == buf then
-      list[#list + 1] = w
-    end
-  end
-  return list
-end
-
-local function only()
-  T.defer(function()
-    vim.cmd('silent! only!')
-  end)
-end
-
 --- The virtual lines under the input (the outbox), as text.
 local function outbox_text(input)
   local ns = api.nvim_get_namespaces()['acp-chat-outbox']
@@ -89,7 +72,7 @@ local slow = {
 }
 
 T.test('<C-s> sends from Insert mode; <CR> still sends from Normal mode', function()
-  only()
+  T.only()
   local ctx = T.start_demo({ name = 'reply', steps = { { type = 'message', text = 'Reply number ${turn}.' } } })
   T.ok(require('acp').chat())
   local input = api.nvim_get_current_buf()
@@ -107,13 +90,13 @@ T.test('<C-s> sends from Insert mode; <CR> still sends from Normal mode', functi
   T.feed('<CR>')
   wait_text(ctx.session, 'Reply number 2.')
   T.eq(prompts(ctx), { 'hello from insert', 'from normal' }, 'both prompts')
-  T.contains(vim.wo[windows(input)[1]].statusline, '<C-s>/<CR> send', 'the keys named under the input')
+  T.contains(vim.wo[T.windows(input)[1]].statusline, '<C-s>/<CR> send', 'the keys named under the input')
   T.eq(vim.fn.maparg('<C-e>', 'i'), '', 'Insert-mode <C-e> still closes the completion menu')
   T.ok(vim.fn.maparg('<C-s>', 'i') ~= '', 'Insert-mode <C-s> is mapped')
 end)
 
 T.test('the send key is configurable', function()
-  only()
+  T.only()
   local ctx = T.start_demo(
     { name = 'reply', steps = { { type = 'message', text = 'ok ${turn}' } } },
     { setup = { ui = { arm_ms = 50 }, chat = { keys = { send = '<C-g>' } } } }
@@ -133,7 +116,7 @@ T.test('the send key is configurable', function()
 end)
 
 T.test('prompts typed while the agent works are queued visibly, editable, droppable, sent in order', function()
-  only()
+  T.only()
   local ctx = T.start_demo(slow)
   T.ok(require('acp').chat())
   local input = api.nvim_get_current_buf()
@@ -152,8 +135,8 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   T.contains(shown, 'queued 1: second', 'shown under the input')
   T.contains(shown, 'queued 3: fourth', 'the last one too')
   T.contains(shown, 'sent when the turn ends', 'what will become of them')
-  T.contains(vim.wo[windows(input)[1]].statusline, '3 queued', 'the count in the statusline')
-  T.eq(api.nvim_win_get_height(windows(input)[1]), 5, 'the input window grew to show them (1 line, 3 queued, 1 help)')
+  T.contains(vim.wo[T.windows(input)[1]].statusline, '3 queued', 'the count in the statusline')
+  T.eq(api.nvim_win_get_height(T.windows(input)[1]), 5, 'the input window grew to show them (1 line, 3 queued, 1 help)')
 
   -- <C-x> drops the newest (kept in the unnamed register); 2<C-e> takes the
   -- second back into the input to edit it.
@@ -174,7 +157,7 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   wait_text(ctx.session, 'Reply number 3.')
   T.eq(chat.outbox, {}, 'the outbox is empty')
   T.eq(outbox_text(input), '', 'nothing shown under the input')
-  T.eq(api.nvim_win_get_height(windows(input)[1]), 4, 'the input window is back to its height')
+  T.eq(api.nvim_win_get_height(T.windows(input)[1]), 4, 'the input window is back to its height')
   local buf = require('acp.chat').buffer(ctx.session)
   local all = text(buf)
   local i1, i2, i3 = all:find('Reply number 1.', 1, true), all:find('Reply number 2.', 1, true), all:find('Reply number 3.', 1, true)
@@ -182,7 +165,7 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
 end)
 
 T.test('a cancelled turn holds the queue; the send key on an empty input sends it', function()
-  only()
+  T.only()
   local ctx = T.start_demo(slow)
   T.ok(require('acp').chat())
   local input = api.nvim_get_current_buf()
@@ -209,7 +192,7 @@ T.test('a cancelled turn holds the queue; the send key on an empty input sends i
 end)
 
 T.test("a dead agent's chat says so, stays readable, and keeps what was queued", function()
-  only()
+  T.only()
   local ctx = T.start_demo(slow)
   T.ok(require('acp').chat())
   local input = api.nvim_get_current_buf()
@@ -227,21 +210,21 @@ T.test("a dead agent's chat says so, stays readable, and keeps what was queued",
   end, nil, 'the outbox to say it waits')
   T.eq(chat.outbox, { 'never lost' }, 'the queued prompt is kept')
   T.eq(chat.held, true, 'and held: not sent by itself if the session comes back')
-  local sl = vim.wo[windows(input)[1]].statusline
+  local sl = vim.wo[T.windows(input)[1]].statusline
   T.contains(sl, 'agent exited: :AcpStart ' .. ctx.agent, 'the input names the way on')
   T.eq(sl:find('send', 1, true), nil, 'and does not offer to send')
-  T.eq(#windows(buf), 1, 'the chat stays open')
+  T.eq(#T.windows(buf), 1, 'the chat stays open')
   -- Its queued prompt is not sent anywhere, and can be taken back.
   T.feed('<C-e>')
   T.eq(lines(input), { 'never lost' }, 'taken back into the input')
 end)
 
 T.test(':AcpChat switches the chat window of the tab; :AcpNew starts a new conversation there; :AcpStart says reused', function()
-  only()
+  T.only()
   local ctx = T.start_demo({ name = 'reply', steps = { { type = 'message', text = 'Reply in ${session}.' } } })
   T.ok(require('acp').chat())
   local first = ctx.session
-  local cwin = windows(require('acp.chat').buffer(first))[1]
+  local cwin = T.windows(require('acp.chat').buffer(first))[1]
   local nwins = #api.nvim_tabpage_list_wins(0)
 
   vim.cmd('AcpNew')
@@ -256,7 +239,7 @@ T.test(':AcpChat switches the chat window of the tab; :AcpNew starts a new conve
   T.eq(#api.nvim_tabpage_list_wins(0), nwins, 'no window opened')
   T.eq(#T.messages(T.transcript(ctx.transcript), 'in', 'session/new'), 2, 'two session/new')
   T.eq(api.nvim_get_current_buf(), model_chat(second).input, 'its input has focus')
-  T.eq(#windows(model_chat(first).input), 0, "the first chat's input is not shown")
+  T.eq(#T.windows(model_chat(first).input), 0, "the first chat's input is not shown")
 
   T.ok(require('acp').chat({ session = first }))
   T.eq(api.nvim_win_get_buf(cwin), require('acp.chat').buffer(first), ':AcpChat of the first: same window')
@@ -268,7 +251,7 @@ T.test(':AcpChat switches the chat window of the tab; :AcpNew starts a new conve
     vim.cmd('silent! tabonly!')
   end)
   T.ok(require('acp').chat({ session = second }))
-  T.eq(#windows(require('acp.chat').buffer(second)), 1, 'shown in the new tab')
+  T.eq(#T.windows(require('acp.chat').buffer(second)), 1, 'shown in the new tab')
   vim.cmd('tabprevious')
   T.eq(api.nvim_win_get_buf(cwin), require('acp.chat').buffer(first), 'the first tab still shows the first chat')
 
@@ -281,7 +264,7 @@ T.test(':AcpChat switches the chat window of the tab; :AcpNew starts a new conve
 end)
 
 T.test(':AcpSessions lists the sessions of every agent, switches to one, and resumes one no longer open', function()
-  only()
+  T.only()
   local ctx = T.start_demo('resume.json')
   local spec = {
     cmd = { os.getenv('ACP_DEMO_AGENT_BIN') },
@@ -289,7 +272,7 @@ T.test(':AcpSessions lists the sessions of every agent, switches to one, and res
   }
   local first = ctx.session
   T.ok(require('acp').chat())
-  local cwin = windows(require('acp.chat').buffer(first))[1]
+  local cwin = T.windows(require('acp.chat').buffer(first))[1]
   require('acp').start(spec, { cwd = ctx.project, new = true })
   local second = T.wait(function()
     local s = require('acp').status().session
@@ -364,7 +347,7 @@ local function has_group(list, pattern)
 end
 
 T.test('a finished message is highlighted as markdown, fenced code in its language; wrapped lines are indented', function()
-  only()
+  T.only()
   local ctx = T.start_demo({
     name = 'markdown',
     steps = {
@@ -374,7 +357,7 @@ T.test('a finished message is highlighted as markdown, fenced code in its langua
   T.ok(require('acp').prompt('show me markdown'))
   local buf = wait_text(ctx.session, 'end of reply')
   T.ok(require('acp').chat())
-  local win = windows(buf)[1]
+  local win = T.windows(buf)[1]
   T.eq(vim.wo[win].breakindent, true, 'breakindent')
   T.eq(vim.wo[win].linebreak, true, 'linebreak')
   local rows = {}
@@ -432,7 +415,7 @@ T.test('markdown of a large message is read by line; fenced code keeps its langu
 end)
 
 T.test('markdown is drawn once the turn has ended, not while it runs', function()
-  only()
+  T.only()
   local ctx = T.start_demo({
     name = 'md-stream',
     steps = {
