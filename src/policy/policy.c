@@ -42,6 +42,11 @@ struct protect {
   // tables), matched segment by segment (tier_of_pattern), else NULL.
   const char *name;
   bool dir;
+  // Any other pattern with no glob character but a final `/**` (a file or
+  // a directory in home, the broker's own files): the length of its
+  // literal part, matched segment by segment (tier_of_pattern), else 0.
+  size_t nlit;
+  bool tree; // the literal part is followed by `/**`
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -684,6 +689,44 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
     add_protect(p, p->home, "/", tier2_home[i], "", 2);
   if (p->home)
     add_loc(p, p->home, ".ssh", 2);
+  for (size_t i = 0; i < p->nprot; i++) {
+    struct protect *pr = &p->prot[i];
+    size_t n = strlen(pr->pat);
+    pr->tree = n >= 3 && strcmp(pr->pat + n - 3, "/**") == 0;
+    if (pr->tree)
+      n -= 3;
+    if (!pr->name && pr->pat[0] == '/' && n > 0 && !memchr(pr->pat, '*', n) &&
+        !memchr(pr->pat, '?', n) && !memchr(pr->pat, '[', n) &&
+        !memchr(pr->pat, '\\', n))
+      pr->nlit = n;
+  }
+}
+
+// path_match(pattern, path, true, true) for a pattern whose first n bytes
+// are literal (no glob character), followed by `/**` when tree: the
+// path's segments are the pattern's, case folded, and more only for tree.
+static bool literal_match(const char *pat, size_t n, bool tree,
+                          const char *path) {
+  if (!path || path[0] != '/')
+    return false;
+  const char *a = pat, *ae = pat + n, *b = path;
+  for (;;) {
+    while (a < ae && *a == '/')
+      a++;
+    while (*b == '/')
+      b++;
+    if (a == ae)
+      return tree || !*b;
+    if (!*b)
+      return false;
+    size_t la = 0, lb = strcspn(b, "/");
+    while (a + la < ae && a[la] != '/')
+      la++;
+    if (la != lb || strncasecmp(a, b, la) != 0)
+      return false;
+    a += la;
+    b += lb;
+  }
 }
 
 static void add_protect(struct policy *p, const char *a, const char *b,
@@ -754,18 +797,28 @@ static bool tool_meets_class(const char *glob, int cls) {
   return false;
 }
 
+#define SCAN_MAX 8 // lists this short are scanned, not looked up
+
 static void index_rule(struct policy *p, uint32_t i) {
   const struct prule *pr = &p->rules[i];
   struct lindex *x = &p->idx[pr->list];
   const char *spec = pr->r.spec;
   char key[PATH_LEN_MAX + 1];
+  if (pr->r.cls == RULES_BASH && pr->npat > p->bash_npat_max)
+    p->bash_npat_max = pr->npat;
+  if (pr->r.cls == RULES_KIND && pr->list == POLICY_LIST_ALLOW &&
+      strcmp(spec, "switch_mode") == 0)
+    p->allow_switch_mode = true;
+  // A short list is scanned (gather): no index to build. Policies of a few
+  // rules are compiled often (the suggested rules of every prompt are
+  // checked with one, each session's memory is one).
+  if (p->nof_list[pr->list] <= SCAN_MAX)
+    return;
   if (!x->keys)
     x->keys = ruleidx_new();
   switch (pr->r.cls) {
   case RULES_BASH: {
     ruleidx_vec_push(&x->bash_all, i);
-    if (pr->npat > p->bash_npat_max)
-      p->bash_npat_max = pr->npat;
     // "git log *" (literal start "git log "): bash_cannot_match rejects it
     // unless the command's text starts with "git log" then a space or its
     // end (see bash_cands).
@@ -822,8 +875,6 @@ static void index_rule(struct policy *p, uint32_t i) {
     return;
   case RULES_KIND:
     ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
-    if (pr->list == POLICY_LIST_ALLOW && strcmp(spec, "switch_mode") == 0)
-      p->allow_switch_mode = true;
     return;
   }
 }
@@ -859,7 +910,6 @@ static void index_free(struct lindex *x) {
 }
 
 #define CANDS_MAX 64 // more lists: every rule of the list is a candidate
-#define SCAN_MAX 8   // lists this short are scanned, not looked up
 
 // The candidate rules of one atom: ascending lists, merged as they are
 // read (cands_next), or every rule of the list.
@@ -1744,6 +1794,8 @@ static int tier_of_pattern(const struct policy *p, const char *path,
                               : 0;
            under && j < nseg && j >= k && !m; j++)
         m = seg[j].n == nl && strncasecmp(seg[j].s, pr->name, nl) == 0;
+    } else if (!naive && pr->nlit) {
+      m = literal_match(pr->pat, pr->nlit, pr->tree, path);
     } else {
       m = path_match(pr->pat, path, true, true);
     }
