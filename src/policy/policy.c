@@ -187,6 +187,7 @@ static int tier_of_pattern(const struct policy *p, const char *path,
 static const char *critical(const struct policy *p, const char *path);
 static const char *glob_critical(const struct policy *p, const char *glob,
                                  char *buf, size_t n);
+static size_t cat(char *buf, size_t n, size_t at, const char *str);
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) __attribute__((format(printf, 6, 7)));
@@ -336,7 +337,7 @@ static void quoted_command(const struct shell_atom *a, const char *home,
                            char *buf, size_t n) {
   static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
                              "TUVWXYZ0123456789@%+=:,./_-";
-  size_t used = 0;
+  size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
   do {                                                                         \
@@ -347,11 +348,13 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   } while (0)
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
-    bool plain = *w && strspn(w, safe) == strlen(w);
+    bool plain = *w;
+    for (const char *c = w; *c && plain; c++)
+      plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || strchr(safe + 62, *c);
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
-    size_t hl = home ? strlen(home) : 0;
     if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
@@ -1385,8 +1388,8 @@ static void count(const struct eval *e, struct tally *t) {
     size_t used = strlen(t->rules);
     if (!strstr(t->rules, pr->text) &&
         used + strlen(pr->text) + 3 < sizeof(t->rules))
-      snprintf(t->rules + used, sizeof(t->rules) - used, "%s%s",
-               used ? ", " : "", pr->text);
+      cat(t->rules, sizeof(t->rules),
+          cat(t->rules, sizeof(t->rules), used, used ? ", " : ""), pr->text);
   }
 }
 
@@ -1430,7 +1433,7 @@ static bool step_allow(struct eval *e) {
     return false;
   }
   if (t.first && all)
-    snprintf(e->out->rule, sizeof(e->out->rule), "%s", t.rules);
+    cat(e->out->rule, sizeof(e->out->rule), 0, t.rules);
   return true;
 }
 
@@ -1906,6 +1909,23 @@ static const char *glob_critical(const struct policy *p, const char *glob,
 // ---------------------------------------------------------------------------
 // Results and texts
 
+// Appends str to buf (n bytes) at at, as snprintf would write it there:
+// what fits before the last byte, then a NUL. Returns the new end. The
+// texts of a decision are built with it: snprintf costs more than the rest.
+static size_t cat(char *buf, size_t n, size_t at, const char *str) {
+  if (at + 1 >= n) {
+    if (at < n)
+      buf[at] = '\0';
+    return at;
+  }
+  size_t len = strlen(str);
+  if (len > n - 1 - at)
+    len = n - 1 - at;
+  memcpy(buf + at, str, len);
+  buf[at + len] = '\0';
+  return at + len;
+}
+
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) {
@@ -1916,16 +1936,17 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   va_start(ap, fmt);
   vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
   va_end(ap);
-  snprintf(out->rule, sizeof(out->rule), "%s", pr ? pr->text : "");
-  snprintf(out->source, sizeof(out->source), "%s",
-           source ? source
-           : pr   ? pr->source
-                  : "");
+  cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
+  cat(out->source, sizeof(out->source), 0,
+      source ? source
+      : pr   ? pr->source
+             : "");
   if (pr) {
     char buf[PATH_LEN_MAX + 1];
-    size_t n = strlen(out->reason);
-    snprintf(out->reason + n, sizeof(out->reason) - n, " (%s)",
-             shown(e->p, pr->source, buf, sizeof(buf)));
+    size_t n = strlen(out->reason), sz = sizeof(out->reason);
+    n = cat(out->reason, sz, n, " (");
+    n = cat(out->reason, sz, n, shown(e->p, pr->source, buf, sizeof(buf)));
+    cat(out->reason, sz, n, ")");
   }
 }
 
@@ -1943,20 +1964,21 @@ static void describe(const struct eval *e, const struct request_atom *a,
     return;
   case REQUEST_READ:
   case REQUEST_EDIT:
-    snprintf(buf, n, "%s %s", a->cls == REQUEST_READ ? "read" : "edit", where);
+    cat(buf, n, cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
+        where);
     return;
   case REQUEST_FETCH:
-    snprintf(buf, n, "fetch %s", a->name);
+    cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
     return;
   case REQUEST_SEARCH:
-    snprintf(buf, n, "web search");
+    cat(buf, n, 0, "web search");
     return;
   case REQUEST_MCP:
-    snprintf(buf, n, "%s", a->name);
+    cat(buf, n, 0, a->name ? a->name : "(null)");
     return;
   case REQUEST_KIND:
-    snprintf(buf, n, "%s%s%s", a->kind, a->name ? " " : "",
-             a->name ? a->name : "");
+    cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
+        a->name ? a->name : "");
     return;
   }
 }
@@ -1968,13 +1990,14 @@ static const char *shown(const struct policy *p, const char *path, char *buf,
   for (int i = 0; path && i < 2; i++) {
     size_t len = dirs[i] ? strlen(dirs[i]) : 0;
     if (len > 1 && path_within(path, dirs[i])) {
-      snprintf(buf, n, "%s%s", i ? "~" : ".", path + len);
       if (!i && path[len] == '/')
-        snprintf(buf, n, "%s", path + len + 1);
+        cat(buf, n, 0, path + len + 1);
+      else
+        cat(buf, n, cat(buf, n, 0, i ? "~" : "."), path + len);
       return buf;
     }
   }
-  snprintf(buf, n, "%s", path ? path : "?");
+  cat(buf, n, 0, path ? path : "?");
   return buf;
 }
 
