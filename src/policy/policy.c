@@ -2077,25 +2077,29 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
       const char *prog = w[0].text;
       const char *slash = strrchr(prog, '/');
       bool wide = false;
-      for (size_t i = 0; i < sizeof(wide_programs) / sizeof(*wide_programs);
-           i++)
-        wide = wide || strcmp(slash ? slash + 1 : prog, wide_programs[i]) == 0;
+      const char *base = slash ? slash + 1 : prog;
+      for (size_t i = 0;
+           !wide && i < sizeof(wide_programs) / sizeof(*wide_programs); i++)
+        wide = base[0] == wide_programs[i][0] &&
+               strcmp(base, wide_programs[i]) == 0;
       nw = nw > 1 && subcommand_word(&w[1]) ? 2 : 1;
       if (nw == 1 && wide) // `X *` of a program that can do anything
         return NULL;
     }
-    used = (size_t)snprintf(buf, sizeof(buf), "Bash(");
+    used = cat(buf, sizeof(buf), 0, "Bash(");
     for (size_t i = 0; i < nw; i++) {
       const struct shell_word *w = &a->cmd->words[i];
       // A `*` would widen the rule; a dynamic word has no exact text.
       if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
         return NULL;
-      used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
-                               i ? " " : "", w->text);
+      // As snprintf counts: what it would have written, cut or not.
+      size_t at = cat(buf, sizeof(buf), used, i ? " " : "");
+      used += (i ? 1 : 0) + strlen(w->text);
+      cat(buf, sizeof(buf), at, w->text);
     }
     if (used + 4 > sizeof(buf))
       return NULL;
-    snprintf(buf + used, sizeof(buf) - used, broad ? " *)" : ")");
+    cat(buf, sizeof(buf), used, broad ? " *)" : ")");
     return xstrdup(buf);
   }
   case REQUEST_READ:
@@ -2121,8 +2125,9 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
     }
     if (!fits)
       return NULL;
-    snprintf(buf, sizeof(buf), "%s(%s)",
-             a->cls == REQUEST_READ ? "Read" : "Edit", spec);
+    size_t at =
+        cat(buf, sizeof(buf), 0, a->cls == REQUEST_READ ? "Read(" : "Edit(");
+    cat(buf, sizeof(buf), cat(buf, sizeof(buf), at, spec), ")");
     return xstrdup(buf);
   }
   case REQUEST_FETCH:
