@@ -55,6 +55,15 @@ static json_t *load(const char *path) {
   return j;
 }
 
+// BENCH_POLICY_PASSES=N: N passes over the requests instead of SECONDS,
+// for instruction counts that do not depend on the machine's load
+// (callgrind: the difference between two counts of passes is exact).
+static long passes;
+
+static bool more(double elapsed, long done, double seconds) {
+  return passes ? done < passes : elapsed < seconds;
+}
+
 struct tally {
   double per_s;
   long n, decisions[3];
@@ -111,7 +120,7 @@ static struct tally run_policy(const struct policy *p, json_t *reqs,
     }
     t.n += (long)n;
     t1 = now_s();
-  } while (t1 - t0 < seconds);
+  } while (more(t1 - t0, t.n / (long)(n ? n : 1), seconds));
   t.per_s = (double)t.n / (t1 - t0);
   return t;
 }
@@ -136,7 +145,7 @@ static struct tally run_match(const struct policy *p, json_t *reqs,
     }
     t.n += (long)n;
     t1 = now_s();
-  } while (t1 - t0 < seconds);
+  } while (more(t1 - t0, t.n / (long)(n ? n : 1), seconds));
   t.per_s = (double)t.n / (t1 - t0);
   for (size_t i = 0; i < n; i++)
     policy_request_free(r[i]);
@@ -161,7 +170,7 @@ static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
     }
     t.n += (long)n;
     t1 = now_s();
-  } while (t1 - t0 < seconds);
+  } while (more(t1 - t0, t.n / (long)(n ? n : 1), seconds));
   t.per_s = (double)t.n / (t1 - t0);
   gate_free(g);
   return t;
@@ -187,13 +196,22 @@ int main(int argc, char **argv) {
   struct policy *p = compile(rules, root, home);
   // BENCH_POLICY_ONLY=policy|match|gate: one part (for perf record).
   const char *only = getenv("BENCH_POLICY_ONLY");
+  if (getenv("BENCH_POLICY_PASSES"))
+    passes = atol(getenv("BENCH_POLICY_PASSES"));
   if (only) {
+    struct tally t;
     if (strcmp(only, "gate") == 0)
-      run_gate(reqs, root, seconds);
+      t = run_gate(reqs, root, seconds);
     else if (strcmp(only, "match") == 0)
-      run_match(p, reqs, root, home, false, seconds);
+      t = run_match(p, reqs, root, home, false, seconds);
     else
-      run_policy(p, reqs, root, home, seconds);
+      t = run_policy(p, reqs, root, home, seconds);
+    // The count, to turn a profile's totals into costs per decision.
+    json_t *out = tally_json(&t);
+    char *s = json_dumps(out, JSON_COMPACT);
+    puts(s);
+    free(s);
+    json_decref(out);
     policy_free(p);
     json_decref(rules);
     json_decref(reqs);

@@ -54,9 +54,8 @@ char *path_normalize(const char *base, const char *p, const char *home) {
   char *full = path_absolute(base, p, home);
   if (!full)
     return NULL;
-  struct buf *b = xmalloc(sizeof(*b));
-  char *r = collapse(full, b) ? xstrdup(b->s) : NULL;
-  free(b);
+  struct buf b; // on the stack: a malloc this large costs more than the rest
+  char *r = collapse(full, &b) ? xstrdup(b.s) : NULL;
   free(full);
   return r;
 }

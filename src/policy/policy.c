@@ -42,6 +42,11 @@ struct protect {
   // tables), matched segment by segment (tier_of_pattern), else NULL.
   const char *name;
   bool dir;
+  // Any other pattern with no glob character but a final `/**` (a file or
+  // a directory in home, the broker's own files): the length of its
+  // literal part, matched segment by segment (tier_of_pattern), else 0.
+  size_t nlit;
+  bool tree; // the literal part is followed by `/**`
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -182,6 +187,7 @@ static int tier_of_pattern(const struct policy *p, const char *path,
 static const char *critical(const struct policy *p, const char *path);
 static const char *glob_critical(const struct policy *p, const char *glob,
                                  char *buf, size_t n);
+static size_t cat(char *buf, size_t n, size_t at, const char *str);
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) __attribute__((format(printf, 6, 7)));
@@ -331,7 +337,7 @@ static void quoted_command(const struct shell_atom *a, const char *home,
                            char *buf, size_t n) {
   static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
                              "TUVWXYZ0123456789@%+=:,./_-";
-  size_t used = 0;
+  size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
   do {                                                                         \
@@ -342,11 +348,13 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   } while (0)
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
-    bool plain = *w && strspn(w, safe) == strlen(w);
+    bool plain = *w;
+    for (const char *c = w; *c && plain; c++)
+      plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || strchr(safe + 62, *c);
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
-    size_t hl = home ? strlen(home) : 0;
     if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
@@ -684,6 +692,44 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
     add_protect(p, p->home, "/", tier2_home[i], "", 2);
   if (p->home)
     add_loc(p, p->home, ".ssh", 2);
+  for (size_t i = 0; i < p->nprot; i++) {
+    struct protect *pr = &p->prot[i];
+    size_t n = strlen(pr->pat);
+    pr->tree = n >= 3 && strcmp(pr->pat + n - 3, "/**") == 0;
+    if (pr->tree)
+      n -= 3;
+    if (!pr->name && pr->pat[0] == '/' && n > 0 && !memchr(pr->pat, '*', n) &&
+        !memchr(pr->pat, '?', n) && !memchr(pr->pat, '[', n) &&
+        !memchr(pr->pat, '\\', n))
+      pr->nlit = n;
+  }
+}
+
+// path_match(pattern, path, true, true) for a pattern whose first n bytes
+// are literal (no glob character), followed by `/**` when tree: the
+// path's segments are the pattern's, case folded, and more only for tree.
+static bool literal_match(const char *pat, size_t n, bool tree,
+                          const char *path) {
+  if (!path || path[0] != '/')
+    return false;
+  const char *a = pat, *ae = pat + n, *b = path;
+  for (;;) {
+    while (a < ae && *a == '/')
+      a++;
+    while (*b == '/')
+      b++;
+    if (a == ae)
+      return tree || !*b;
+    if (!*b)
+      return false;
+    size_t la = 0, lb = strcspn(b, "/");
+    while (a + la < ae && a[la] != '/')
+      la++;
+    if (la != lb || strncasecmp(a, b, la) != 0)
+      return false;
+    a += la;
+    b += lb;
+  }
 }
 
 static void add_protect(struct policy *p, const char *a, const char *b,
@@ -754,18 +800,28 @@ static bool tool_meets_class(const char *glob, int cls) {
   return false;
 }
 
+#define SCAN_MAX 8 // lists this short are scanned, not looked up
+
 static void index_rule(struct policy *p, uint32_t i) {
   const struct prule *pr = &p->rules[i];
   struct lindex *x = &p->idx[pr->list];
   const char *spec = pr->r.spec;
   char key[PATH_LEN_MAX + 1];
+  if (pr->r.cls == RULES_BASH && pr->npat > p->bash_npat_max)
+    p->bash_npat_max = pr->npat;
+  if (pr->r.cls == RULES_KIND && pr->list == POLICY_LIST_ALLOW &&
+      strcmp(spec, "switch_mode") == 0)
+    p->allow_switch_mode = true;
+  // A short list is scanned (gather): no index to build. Policies of a few
+  // rules are compiled often (the suggested rules of every prompt are
+  // checked with one, each session's memory is one).
+  if (p->nof_list[pr->list] <= SCAN_MAX)
+    return;
   if (!x->keys)
     x->keys = ruleidx_new();
   switch (pr->r.cls) {
   case RULES_BASH: {
     ruleidx_vec_push(&x->bash_all, i);
-    if (pr->npat > p->bash_npat_max)
-      p->bash_npat_max = pr->npat;
     // "git log *" (literal start "git log "): bash_cannot_match rejects it
     // unless the command's text starts with "git log" then a space or its
     // end (see bash_cands).
@@ -822,8 +878,6 @@ static void index_rule(struct policy *p, uint32_t i) {
     return;
   case RULES_KIND:
     ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
-    if (pr->list == POLICY_LIST_ALLOW && strcmp(spec, "switch_mode") == 0)
-      p->allow_switch_mode = true;
     return;
   }
 }
@@ -859,7 +913,6 @@ static void index_free(struct lindex *x) {
 }
 
 #define CANDS_MAX 64 // more lists: every rule of the list is a candidate
-#define SCAN_MAX 8   // lists this short are scanned, not looked up
 
 // The candidate rules of one atom: ascending lists, merged as they are
 // read (cands_next), or every rule of the list.
@@ -1335,8 +1388,8 @@ static void count(const struct eval *e, struct tally *t) {
     size_t used = strlen(t->rules);
     if (!strstr(t->rules, pr->text) &&
         used + strlen(pr->text) + 3 < sizeof(t->rules))
-      snprintf(t->rules + used, sizeof(t->rules) - used, "%s%s",
-               used ? ", " : "", pr->text);
+      cat(t->rules, sizeof(t->rules),
+          cat(t->rules, sizeof(t->rules), used, used ? ", " : ""), pr->text);
   }
 }
 
@@ -1380,7 +1433,7 @@ static bool step_allow(struct eval *e) {
     return false;
   }
   if (t.first && all)
-    snprintf(e->out->rule, sizeof(e->out->rule), "%s", t.rules);
+    cat(e->out->rule, sizeof(e->out->rule), 0, t.rules);
   return true;
 }
 
@@ -1744,6 +1797,8 @@ static int tier_of_pattern(const struct policy *p, const char *path,
                               : 0;
            under && j < nseg && j >= k && !m; j++)
         m = seg[j].n == nl && strncasecmp(seg[j].s, pr->name, nl) == 0;
+    } else if (!naive && pr->nlit) {
+      m = literal_match(pr->pat, pr->nlit, pr->tree, path);
     } else {
       m = path_match(pr->pat, path, true, true);
     }
@@ -1854,6 +1909,23 @@ static const char *glob_critical(const struct policy *p, const char *glob,
 // ---------------------------------------------------------------------------
 // Results and texts
 
+// Appends str to buf (n bytes) at at, as snprintf would write it there:
+// what fits before the last byte, then a NUL. Returns the new end. The
+// texts of a decision are built with it: snprintf costs more than the rest.
+static size_t cat(char *buf, size_t n, size_t at, const char *str) {
+  if (at + 1 >= n) {
+    if (at < n)
+      buf[at] = '\0';
+    return at;
+  }
+  size_t len = strlen(str);
+  if (len > n - 1 - at)
+    len = n - 1 - at;
+  memcpy(buf + at, str, len);
+  buf[at + len] = '\0';
+  return at + len;
+}
+
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) {
@@ -1864,16 +1936,17 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   va_start(ap, fmt);
   vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
   va_end(ap);
-  snprintf(out->rule, sizeof(out->rule), "%s", pr ? pr->text : "");
-  snprintf(out->source, sizeof(out->source), "%s",
-           source ? source
-           : pr   ? pr->source
-                  : "");
+  cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
+  cat(out->source, sizeof(out->source), 0,
+      source ? source
+      : pr   ? pr->source
+             : "");
   if (pr) {
     char buf[PATH_LEN_MAX + 1];
-    size_t n = strlen(out->reason);
-    snprintf(out->reason + n, sizeof(out->reason) - n, " (%s)",
-             shown(e->p, pr->source, buf, sizeof(buf)));
+    size_t n = strlen(out->reason), sz = sizeof(out->reason);
+    n = cat(out->reason, sz, n, " (");
+    n = cat(out->reason, sz, n, shown(e->p, pr->source, buf, sizeof(buf)));
+    cat(out->reason, sz, n, ")");
   }
 }
 
@@ -1891,20 +1964,21 @@ static void describe(const struct eval *e, const struct request_atom *a,
     return;
   case REQUEST_READ:
   case REQUEST_EDIT:
-    snprintf(buf, n, "%s %s", a->cls == REQUEST_READ ? "read" : "edit", where);
+    cat(buf, n, cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
+        where);
     return;
   case REQUEST_FETCH:
-    snprintf(buf, n, "fetch %s", a->name);
+    cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
     return;
   case REQUEST_SEARCH:
-    snprintf(buf, n, "web search");
+    cat(buf, n, 0, "web search");
     return;
   case REQUEST_MCP:
-    snprintf(buf, n, "%s", a->name);
+    cat(buf, n, 0, a->name ? a->name : "(null)");
     return;
   case REQUEST_KIND:
-    snprintf(buf, n, "%s%s%s", a->kind, a->name ? " " : "",
-             a->name ? a->name : "");
+    cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
+        a->name ? a->name : "");
     return;
   }
 }
@@ -1916,13 +1990,14 @@ static const char *shown(const struct policy *p, const char *path, char *buf,
   for (int i = 0; path && i < 2; i++) {
     size_t len = dirs[i] ? strlen(dirs[i]) : 0;
     if (len > 1 && path_within(path, dirs[i])) {
-      snprintf(buf, n, "%s%s", i ? "~" : ".", path + len);
       if (!i && path[len] == '/')
-        snprintf(buf, n, "%s", path + len + 1);
+        cat(buf, n, 0, path + len + 1);
+      else
+        cat(buf, n, cat(buf, n, 0, i ? "~" : "."), path + len);
       return buf;
     }
   }
-  snprintf(buf, n, "%s", path ? path : "?");
+  cat(buf, n, 0, path ? path : "?");
   return buf;
 }
 
@@ -2002,25 +2077,29 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
       const char *prog = w[0].text;
       const char *slash = strrchr(prog, '/');
       bool wide = false;
-      for (size_t i = 0; i < sizeof(wide_programs) / sizeof(*wide_programs);
-           i++)
-        wide = wide || strcmp(slash ? slash + 1 : prog, wide_programs[i]) == 0;
+      const char *base = slash ? slash + 1 : prog;
+      for (size_t i = 0;
+           !wide && i < sizeof(wide_programs) / sizeof(*wide_programs); i++)
+        wide = base[0] == wide_programs[i][0] &&
+               strcmp(base, wide_programs[i]) == 0;
       nw = nw > 1 && subcommand_word(&w[1]) ? 2 : 1;
       if (nw == 1 && wide) // `X *` of a program that can do anything
         return NULL;
     }
-    used = (size_t)snprintf(buf, sizeof(buf), "Bash(");
+    used = cat(buf, sizeof(buf), 0, "Bash(");
     for (size_t i = 0; i < nw; i++) {
       const struct shell_word *w = &a->cmd->words[i];
       // A `*` would widen the rule; a dynamic word has no exact text.
       if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
         return NULL;
-      used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
-                               i ? " " : "", w->text);
+      // As snprintf counts: what it would have written, cut or not.
+      size_t at = cat(buf, sizeof(buf), used, i ? " " : "");
+      used += (i ? 1 : 0) + strlen(w->text);
+      cat(buf, sizeof(buf), at, w->text);
     }
     if (used + 4 > sizeof(buf))
       return NULL;
-    snprintf(buf + used, sizeof(buf) - used, broad ? " *)" : ")");
+    cat(buf, sizeof(buf), used, broad ? " *)" : ")");
     return xstrdup(buf);
   }
   case REQUEST_READ:
@@ -2046,8 +2125,9 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
     }
     if (!fits)
       return NULL;
-    snprintf(buf, sizeof(buf), "%s(%s)",
-             a->cls == REQUEST_READ ? "Read" : "Edit", spec);
+    size_t at =
+        cat(buf, sizeof(buf), 0, a->cls == REQUEST_READ ? "Read(" : "Edit(");
+    cat(buf, sizeof(buf), cat(buf, sizeof(buf), at, spec), ")");
     return xstrdup(buf);
   }
   case REQUEST_FETCH:

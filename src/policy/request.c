@@ -1197,9 +1197,16 @@ static bool key_in(const char *key, const char *const *v, size_t n) {
   return false;
 }
 
+static char lower_c(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
+}
+
+// Case folded; the lists are lower case. The first byte is compared first:
+// these lists are looked at for every command of every request.
 static bool in_list(const char *s, const char *const *v, size_t n) {
+  char c = lower_c(s[0]);
   for (size_t i = 0; i < n; i++)
-    if (strcasecmp(s, v[i]) == 0)
+    if (c == v[i][0] && strcasecmp(s, v[i]) == 0)
       return true;
   return false;
 }
@@ -1464,7 +1471,7 @@ static bool read_only(const struct shell_atom *a) {
   if (strcmp(name, "find") == 0 || strcmp(name, "git") == 0)
     return ro_find_git(a, name[0] == 'g');
   for (size_t i = 0; i < sizeof(ro_specs) / sizeof(*ro_specs); i++)
-    if (strcmp(name, ro_specs[i].name) == 0)
+    if (name[0] == ro_specs[i].name[0] && strcmp(name, ro_specs[i].name) == 0)
       return ro_options(&ro_specs[i], a);
   return false;
 }

@@ -13,6 +13,8 @@
 //    atom is allowed by `*`, and by its own exact text when it has no
 //    dynamic word and no `*` (what the "allow exactly this" rules rely on;
 //    up to 2000 bytes, below the matcher's work bound);
+//  * the pattern matched byte by byte (no `*` before its end) answers as
+//    the glob (shell_pattern_match_glob) for both semantics;
 //  * an unmodelled construct that a cheap, conservative scan finds (`eval`
 //    in command position, a redirection to /dev/tcp or /dev/udp, a `$NAME`
 //    command name at the very start, $HOME excepted) is never allowed by `Bash(*)`: the
@@ -107,6 +109,9 @@ static bool allowable(const struct shell_atom *a) {
 static enum shell_match both(const char *pattern, const struct shell_atom *a) {
   enum shell_match allow = shell_pattern_match(pattern, a, true);
   enum shell_match wide = shell_pattern_match(pattern, a, false);
+  FUZZ_CHECK(allow == shell_pattern_match_glob(pattern, a, true) &&
+                 wide == shell_pattern_match_glob(pattern, a, false),
+             "[%s]: the literal matcher and the glob differ", pattern);
   FUZZ_CHECK(allow == SHELL_NO || allow == SHELL_YES,
              "allow match %d for pattern [%s]", (int)allow, pattern);
   FUZZ_CHECK(allow != SHELL_YES || wide == SHELL_YES,

@@ -1078,6 +1078,67 @@ static void check_property(void) {
      allowed_plain);
 }
 
+// Patterns whose only `*` ends them are matched byte by byte, the others
+// through the glob: both answer the same, for random words (dynamic or
+// not, with spaces, slashes, capitals) and patterns near them.
+static void check_literal_matcher(void) {
+  static const char *const pieces[] = {
+      "git", "Git", "/usr/bin/git", "",     "a b", "diff",
+      "x",   "-n",  "push",         "DIFF", "a:",  " "};
+  static const char *const tails[] = {"", "*", " *", ":*", "x*", " ", "**"};
+  int differ = 0, yes = 0, maybe = 0, fast = 0;
+  for (int i = 0; i < 200000; i++) {
+    struct shell_word words[4];
+    size_t nw = 1 + rng() % 4;
+    for (size_t k = 0; k < nw; k++)
+      words[k] = (struct shell_word){
+          (char *)(uintptr_t)pick(pieces, sizeof(pieces) / sizeof(*pieces)),
+          rng() % 5 == 0};
+    struct shell_atom a = {.kind = SHELL_CMD, .words = words, .nwords = nw};
+    // The pattern: the atom's own text, cut or changed, then a tail.
+    char pat[128];
+    size_t n = 0;
+    for (size_t k = 0; k < nw && n < 64; k++)
+      n += (size_t)snprintf(pat + n, sizeof(pat) - n, "%s%s", k ? " " : "",
+                            words[k].text);
+    n = rng() % 3 ? n - (n ? rng() % (n + 1) / 2 : 0) : n;
+    if (n && rng() % 4 == 0)
+      pat[rng() % n] = "aX* /"[rng() % 5];
+    snprintf(pat + n, sizeof(pat) - n, "%s",
+             pick(tails, sizeof(tails) / sizeof(*tails)));
+    const char *star = strchr(pat, '*');
+    fast += !star || !star[1];
+    for (int allow = 0; allow < 2; allow++) {
+      enum shell_match m = shell_pattern_match(pat, &a, allow);
+      enum shell_match g = shell_pattern_match_glob(pat, &a, allow);
+      yes += m == SHELL_YES;
+      maybe += m == SHELL_MAYBE;
+      if (m != g && differ++ < 5)
+        printf("#   [%s] allow %d: %d, the glob %d\n", pat, allow, (int)m,
+               (int)g);
+    }
+  }
+  is_int(differ, 0, "the literal matcher answers as the glob");
+  ok(yes > 10000 && maybe > 10000 && fast > 100000,
+     "%d yes, %d maybe, %d patterns matched byte by byte", yes, maybe, fast);
+  // Past the glob's work bound both say "maybe", whatever the pattern.
+  static struct shell_word big[2];
+  char *w = malloc(20001), *pat = malloc(1002);
+  memset(w, 'a', 20000);
+  w[20000] = '\0';
+  memset(pat, 'b', 1000);
+  memcpy(pat + 1000, "*", 2);
+  big[0] = (struct shell_word){(char *)(uintptr_t) "b", false};
+  big[1] = (struct shell_word){w, false};
+  struct shell_atom a = {.kind = SHELL_CMD, .words = big, .nwords = 2};
+  is_int(shell_pattern_match(pat, &a, false), SHELL_MAYBE,
+         "a long pattern against a long text: maybe (the work bound)");
+  is_int(shell_pattern_match_glob(pat, &a, false), SHELL_MAYBE,
+         "the glob says the same");
+  free(w);
+  free(pat);
+}
+
 int main(void) {
   size_t nconf = sizeof(conformance) / sizeof(conformance[0]);
   size_t nsyn = sizeof(syntax) / sizeof(syntax[0]);
@@ -1098,5 +1159,6 @@ int main(void) {
   check_prefixes(adversarial, nadv);
   check_fuzz();
   check_property();
+  check_literal_matcher();
   return done_testing();
 }

@@ -75,6 +75,12 @@ enum shell_match {
 enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow);
+// The same, always through the glob (patterns with a `*` before their end
+// take it anyway; the others are matched byte by byte): for tests, which
+// check that both answer the same.
+enum shell_match shell_pattern_match_glob(const char *pattern,
+                                          const struct shell_atom *atom,
+                                          bool for_allow);
 
 // True when a find -name/-path pattern narrows what it matches: it has a
 // character that is not a glob character, a bracket expression or a dot

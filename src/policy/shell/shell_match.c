@@ -135,9 +135,73 @@ static void build_text(const struct shell_atom *a, const char *name, bool fold,
   *len = k;
 }
 
+// The length of the canonical string with name as the first word.
+static size_t text_len(const struct shell_atom *a, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 1; i < a->nwords; i++)
+    n += 1 + strlen(a->words[i].text);
+  return n;
+}
+
+// The same answer as run() for a pattern whose only `*` (if any) is its
+// last byte (`git diff *`, `git push --force*`, `make`): most rules. With
+// no `*` before the end, a row of the glob only reads the next row one
+// byte further, so the answer for the whole text follows one diagonal:
+// the pattern's bytes against the text's first bytes, read from the words
+// as they are, without building the text. tn: text_len (within the work
+// bound, checked by the caller).
+static enum shell_match literal_run(const char *p, size_t pn, bool trail,
+                                    const struct shell_atom *a,
+                                    const char *name, bool fold) {
+  bool star = pn > 0 && p[pn - 1] == '*';
+  size_t ln = star ? pn - 1 : pn; // the literal bytes (with trail's space)
+  size_t i = 0;                   // the word
+  const char *c = name;           // in word i
+  bool sep = false;               // at the space after word i
+  for (size_t pi = 0; pi < ln; pi++) {
+    if (!sep && !*c) {
+      if (i + 1 == a->nwords) // the end of the text
+        return trail && pi + 2 == pn ? SHELL_YES : SHELL_NO;
+      sep = true;
+    }
+    if (sep) {
+      if (p[pi] != ' ')
+        return SHELL_NO;
+      sep = false;
+      c = a->words[++i].text;
+      continue;
+    }
+    if (a->words[i].dynamic)
+      return SHELL_MAYBE; // a literal against an unknown word
+    char t = *c++, q = p[pi];
+    if (i == 0 && fold ? lower(q) != lower(t) : q != t)
+      return SHELL_NO;
+  }
+  if (star)
+    return SHELL_YES; // a final `*` takes the rest, or nothing
+  // The text must be used up, or be only dynamic words and the spaces
+  // between them from here (last_row).
+  if (!sep && !*c && i + 1 == a->nwords)
+    return SHELL_YES;
+  if (!sep && *c && !a->words[i].dynamic)
+    return SHELL_NO;
+  for (size_t k = i + 1; k < a->nwords; k++)
+    if (!a->words[k].dynamic && a->words[k].text[0])
+      return SHELL_NO;
+  return SHELL_MAYBE;
+}
+
 static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
                                    const struct shell_atom *a, const char *name,
-                                   bool fold) {
+                                   bool fold, bool glob_only) {
+  if (!glob_only) {
+    const char *star = memchr(pattern, '*', pn);
+    if (!star || star == pattern + pn - 1) {
+      if (pn + 1 > WORK_LIMIT / (text_len(a, name) + 1))
+        return SHELL_MAYBE; // too much work for run(): the same answer
+      return literal_run(pattern, pn, trail, a, name, fold);
+    }
+  }
   struct glob g = {.p = pattern, .pn = pn, .trail = trail};
   char *text, t_s[SMALL];
   unsigned char *mask, m_s[SMALL];
@@ -156,9 +220,9 @@ static int rank(enum shell_match m) {
   return m == SHELL_YES ? 2 : m == SHELL_MAYBE ? 1 : 0;
 }
 
-enum shell_match shell_pattern_match(const char *pattern,
-                                     const struct shell_atom *atom,
-                                     bool for_allow) {
+static enum shell_match pattern_match(const char *pattern,
+                                      const struct shell_atom *atom,
+                                      bool for_allow, bool glob_only) {
   if (!pattern || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
     return SHELL_NO;
   const struct shell_word *cmd = &atom->words[0];
@@ -173,10 +237,12 @@ enum shell_match shell_pattern_match(const char *pattern,
       pn >= 2 && p[pn - 1] == '*' && (p[pn - 2] == ' ' || p[pn - 2] == ':');
   if (trail)
     p[pn - 2] = ' ';
-  enum shell_match r = match_name(p, pn, trail, atom, cmd->text, !for_allow);
+  enum shell_match r =
+      match_name(p, pn, trail, atom, cmd->text, !for_allow, glob_only);
   const char *base = strrchr(cmd->text, '/');
   if (!for_allow && r != SHELL_YES && !cmd->dynamic && base && base[1]) {
-    enum shell_match b = match_name(p, pn, trail, atom, base + 1, true);
+    enum shell_match b =
+        match_name(p, pn, trail, atom, base + 1, true, glob_only);
     r = rank(b) > rank(r) ? b : r;
   }
   if (p != p_s)
@@ -184,6 +250,18 @@ enum shell_match shell_pattern_match(const char *pattern,
   if (for_allow && r != SHELL_YES)
     return SHELL_NO;
   return r;
+}
+
+enum shell_match shell_pattern_match(const char *pattern,
+                                     const struct shell_atom *atom,
+                                     bool for_allow) {
+  return pattern_match(pattern, atom, for_allow, false);
+}
+
+enum shell_match shell_pattern_match_glob(const char *pattern,
+                                          const struct shell_atom *atom,
+                                          bool for_allow) {
+  return pattern_match(pattern, atom, for_allow, true);
 }
 
 bool shell_pattern_narrows(const char *p) {
