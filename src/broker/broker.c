@@ -35,11 +35,11 @@ static void shutdown_begin(struct broker *b, const char *why);
 // Stale marks what the broker sees change files or settings: anything
 // from Neovim (the person), an agent's fs/* and terminal/* calls; changes
 // it does not see (an editor outside Neovim, a command the agent runs
-// itself) are seen within BROKER_EPOCH_NS.
+// itself) are seen within BROKER_EPOCH_NS (ACP_BROKER_TEST_EPOCH_MS
+// replaces it, for the tests of the stale marks).
 static void gate_fresh(struct broker *b) {
   uint64_t now = uv_hrtime();
-  if (b->epoch_stale || b->epochs == 0 ||
-      now - b->epoch_t0 >= BROKER_EPOCH_NS) {
+  if (b->epoch_stale || b->epochs == 0 || now - b->epoch_t0 >= b->epoch_ns) {
     gate_epoch(b->gate, ++b->epochs);
     b->epoch_t0 = now;
     b->epoch_stale = false;
@@ -700,6 +700,14 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   b->loop = loop;
   pending_init(&b->pending, BROKER_MAX_PENDING);
   b->gate = gate_new();
+  b->epoch_ns = BROKER_EPOCH_NS;
+  const char *epoch_ms = getenv("ACP_BROKER_TEST_EPOCH_MS");
+  if (epoch_ms && *epoch_ms) {
+    char *end;
+    unsigned long long ms = strtoull(epoch_ms, &end, 10);
+    if (*end == '\0' && ms <= 3600 * 1000ULL)
+      b->epoch_ns = ms * 1000 * 1000;
+  }
   b->unasked = unasked_new(0, 0, 0);
   b->snaps = snapshots_new(NULL);
   b->client = client_new(loop, &client_host, b);

@@ -39,6 +39,7 @@ struct broker {
   uv_prepare_t flush; // writes the audit lines of one loop iteration
   uint64_t epochs;    // the gate's epoch (gate_epoch)
   uint64_t epoch_t0;  // when the gate first looked in it (uv_hrtime)
+  uint64_t epoch_ns;  // BROKER_EPOCH_NS, or ACP_BROKER_TEST_EPOCH_MS
   bool epoch_stale;   // something since then may have changed files
   bool shutting_down;
   bool paused; // agents are not read: Neovim is behind (on_backlog)

@@ -1,0 +1,36 @@
+-- The gate looks at the settings files (and the paths a request names) at
+-- most once a millisecond, not for every request; what the broker sees
+-- change them makes it look again at once. Here the look is made to last a
+-- minute (ACP_BROKER_TEST_EPOCH_MS), so only that can make a change apply.
+local T = require('helpers')
+local selected = T.selected
+local write = T.write
+local shell = T.shell_request
+
+vim.env.ACP_BROKER_TEST_EPOCH_MS = '60000'
+
+T.test('a settings file changed between two turns applies to the next turn: a message from Neovim makes the gate look again', function()
+  T.fresh_broker() -- started with the environment above
+  local project = T.project()
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
+  local ctx = T.start_demo({
+    name = 'gate-fresh',
+    steps = { shell('rm_${turn}', 'rm -rf build'), { type = 'message', text = 'Done.' } },
+  }, { project = project })
+  require('acp').prompt('Clean up')
+  T.eq(T.answer(ctx, 'rm_1').result, selected('reject'), 'the answer in turn 1 (the deny rule)')
+  T.idle()
+
+  -- The rule is gone; the next prompt reaches the broker before the request.
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":[]}}')
+  require('acp').prompt('Clean up again')
+  T.wait_pending('rm_2')
+  vim.cmd('AcpAllow')
+  T.eq(T.answer(ctx, 'rm_2').result, selected('allow'), 'the answer in turn 2 (asked, allowed)')
+  T.idle()
+  local audit = T.audit_lines()
+  T.eq(audit[#audit - 1].decision, 'deny', 'the audit line of turn 1')
+  T.eq(audit[#audit].decision, 'ask', 'the audit line of turn 2')
+end)
+
+T.done()
