@@ -389,9 +389,28 @@ static json_t *broker_snapshots(struct broker *b, const json_t *info) {
                         json_object_get(info, "paths"));
 }
 
-// Answers a request the gate decided (allow or deny) without asking.
+// What the rest of the broker keeps of a request the gate decided: the
+// unasked watch hears that it was asked, and the verdict whether its
+// command is the agent's own (rawInput) or read from the title (only the
+// former is a command an approval can be held to). After the answer, for
+// a decided request: nothing here changes it.
+static void note_request(struct broker *b, struct acp_conn *c, json_t *params,
+                         json_t *info) {
+  json_t *tc = json_object_get(params, "toolCall");
+  unasked_requested(b->unasked, acp_conn_name(c),
+                    json_string_value(json_object_get(params, "sessionId")),
+                    json_string_value(json_object_get(tc, "toolCallId")));
+  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
+  json_object_set_new(info, "rawCommand",
+                      json_boolean(json_is_string(raw) || json_is_array(raw)));
+}
+
+// Answers a request the gate decided (allow or deny) without asking: the
+// answer first, then everything else the request causes (the audit line,
+// the `decided` event).
 static void answer_decided(struct broker *b, struct acp_conn *c,
-                           const json_t *id, struct gate_verdict *v) {
+                           const json_t *id, json_t *params,
+                           struct gate_verdict *v) {
   // An allowed call that may change files keeps its paths: Lua snapshots
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
@@ -403,6 +422,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // them before Lua hears of the call.
   json_t *snaps = edit ? broker_snapshots(b, v->info) : NULL;
   acp_conn_respond_outcome(c, id, v->option_id);
+  note_request(b, c, params, v->info);
   if (v->decision == POLICY_ALLOW)
     client_approved(b->client, c, v->info, false);
   const char *decision = str(v->info, "decision");
@@ -427,23 +447,16 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
 static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
                             json_t *params) {
   struct broker *b = ud;
-  json_t *tc = json_object_get(params, "toolCall");
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
-  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
   const char *cwd = acp_conn_session_cwd(c, sid);
-  unasked_requested(b->unasked, acp_conn_name(c), sid, tcid);
   struct gate_verdict v;
   gate_fresh(b);
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
-  // Whether the command is the agent's own (rawInput) or read from the
-  // title: only the former is a command an approval can be held to.
-  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
-  json_object_set_new(v.info, "rawCommand",
-                      json_boolean(json_is_string(raw) || json_is_array(raw)));
   if (v.decision != POLICY_ASK) {
-    answer_decided(b, c, id, &v);
+    answer_decided(b, c, id, params, &v);
     return;
   }
+  note_request(b, c, params, v.info);
   uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
