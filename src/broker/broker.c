@@ -33,9 +33,10 @@ static void shutdown_begin(struct broker *b, const char *why);
 // calls, more than the decision itself: per request, they made an agent
 // asking one request at a time wait 20-30 us longer for every answer.
 // Stale marks what the broker sees change files or settings: anything
-// from Neovim (the person), an agent's fs/* and terminal/* calls; changes
-// it does not see (an editor outside Neovim, a command the agent runs
-// itself) are seen within BROKER_EPOCH_NS (ACP_BROKER_TEST_EPOCH_MS
+// from Neovim (the person), an agent's fs/* and terminal/* calls, and the
+// updates of its own tool calls (tool_call, tool_call_update); changes it
+// does not see (an editor outside Neovim, a command the agent runs and
+// does not report) are seen within BROKER_EPOCH_NS (ACP_BROKER_TEST_EPOCH_MS
 // replaces it, for the tests of the stale marks).
 static void gate_fresh(struct broker *b) {
   uint64_t now = uv_hrtime();
@@ -114,6 +115,9 @@ static void watch_updates(struct broker *b, const char *event, json_t *data,
     u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
     if (!unasked_is_tool_update(u))
       return;
+    // A tool call of the agent's own moved on (ran, finished): what it
+    // did may have changed files the gate looks at.
+    b->epoch_stale = true;
   } else if (strcmp(event, "turn_end") != 0) {
     bool loading = strcmp(event, "session_loading") == 0;
     if (loading || strcmp(event, "session_new") == 0)

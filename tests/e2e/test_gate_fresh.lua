@@ -1,6 +1,7 @@
 -- The gate looks at the settings files (and the paths a request names) at
 -- most once a millisecond, not for every request; what the broker sees
--- change them makes it look again at once. Here the look is made to last a
+-- change them (a message from Neovim, the agent's report of a tool call of
+-- its own, ...) makes it look again at once. Here the look is made to last a
 -- minute (ACP_BROKER_TEST_EPOCH_MS), so only that can make a change apply.
 local T = require('helpers')
 local selected = T.selected
@@ -31,6 +32,39 @@ T.test('a settings file changed between two turns applies to the next turn: a me
   local audit = T.audit_lines()
   T.eq(audit[#audit - 1].decision, 'deny', 'the audit line of turn 1')
   T.eq(audit[#audit].decision, 'ask', 'the audit line of turn 2')
+end)
+
+T.test("a settings file changed while the agent works applies once the agent reports a tool call of its own", function()
+  T.fresh_broker()
+  local project = T.project()
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
+  local ctx = T.start_demo({
+    name = 'gate-fresh-tool',
+    steps = {
+      shell('rm_a_${turn}', 'rm -rf build'),
+      -- Time for the test to change the file; nothing reaches the broker.
+      { type = 'sleep', ms = 1500 },
+      {
+        type = 'update',
+        update = {
+          sessionUpdate = 'tool_call',
+          toolCallId = 'think_${turn}',
+          title = 'Think',
+          kind = 'think',
+          status = 'completed',
+        },
+      },
+      shell('rm_b_${turn}', 'rm -rf build'),
+      { type = 'message', text = 'Done.' },
+    },
+  }, { project = project })
+  require('acp').prompt('Clean up')
+  T.eq(T.answer(ctx, 'rm_a_1').result, selected('reject'), 'the answer before the change (the deny rule)')
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":[]}}')
+  T.wait_pending('rm_b_1')
+  vim.cmd('AcpAllow')
+  T.eq(T.answer(ctx, 'rm_b_1').result, selected('allow'), 'the answer after the change (asked, allowed)')
+  T.idle()
 end)
 
 T.done()
