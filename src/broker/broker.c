@@ -34,7 +34,7 @@ static void shutdown_begin(struct broker *b, const char *why);
 // asking one request at a time wait 20-30 us longer for every answer.
 // Stale marks what the broker sees change files or settings: anything
 // from Neovim (the person), an agent's fs/* and terminal/* calls, and the
-// updates of its own tool calls (tool_call, tool_call_update); changes it
+// progress of its own tool calls (a status other than pending); changes it
 // does not see (an editor outside Neovim, a command the agent runs and
 // does not report) are seen within BROKER_EPOCH_NS (ACP_BROKER_TEST_EPOCH_MS
 // replaces it, for the tests of the stale marks).
@@ -115,9 +115,12 @@ static void watch_updates(struct broker *b, const char *event, json_t *data,
     u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
     if (!unasked_is_tool_update(u))
       return;
-    // A tool call of the agent's own moved on (ran, finished): what it
-    // did may have changed files the gate looks at.
-    b->epoch_stale = true;
+    // A tool call of the agent's own runs or ran: what it did may have
+    // changed files the gate looks at. (Announcing one, `pending`, changes
+    // nothing: agents announce every call before asking about it.)
+    const char *status = str(u, "status");
+    if (status && strcmp(status, "pending") != 0)
+      b->epoch_stale = true;
   } else if (strcmp(event, "turn_end") != 0) {
     bool loading = strcmp(event, "session_loading") == 0;
     if (loading || strcmp(event, "session_new") == 0)

@@ -34,36 +34,49 @@ T.test('a settings file changed between two turns applies to the next turn: a me
   T.eq(audit[#audit].decision, 'ask', 'the audit line of turn 2')
 end)
 
-T.test("a settings file changed while the agent works applies once the agent reports a tool call of its own", function()
-  T.fresh_broker()
-  local project = T.project()
-  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
-  local ctx = T.start_demo({
-    name = 'gate-fresh-tool',
+-- A turn that is denied `rm -rf build`, sleeps 1.5 s (the test changes the
+-- settings meanwhile; nothing reaches the broker), reports a tool call of its
+-- own with `status`, then asks for `rm -rf build` again.
+local function tool_turn(project, status)
+  return T.start_demo({
+    name = 'gate-fresh-' .. status,
     steps = {
       shell('rm_a_${turn}', 'rm -rf build'),
-      -- Time for the test to change the file; nothing reaches the broker.
       { type = 'sleep', ms = 1500 },
       {
         type = 'update',
-        update = {
-          sessionUpdate = 'tool_call',
-          toolCallId = 'think_${turn}',
-          title = 'Think',
-          kind = 'think',
-          status = 'completed',
-        },
+        update = { sessionUpdate = 'tool_call', toolCallId = 'think_${turn}', title = 'Think', kind = 'think', status = status },
       },
       shell('rm_b_${turn}', 'rm -rf build'),
       { type = 'message', text = 'Done.' },
     },
   }, { project = project })
+end
+
+T.test('a settings file changed while the agent works applies once the agent reports a tool call of its own that ran', function()
+  T.fresh_broker()
+  local project = T.project()
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
+  local ctx = tool_turn(project, 'completed')
   require('acp').prompt('Clean up')
   T.eq(T.answer(ctx, 'rm_a_1').result, selected('reject'), 'the answer before the change (the deny rule)')
   write(project .. '/.acp/settings.json', '{"permissions":{"deny":[]}}')
   T.wait_pending('rm_b_1')
   vim.cmd('AcpAllow')
   T.eq(T.answer(ctx, 'rm_b_1').result, selected('allow'), 'the answer after the change (asked, allowed)')
+  T.idle()
+end)
+
+T.test('announcing a tool call (pending) does not make the gate look again: it ran nothing', function()
+  T.fresh_broker()
+  local project = T.project()
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":["Bash(rm *)"]}}')
+  local ctx = tool_turn(project, 'pending')
+  require('acp').prompt('Clean up')
+  T.eq(T.answer(ctx, 'rm_a_1').result, selected('reject'), 'the answer before the change (the deny rule)')
+  write(project .. '/.acp/settings.json', '{"permissions":{"deny":[]}}')
+  -- Within the minute the look lasts here, the rule removed still applies.
+  T.eq(T.answer(ctx, 'rm_b_1').result, selected('reject'), 'the answer after the change (the look of before)')
   T.idle()
 end)
 
