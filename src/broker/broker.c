@@ -25,6 +25,27 @@ static const char lua_event[] = "return require('acp.broker')._on_event(...)";
 static const char lua_events[] = "return require('acp.broker')._on_events(...)";
 
 static void shutdown_begin(struct broker *b, const char *why);
+
+// Before the gate decides or reads settings: a new epoch (the settings
+// files, the project root and the paths a request names are looked at
+// again) once the current one is BROKER_EPOCH_NS old, counted from its
+// first look, or marked stale. Looking costs a dozen stat and readlink
+// calls, more than the decision itself: per request, they made an agent
+// asking one request at a time wait 20-30 us longer for every answer.
+// Stale marks what the broker sees change files or settings: anything
+// from Neovim (the person), an agent's fs/* and terminal/* calls, and the
+// progress of its own tool calls (a status other than pending); changes it
+// does not see (an editor outside Neovim, a command the agent runs and
+// does not report) are seen within BROKER_EPOCH_NS (ACP_BROKER_TEST_EPOCH_MS
+// replaces it, for the tests of the stale marks).
+static void gate_fresh(struct broker *b) {
+  uint64_t now = uv_hrtime();
+  if (b->epoch_stale || b->epochs == 0 || now - b->epoch_t0 >= b->epoch_ns) {
+    gate_epoch(b->gate, ++b->epochs);
+    b->epoch_t0 = now;
+    b->epoch_stale = false;
+  }
+}
 static void shown_cb(void *ud, const msgpack_object *error,
                      const msgpack_object *result);
 static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
@@ -94,6 +115,12 @@ static void watch_updates(struct broker *b, const char *event, json_t *data,
     u = strcmp(event, "update") == 0 ? json_object_get(data, "update") : NULL;
     if (!unasked_is_tool_update(u))
       return;
+    // A tool call of the agent's own runs or ran: what it did may have
+    // changed files the gate looks at. (Announcing one, `pending`, changes
+    // nothing: agents announce every call before asking about it.)
+    const char *status = str(u, "status");
+    if (status && strcmp(status, "pending") != 0)
+      b->epoch_stale = true;
   } else if (strcmp(event, "turn_end") != 0) {
     bool loading = strcmp(event, "session_loading") == 0;
     if (loading || strcmp(event, "session_new") == 0)
@@ -135,8 +162,10 @@ static void host_emit(void *ud, const char *event, json_t *data) {
   broker_send_event(b, event, data, NULL);
   watch_updates(b, event, data, false);
   json_decref(data);
-  if (cwd)
+  if (cwd) {
+    gate_fresh(b);
     broker_send_event(b, "settings", gate_settings(b->gate, cwd, agent), NULL);
+  }
   free(cwd);
   free(agent);
 }
@@ -246,6 +275,7 @@ static void report_unasked(struct broker *b, const char *agent, const char *cwd,
     const char *sid = str(params, "sessionId");
     json_t *tc = json_object_get(params, "toolCall");
     struct gate_verdict v;
+    gate_fresh(b);
     gate_decide(b->gate, agent, sid, cwd ? cwd : "/", params, &v);
     if (v.decision == POLICY_ALLOW) {
       json_decref(v.info);
@@ -366,9 +396,28 @@ static json_t *broker_snapshots(struct broker *b, const json_t *info) {
                         json_object_get(info, "paths"));
 }
 
-// Answers a request the gate decided (allow or deny) without asking.
+// What the rest of the broker keeps of a request the gate decided: the
+// unasked watch hears that it was asked, and the verdict whether its
+// command is the agent's own (rawInput) or read from the title (only the
+// former is a command an approval can be held to). After the answer, for
+// a decided request: nothing here changes it.
+static void note_request(struct broker *b, struct acp_conn *c, json_t *params,
+                         json_t *info) {
+  json_t *tc = json_object_get(params, "toolCall");
+  unasked_requested(b->unasked, acp_conn_name(c),
+                    json_string_value(json_object_get(params, "sessionId")),
+                    json_string_value(json_object_get(tc, "toolCallId")));
+  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
+  json_object_set_new(info, "rawCommand",
+                      json_boolean(json_is_string(raw) || json_is_array(raw)));
+}
+
+// Answers a request the gate decided (allow or deny) without asking: the
+// answer first, then everything else the request causes (the audit line,
+// the `decided` event).
 static void answer_decided(struct broker *b, struct acp_conn *c,
-                           const json_t *id, struct gate_verdict *v) {
+                           const json_t *id, json_t *params,
+                           struct gate_verdict *v) {
   // An allowed call that may change files keeps its paths: Lua snapshots
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
@@ -380,6 +429,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // them before Lua hears of the call.
   json_t *snaps = edit ? broker_snapshots(b, v->info) : NULL;
   acp_conn_respond_outcome(c, id, v->option_id);
+  note_request(b, c, params, v->info);
   if (v->decision == POLICY_ALLOW)
     client_approved(b->client, c, v->info, false);
   const char *decision = str(v->info, "decision");
@@ -404,22 +454,16 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
 static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
                             json_t *params) {
   struct broker *b = ud;
-  json_t *tc = json_object_get(params, "toolCall");
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
-  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
   const char *cwd = acp_conn_session_cwd(c, sid);
-  unasked_requested(b->unasked, acp_conn_name(c), sid, tcid);
   struct gate_verdict v;
+  gate_fresh(b);
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
-  // Whether the command is the agent's own (rawInput) or read from the
-  // title: only the former is a command an approval can be held to.
-  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
-  json_object_set_new(v.info, "rawCommand",
-                      json_boolean(json_is_string(raw) || json_is_array(raw)));
   if (v.decision != POLICY_ASK) {
-    answer_decided(b, c, id, &v);
+    answer_decided(b, c, id, params, &v);
     return;
   }
+  note_request(b, c, params, v.info);
   uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
@@ -488,6 +532,7 @@ static void host_withdraw(void *ud, struct acp_conn *c, const json_t *id) {
 static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
                                 const char *method, json_t *params) {
   struct broker *b = ud;
+  b->epoch_stale = true; // fs/* may write, terminal/* may run anything
   client_request(b->client, c, id, method, params);
 }
 
@@ -512,7 +557,7 @@ static void maybe_finish(struct broker *b) {
     return;
   b->finished = true;
   uv_close((uv_handle_t *)&b->deadline, NULL);
-  uv_close((uv_handle_t *)&b->epoch, NULL);
+  uv_close((uv_handle_t *)&b->flush, NULL);
 }
 
 static void host_closed(void *ud, struct acp_conn *c) {
@@ -539,6 +584,10 @@ struct acp_conn *broker_find_conn(struct broker *b, const char *name) {
 
 static void on_message(void *ud, const struct nvim_rpc_msg *m) {
   struct broker *b = ud;
+  // The person may have changed settings (a file, :AcpTrust, a mode):
+  // what the gate looks at from here on is looked at again.
+  b->epoch_stale = true;
+  gate_fresh(b);
   for (size_t i = 0; i < broker_nmethods; i++) {
     if (m->method_len != strlen(broker_methods[i].name) ||
         memcmp(m->method, broker_methods[i].name, m->method_len) != 0)
@@ -612,13 +661,10 @@ static void shutdown_begin(struct broker *b, const char *why) {
   nvim_rpc_close(b->rpc, rpc_closed, b);
 }
 
-// Before the loop waits for I/O: what arrives next is a new epoch for the
-// gate (its settings files are looked at again), and the audit lines
-// gathered so far are written.
-static void epoch_cb(uv_prepare_t *h) {
+// Before the loop waits for I/O: the decisions of this iteration reach
+// the audit log in one write (after their answers went out).
+static void flush_cb(uv_prepare_t *h) {
   struct broker *b = h->data;
-  gate_epoch(b->gate, ++b->epochs);
-  // The decisions of this iteration reach the audit log in one write.
   if (audit_flush() != 0)
     audit_failed(b);
 }
@@ -634,7 +680,9 @@ static struct acp_conn *cl_conn(void *ud, uint64_t serial) {
 }
 
 static void cl_emit(void *ud, const char *event, json_t *data) {
-  broker_send_event(ud, event, data, NULL);
+  struct broker *b = ud;
+  b->epoch_stale = true; // a file written, a terminal's command ended, ...
+  broker_send_event(b, event, data, NULL);
 }
 
 static void cl_error(void *ud, const char *agent, const char *msg) {
@@ -644,6 +692,7 @@ static void cl_error(void *ud, const char *agent, const char *msg) {
 static void cl_judge(void *ud, const char *agent, const char *session,
                      const char *cwd, json_t *params, struct gate_verdict *v) {
   struct broker *b = ud;
+  gate_fresh(b);
   gate_decide(b->gate, agent, session, cwd, params, v);
 }
 
@@ -671,6 +720,14 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   b->loop = loop;
   pending_init(&b->pending, BROKER_MAX_PENDING);
   b->gate = gate_new();
+  b->epoch_ns = BROKER_EPOCH_NS;
+  const char *epoch_ms = getenv("ACP_BROKER_TEST_EPOCH_MS");
+  if (epoch_ms && *epoch_ms) {
+    char *end;
+    unsigned long long ms = strtoull(epoch_ms, &end, 10);
+    if (*end == '\0' && ms <= 3600 * 1000ULL)
+      b->epoch_ns = ms * 1000 * 1000;
+  }
   b->unasked = unasked_new(0, 0, 0);
   b->snaps = snapshots_new(NULL);
   b->client = client_new(loop, &client_host, b);
@@ -686,9 +743,9 @@ struct broker *broker_start(uv_loop_t *loop, char *err, size_t errlen) {
   }
   nvim_rpc_set_batch(b->rpc, "nvim_exec_lua", lua_events);
   uv_timer_init(loop, &b->deadline);
-  uv_prepare_init(loop, &b->epoch);
-  b->epoch.data = b;
-  uv_prepare_start(&b->epoch, epoch_cb);
+  uv_prepare_init(loop, &b->flush);
+  b->flush.data = b;
+  uv_prepare_start(&b->flush, flush_cb);
   b->deadline.data = b;
   const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
   for (size_t i = 0; i < 3; i++) {

@@ -17,6 +17,11 @@
 #define BROKER_STOP_GRACE_MS 500 // SIGTERM → SIGKILL for :AcpStop
 #define BROKER_EXIT_GRACE_MS 300 // the same when Neovim is gone
 #define BROKER_DEADLINE_MS 800   // then everything is killed
+// How long what the gate looked at (the settings files, the project root,
+// the paths a request names) is taken as still true: one look per
+// BROKER_EPOCH_NS at most, unless something the broker sees may have
+// changed it (gate_fresh in broker.c).
+#define BROKER_EPOCH_NS ((uint64_t)1000 * 1000)
 
 struct broker {
   uv_loop_t *loop;
@@ -31,8 +36,11 @@ struct broker {
   size_t nconns;
   uv_signal_t signals[3];
   uv_timer_t deadline;
-  uv_prepare_t epoch; // a new gate epoch per loop iteration
-  uint64_t epochs;
+  uv_prepare_t flush; // writes the audit lines of one loop iteration
+  uint64_t epochs;    // the gate's epoch (gate_epoch)
+  uint64_t epoch_t0;  // when the gate first looked in it (uv_hrtime)
+  uint64_t epoch_ns;  // BROKER_EPOCH_NS, or ACP_BROKER_TEST_EPOCH_MS
+  bool epoch_stale;   // something since then may have changed files
   bool shutting_down;
   bool paused; // agents are not read: Neovim is behind (on_backlog)
   bool rpc_closed;
