@@ -33,8 +33,9 @@ struct gate *gate_new(void);
 void gate_free(struct gate *g);
 // Starts an epoch (a number > 0, new each time): the settings files of a
 // project are looked at (stat) at most once per epoch, and decisions in
-// the same epoch share what was found. The broker starts one per event
-// loop iteration, so a burst of requests read together costs one look.
+// the same epoch share what was found. The broker starts one at most
+// every millisecond, and at once after anything it sees change files or
+// settings (broker.c gate_fresh), so a burst of requests costs one look.
 // With no epoch (0, the default) the files are looked at every time.
 void gate_epoch(struct gate *g, uint64_t epoch);
 // Replaces the setup() options ({permissions, yolo, agents}); stolen.

@@ -31,8 +31,9 @@ char *path_normalize(const char *base, const char *p, const char *home);
 char *path_resolve(const char *abs);
 // path_resolve, with what lstat and readlink said about each directory
 // remembered within one epoch (path_cache_epoch; 0, the default, remembers
-// nothing). For the policy's view of a request: requests handled in one
-// loop iteration see one state of the filesystem. fs/* does not use it.
+// nothing). For the policy's view of a request: requests decided in one
+// epoch (broker.c gate_fresh) see one state of the filesystem. fs/* does
+// not use it: it checks the disk again when it reads or writes.
 char *path_resolve_cached(const char *abs);
 // Starts an epoch: what was remembered before is looked at again.
 void path_cache_epoch(uint64_t epoch);
