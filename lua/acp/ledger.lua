@@ -969,12 +969,27 @@ function H.name_paths(sid, rec, d, given)
   given = type(given) == 'table' and given or {}
   for _, p in ipairs(type(d.paths) == 'table' and d.paths or {}) do
     if compat.str(p) then
-      local path = H.norm(H.abs(p, cwd))
+      local path = H.norm_named(rec, p, cwd)
       local snap = H.given(given[p], path)
       H.earlier(rec, path, snap)
       H.named(rec, H.see(rec, path, snap), d.toolCallId)
     end
   end
+end
+
+--- H.norm of a path an event names, remembered for the turn: an agent can
+--- have thousands of calls decided per second, each naming its files, and
+--- resolving one costs a readlink per component (at most 4096 remembered).
+function H.norm_named(rec, p, cwd)
+  rec.normed = rec.normed or { n = 0, map = {} }
+  local path = rec.normed.map[p]
+  if path == nil then
+    path = H.norm(H.abs(p, cwd))
+    if rec.normed.n < 4096 then
+      rec.normed.map[p], rec.normed.n = path, rec.normed.n + 1
+    end
+  end
+  return path
 end
 
 --- The broker's snapshot snap of path replaces the one the turn has when
