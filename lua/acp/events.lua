@@ -48,17 +48,9 @@ function M.handle(name, data)
   if effect == nil and #state.listeners == 0 then
     return true
   end
-  M.defer(function()
-    if effect ~= nil then
-      effect()
-    end
-    for _, fn in ipairs(state.listeners) do
-      local ok, err = pcall(fn, name, data)
-      if not ok then
-        vim.notify('(acp) listener error: ' .. tostring(err), vim.log.levels.ERROR)
-      end
-    end
-  end)
+  -- Queued as (fn, args) without a closure: a burst of thousands of
+  -- events (requests decided by rules) allocates no function per event.
+  H.push(H.event_effect, effect or false, name, data)
   return true
 end
 
@@ -66,26 +58,57 @@ end
 --- deferred before it. A burst of events costs one scheduled callback.
 ---@param fn function
 function M.defer(fn)
+  H.push(H.call, fn, nil, nil)
+end
+
+--- The deferred calls, four slots each: fn, a, b, c (called fn(a, b, c)).
+H.deferred = { n = 0 }
+
+function H.push(fn, a, b, c)
   local q = H.deferred
-  q[#q + 1] = fn
-  if #q == 1 then
+  local n = q.n
+  q[n + 1], q[n + 2], q[n + 3], q[n + 4] = fn, a, b, c
+  q.n = n + 4
+  if n == 0 then
     vim.schedule(H.run_deferred)
   end
 end
 
-H.deferred = {}
-
 function H.run_deferred()
   local q = H.deferred
-  H.deferred = {}
-  for i = 1, #q do
-    local ok, err = pcall(q[i])
+  H.deferred = { n = 0 }
+  -- Whether a User AcpPermissionDecided autocommand exists, looked up
+  -- once for a run of `decided` effects (H.decided_effect).
+  H.decided_user = nil
+  for i = 1, q.n, 4 do
+    local ok, err = pcall(q[i], q[i + 1], q[i + 2], q[i + 3])
     if not ok then
       vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
     end
   end
 end
 
+function H.call(fn)
+  H.decided_user = nil
+  fn()
+end
+
+--- The effects of one broker event: the handler's, then the listeners.
+function H.event_effect(effect, name, data)
+  if effect ~= H.decided_effect then
+    -- Other effects fire autocommands, which may define others.
+    H.decided_user = nil
+  end
+  if effect then
+    effect(data)
+  end
+  for _, fn in ipairs(state.listeners) do
+    local ok, err = pcall(fn, name, data)
+    if not ok then
+      vim.notify('(acp) listener error: ' .. tostring(err), vim.log.levels.ERROR)
+    end
+  end
+end
 
 --- The broker died: clean up as if every agent exited.
 ---@param code integer
@@ -402,12 +425,19 @@ function H.handlers.agent_exit(d)
   return H.agent_gone(name, d)
 end
 
-function H.handlers.decided(d)
+function H.handlers.decided()
+  -- Nothing is copied here: an agent can have thousands of requests decided
+  -- per second. The effect reads the event itself (H.decided_effect).
+  return H.decided_effect
+end
+
+--- The data of `User AcpPermissionDecided` for a `decided` event d.
+function H.decided_data(d)
   local session = compat.str(d.session) or ''
   local tcid = compat.str(d.toolCallId) or ''
   local s = state.sessions[session]
   local known = s and s.tools[tcid] or {}
-  local data = {
+  return {
     agent = compat.str(d.agent),
     session = session,
     toolCallId = tcid,
@@ -422,13 +452,28 @@ function H.handlers.decided(d)
     command = compat.str(d.command),
     atoms = H.atoms(d.atoms),
   }
-  return function()
+end
+
+--- The effect of a `decided` event d: `User AcpPermissionDecided` (its data
+--- built only when such an autocommand exists), a warning for a denial, the
+--- folded echo for allows (formatted once, for the last of a burst).
+function H.decided_effect(d)
+  if H.decided_user == nil then
+    H.decided_user = compat.has_user('AcpPermissionDecided')
+  end
+  local data
+  if H.decided_user then
+    data = H.decided_data(d)
     compat.fire_user('AcpPermissionDecided', H.log_user('AcpPermissionDecided', data))
-    if data.decision == 'deny' then
-      vim.notify(('(acp) denied %s: %s'):format(text.squash(data.title), format.why(data)), vim.log.levels.WARN)
-    elseif data.decision == 'allow' then
-      H.echo_allowed(data)
-    end
+    -- The autocommand may have defined or deleted others.
+    H.decided_user = nil
+  end
+  if d.decision == 'deny' then
+    data = data or H.decided_data(d)
+    vim.notify(('(acp) denied %s: %s'):format(text.squash(data.title), format.why(data)), vim.log.levels.WARN)
+    H.decided_user = nil
+  elseif d.decision == 'allow' then
+    H.echo_allowed(d)
   end
 end
 
@@ -662,16 +707,18 @@ end
 --- allows that come in a burst are folded into one message.
 --- Echoes "acp: allowed {title}: {why}" for a decision; a burst within
 --- 30 ms is one message counting them (formatted once, for the last).
-function H.echo_allowed(data)
+---@param d table the `decided` event
+function H.echo_allowed(d)
   H.allowed = H.allowed or { n = 0 }
   local a = H.allowed
-  a.n, a.last = a.n + 1, data
+  a.n, a.last = a.n + 1, d
   if a.timer then
     return
   end
   a.timer = true
   vim.defer_fn(function()
-    local last = ('%s: %s'):format(text.squash(a.last.title), format.why(a.last))
+    local data = H.decided_data(a.last)
+    local last = ('%s: %s'):format(text.squash(data.title), format.why(data))
     local msg = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
     a.n, a.last, a.timer = 0, nil, false
     vim.api.nvim_echo({ { text.truncate(msg, vim.o.columns - 12), 'None' } }, true, {})

@@ -103,10 +103,11 @@ function M.on_event(name, d)
   elseif name == 'decided' then
     -- An allowed call that may change files names them (doc/protocol.md),
     -- with the broker's snapshots of those the turn had not named.
-    H.name_paths(sid, rec, d, given)
-    local by = compat.str(d.by) or '?'
-    local how = compat.str(d.rule) and (by .. ' ' .. d.rule) or by
-    H.decision(sid, d.toolCallId, ('%s by %s'):format(d.decision == 'allow' and 'allowed' or 'denied', how))
+    if type(d.paths) == 'table' and #d.paths > 0 then
+      H.name_paths(sid, rec, d, given)
+    end
+    -- Kept as the event, put in words when the review asks (H.words).
+    H.decision(sid, d.toolCallId, d)
   elseif name == 'fs' then
     local path = compat.str(d.path)
     if path ~= nil and d.op == 'write' then
@@ -345,7 +346,8 @@ function H.resolved(sid, d)
   H.decision(sid, a.tcid, ('%s by %s'):format(verb, by))
 end
 
---- How tool call tcid of sid was decided, in words (for the review).
+--- How tool call tcid of sid was decided, in words or as its `decided`
+--- event (for the review, through H.words).
 function H.decision(sid, tcid, words)
   local l = M.sessions[sid]
   tcid = compat.str(tcid)
@@ -363,6 +365,17 @@ function H.decision(sid, tcid, words)
   end
 end
 
+--- How a call was decided, in words: what H.decision kept (words, or the
+--- `decided` event).
+function H.words(v)
+  if type(v) ~= 'table' then
+    return v
+  end
+  local by = compat.str(v.by) or '?'
+  local how = compat.str(v.rule) and (by .. ' ' .. v.rule) or by
+  return ('%s by %s'):format(v.decision == 'allow' and 'allowed' or 'denied', how)
+end
+
 --- The tool calls that named path in a turn and how each was decided:
 --- `{ {toolCallId=, title=, decision=}, ... }`.
 function H.why(sid, rec, path)
@@ -373,7 +386,7 @@ function H.why(sid, rec, path)
     out[#out + 1] = {
       toolCallId = tcid,
       title = tc and compat.str(tc.title) or nil,
-      decision = l and l.decisions and l.decisions[tcid] or nil,
+      decision = H.words(l and l.decisions and l.decisions[tcid]),
     }
   end
   return out
