@@ -1,0 +1,134 @@
+-- The `decided` events of requests the broker answered itself, as they come:
+-- thousands a second in batches (require('acp.broker')._on_events, the entry
+-- point the broker calls). What Lua does per event is kept small; what a
+-- person and an autocommand see stays the same.
+local T = require('helpers')
+
+local broker = require('acp.broker')
+local state = require('acp.state')
+local sid, agent = 'decided-1', 'ghost'
+
+--- The session of the events goes away after the test.
+local function cleanup()
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+end
+
+local function decided(n, extra)
+  local d = {
+    agent = agent,
+    session = sid,
+    toolCallId = 'auto_' .. n,
+    title = 'ls ' .. n,
+    kind = 'execute',
+    decision = 'allow',
+    optionId = 'ok',
+    reason = 'allowed by Bash(ls *) (setup)',
+    rule = 'Bash(ls *)',
+    source = 'setup',
+    by = 'rule',
+    command = 'ls ' .. n,
+    atoms = { { kind = 'command', text = 'ls ' .. n } },
+    paths = {},
+  }
+  for k, v in pairs(extra or {}) do
+    d[k] = v
+  end
+  return { 'decided', d }
+end
+
+--- Counts the calls of vim.fn.exists while fn runs and its effects are done.
+local function count_exists(fn)
+  local orig, n = vim.fn.exists, 0
+  vim.fn.exists = function(...)
+    n = n + 1
+    return orig(...)
+  end
+  local ok, err = pcall(fn)
+  vim.fn.exists = orig
+  assert(ok, err)
+  return n
+end
+
+T.test('a burst with no AcpPermissionDecided autocommand: one lookup, no copy in the log, one folded echo', function()
+  cleanup()
+  local list = {}
+  for i = 1, 300 do
+    list[i] = decided(i)
+  end
+  local logged = #state.events
+  local n = count_exists(function()
+    broker._on_events(list)
+    -- The effects run once Neovim may block again.
+    vim.wait(200, function()
+      return false
+    end)
+  end)
+  T.ok(n <= 2, ('vim.fn.exists called %d times for 300 decided events'):format(n))
+  local users = 0
+  for i = logged + 1, #state.events do
+    if state.events[i].event == 'AcpPermissionDecided' then
+      users = users + 1
+    end
+  end
+  T.eq(users, 0, 'no AcpPermissionDecided data was built or logged')
+  T.wait(function()
+    return vim.fn.execute('messages'):find('acp: 300 requests allowed; last: ls 300: allowed by Bash(ls *)', 1, true)
+  end, nil, 'the folded echo:\n' .. vim.fn.execute('messages'))
+end)
+
+T.test('with an autocommand: every decision, in order, with its data', function()
+  cleanup()
+  local seen = T.on('AcpPermissionDecided')
+  broker._on_events({
+    decided(1, { title = vim.NIL }),
+    decided(2, { decision = 'deny', optionId = vim.NIL, reason = 'denied by Bash(rm *) (setup)' }),
+    decided(3),
+  })
+  T.wait(function()
+    return #seen == 3
+  end, nil, 'three AcpPermissionDecided')
+  T.eq({ seen[1].toolCallId, seen[2].toolCallId, seen[3].toolCallId }, { 'auto_1', 'auto_2', 'auto_3' }, 'in order')
+  T.eq(seen[1].title, 'execute', 'a missing title: the kind')
+  T.eq(seen[1].atoms, { { kind = 'command', text = 'ls 1', inner = false } }, 'the atoms')
+  T.eq(seen[2].decision, 'deny', 'the denial')
+  T.eq(seen[3].rule, 'Bash(ls *)', 'the rule')
+  T.contains(T.notes_text(), '(acp) denied ls 2: denied by Bash(rm *) (setup)', 'the denial is told')
+end)
+
+T.test('an autocommand an earlier effect defines sees the decisions after it', function()
+  cleanup()
+  local late = {}
+  local group = vim.api.nvim_create_augroup('acp_e2e_late', { clear = true })
+  T.defer(function()
+    pcall(vim.api.nvim_del_augroup_by_id, group)
+  end)
+  vim.api.nvim_create_autocmd('User', {
+    group = group,
+    pattern = 'AcpTurnEnd',
+    once = true,
+    callback = function()
+      vim.api.nvim_create_autocmd('User', {
+        group = group,
+        pattern = 'AcpPermissionDecided',
+        callback = function()
+          local last = vim.g.acp_last_event
+          late[#late + 1] = last and last.data and last.data.toolCallId
+        end,
+      })
+    end,
+  })
+  -- None at first: the first decision finds none, the turn's end defines one.
+  broker._on_events({
+    decided(4),
+    { 'turn_end', { agent = agent, session = sid, stopReason = 'end_turn' } },
+    decided(5),
+  })
+  T.wait(function()
+    return #late == 1
+  end, nil, 'the later decision')
+  T.eq(late, { 'auto_5' }, 'only the decision after it')
+end)
+
+T.done()
