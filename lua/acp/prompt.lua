@@ -287,10 +287,7 @@ end
 function H.open_float(req, opts)
   local ui = H.ui()
   local focus = opts.force_focus or (ui.focus and H.normal_mode())
-  local buf = vim.api.nvim_create_buf(false, true)
-  compat.set_buf(buf, 'bufhidden', 'wipe')
-  compat.set_buf(buf, 'swapfile', false)
-  compat.set_buf(buf, 'filetype', 'acp-prompt')
+  local buf = H.scratch()
 
   local v = {
     id = req.id,
@@ -316,17 +313,41 @@ function H.open_float(req, opts)
   H.view = v
   H.set_win_options(win)
   H.place_cursor(v, 1)
-  H.set_keymaps(v, req)
-  vim.api.nvim_create_autocmd('BufWipeout', {
+  H.set_keymaps(buf, req)
+  if not focus and ui.focus then
+    H.focus_later()
+  end
+end
+
+--- The buffer every prompt is drawn in: one scratch buffer, made once
+--- (creating a buffer and setting its 'filetype', which runs the FileType
+--- autocommands and looks for ftplugin files along 'runtimepath', took
+--- 0.7-2 ms of every prompt) and kept hidden between prompts, with its
+--- keys. A new one is made when it was wiped, or when it is still shown in
+--- a window (then the old one goes with that window).
+function H.scratch()
+  local buf = H.buf
+  if buf ~= nil and vim.api.nvim_buf_is_valid(buf) then
+    if #vim.fn.win_findbuf(buf) == 0 then
+      return buf
+    end
+    compat.set_buf(buf, 'bufhidden', 'wipe')
+  end
+  buf = vim.api.nvim_create_buf(false, true)
+  compat.set_buf(buf, 'bufhidden', 'hide')
+  compat.set_buf(buf, 'swapfile', false)
+  -- Every prompt replaces its text: no undo history to keep.
+  compat.set_buf(buf, 'undolevels', -1)
+  compat.set_buf(buf, 'filetype', 'acp-prompt')
+  -- Its window closed some other way (:q, <C-w>c, its tab page closed).
+  vim.api.nvim_create_autocmd('BufWinLeave', {
     [compat.buf_key] = buf,
-    once = true,
     callback = function()
       H.on_wiped(buf)
     end,
   })
-  if not focus and ui.focus then
-    H.focus_later()
-  end
+  H.buf, H.keys_set = buf, nil
+  return buf
 end
 
 function H.set_win_options(win)
@@ -478,9 +499,8 @@ function H.close(restore)
     end
     pcall(vim.api.nvim_win_close, v.win, true)
   end
-  if vim.api.nvim_buf_is_valid(v.buf) then
-    pcall(vim.api.nvim_buf_delete, v.buf, { force = true })
-  end
+  -- The buffer stays for the next prompt (H.scratch); one that is not
+  -- the shared one any more is wiped with its window ('bufhidden').
 end
 
 --- The window was closed some other way (:q, <C-w>c): same as hiding; but
@@ -502,60 +522,103 @@ end
 
 -- Keys -----------------------------------------------------------------------
 
-function H.set_keymaps(v, req)
-  local buf = v.buf
-  -- (nvim_buf_set_keymap: vim.keymap.set costs several times more, and
-  -- the prompt sets some twenty keys before it is shown.)
-  local function map(lhs, fn, desc)
-    vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
-      nowait = true,
-      silent = true,
-      noremap = true,
-      desc = desc,
-      callback = function()
-        H.on_key(buf, fn)
-      end,
-    })
+--- The keys of the prompt buffer. They are set once per buffer (and again
+--- when `ui.keys` changes) and look at the request shown when pressed;
+--- only the digits follow the request (one per option, up to 9), so a
+--- prompt costs a few keymap calls instead of some twenty.
+function H.set_keymaps(buf, req)
+  local keys = H.ui().keys
+  local sig = H.keys_signature(keys)
+  local ks = H.keys_set
+  if ks == nil or ks.buf ~= buf or ks.sig ~= sig then
+    if ks ~= nil and ks.buf == buf then
+      for _, lhs in ipairs(ks.lhs) do
+        pcall(vim.api.nvim_buf_del_keymap, buf, 'n', lhs)
+      end
+    end
+    ks = { buf = buf, sig = sig, lhs = {}, digits = 0 }
+    H.keys_set = ks
+    H.map_fixed(buf, keys, ks.lhs)
   end
-  for i = 1, math.min(9, #req.options) do
-    map(tostring(i), function(view)
+  local n = math.min(9, #req.options)
+  for i = ks.digits + 1, n do
+    H.map(buf, tostring(i), function(view)
       H.choose(view, i)
     end, 'acp: choose option ' .. i)
   end
-  local keys = H.ui().keys
+  for i = n + 1, ks.digits do
+    pcall(vim.api.nvim_buf_del_keymap, buf, 'n', tostring(i))
+  end
+  ks.digits = n
+end
+
+function H.keys_signature(keys)
+  local parts = {}
+  for _, kind in ipairs(H.kind_order) do
+    parts[#parts + 1] = keys[kind] or ''
+  end
+  for _, e in ipairs(H.extra_kinds) do
+    parts[#parts + 1] = keys[e.key] or ''
+  end
+  parts[#parts + 1] = keys.hide or ''
+  return table.concat(parts, '\0')
+end
+
+-- (nvim_buf_set_keymap: vim.keymap.set costs several times more.)
+function H.map(buf, lhs, fn, desc)
+  vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
+    nowait = true,
+    silent = true,
+    noremap = true,
+    desc = desc,
+    callback = function()
+      H.on_key(buf, fn)
+    end,
+  })
+end
+
+--- The keys that do not depend on the number of options; `lhs` collects
+--- them (to unset them when `ui.keys` changes).
+function H.map_fixed(buf, keys, lhs_set)
+  local function map(lhs, fn, desc)
+    H.map(buf, lhs, fn, desc)
+    lhs_set[#lhs_set + 1] = lhs
+  end
   for _, kind in ipairs(H.kind_order) do
     local lhs = keys[kind]
     if lhs ~= nil and lhs ~= '' then
-      local index = H.first_of_kind(req, kind)
-      if index ~= nil then
-        map(lhs, function(view)
+      map(lhs, function(view, req)
+        if req == nil then
+          return
+        end
+        local index = H.first_of_kind(req, kind)
+        if index ~= nil then
           H.choose(view, index)
-        end, 'acp: ' .. kind)
-      else
-        -- Not offered: say so instead of letting the key do something else.
-        map(lhs, function()
+        else
+          -- Not offered: say so instead of letting the key do something else.
           H.echo(('acp: no %s option offered'):format((kind:gsub('_', '-'))), 'WarningMsg')
-        end, 'acp: ' .. kind .. ' (not offered)')
-      end
+        end
+      end, 'acp: ' .. kind)
     end
   end
   for _, e in ipairs(H.extra_kinds) do
     local lhs = keys[e.key]
     if lhs ~= nil and lhs ~= '' then
-      if H.extra(req, e.id) ~= nil then
-        map(lhs, function(view)
+      map(lhs, function(view, req)
+        if req == nil then
+          return
+        end
+        if H.extra(req, e.id) ~= nil then
           H.choose(view, e.id)
-        end, 'acp: ' .. e.desc)
-      else
+          return
+        end
         local msg = ('acp: "%s" is not offered for this request'):format(e.desc)
         if e.broad and H.extra(req, e.remember) ~= nil then
-          local exact = keys[H.extra_by_id[e.remember].key]
+          local exact = H.ui().keys[H.extra_by_id[e.remember].key]
           msg = ('acp: no broader rule is suggested for this request; %s remembers the exact one'):format(exact ~= '' and exact or 'the line above')
         end
-        map(lhs, function()
-          H.echo(msg, 'WarningMsg')
-        end, 'acp: ' .. e.desc .. ' (not offered)')
-      end
+        H.echo(msg, 'WarningMsg')
+      end, 'acp: ' .. e.desc)
     end
   end
   map('<CR>', function(view)
@@ -597,7 +660,7 @@ function H.on_key(buf, fn)
     H.echo('acp: prompt just opened, key ignored', 'WarningMsg')
     return
   end
-  fn(v)
+  fn(v, state.pending[v.id])
 end
 
 --- Answers with option `index`, or (a string) with the extra of that id
