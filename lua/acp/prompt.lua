@@ -308,7 +308,7 @@ function H.open_float(req, opts)
   elseif not ok then
     error(win, 0)
   end
-  v.win = win
+  v.win, v.cfg = win, cfg
   v.tab = vim.api.nvim_get_current_tabpage()
   H.view = v
   H.set_win_options(win)
@@ -377,8 +377,31 @@ function H.draw(v)
   end
   local cursor_opt = v.option_rows[vim.api.nvim_win_get_cursor(v.win)[1]] or 1
   local cfg = H.fill(v, req)
-  pcall(vim.api.nvim_win_set_config, v.win, cfg)
+  local o = v.cfg
+  if o == nil or o.width ~= cfg.width or o.height ~= cfg.height or o.row ~= cfg.row or o.col ~= cfg.col or o.border ~= cfg.border then
+    pcall(vim.api.nvim_win_set_config, v.win, cfg)
+    v.cfg = cfg
+  end
   H.place_cursor(v, cursor_opt)
+end
+
+--- Whether two renderings are the same: lines, and highlights.
+function H.same(a, b)
+  if a == nil or #a.lines ~= #b.lines or #a.hls ~= #b.hls then
+    return false
+  end
+  for i, l in ipairs(b.lines) do
+    if a.lines[i] ~= l then
+      return false
+    end
+  end
+  for i, h in ipairs(b.hls) do
+    local g = a.hls[i]
+    if g[1] ~= h[1] or g[2] ~= h[2] or g[3] ~= h[3] or g[4] ~= h[4] then
+      return false
+    end
+  end
+  return true
 end
 
 --- Writes the body of `req` into v.buf; returns the window config that fits it.
@@ -387,14 +410,19 @@ function H.fill(v, req)
   local max_height = H.max_height()
   local r = H.render(req, { focused = v.focused, width = width, max_height = max_height })
   local buf = v.buf
-  compat.set_buf(buf, 'modifiable', true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, r.lines)
-  compat.set_buf(buf, 'modifiable', false)
-  compat.set_buf(buf, 'modified', false)
-  vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
-  for _, hl in ipairs(r.hls) do
-    local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
-    pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
+  -- A redraw that changes nothing (the `pending` event that follows the
+  -- window opening, a prompt queued behind it) writes nothing.
+  if not (H.same(v.drawn, r) and v.tick == vim.api.nvim_buf_get_changedtick(buf)) then
+    compat.set_buf(buf, 'modifiable', true)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, r.lines)
+    compat.set_buf(buf, 'modifiable', false)
+    compat.set_buf(buf, 'modified', false)
+    vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
+    for _, hl in ipairs(r.hls) do
+      local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
+      pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
+    end
+    v.drawn, v.tick = r, vim.api.nvim_buf_get_changedtick(buf)
   end
   v.option_rows = r.option_rows
   local height = math.min(r.height, max_height)

@@ -1,7 +1,8 @@
 -- The prompt's one buffer: every prompt is drawn in the same scratch buffer
 -- (its 'filetype' and keys are set once, not per prompt), the digit keys
 -- follow the options of the prompt shown, keys changed in setup() apply to
--- the next prompt, and a window closed with :q hides its prompt as before.
+-- the next prompt, a redraw that changes nothing writes nothing, and a
+-- window closed with :q hides its prompt as before.
 local T = require('helpers')
 local api = vim.api
 
@@ -44,6 +45,10 @@ T.test('one buffer for every prompt, with the filetype; the digits follow the op
   local win = T.wait_prompt('four_1')
   local buf = api.nvim_win_get_buf(win)
   T.eq(vim.bo[buf].filetype, 'acp-prompt', 'filetype')
+  -- A redraw with nothing changed writes nothing.
+  local tick = api.nvim_buf_get_changedtick(buf)
+  require('acp.prompt').refresh()
+  T.eq(api.nvim_buf_get_changedtick(buf), tick, 'refresh() with nothing changed leaves the buffer')
   T.eq(vim.bo[buf].modifiable, false, 'not modifiable')
   T.ok(buf_map(buf, '4') ~= nil, '4 is mapped with four options')
   T.answer_with_keys('four_1', '3')
