@@ -531,8 +531,10 @@ function H.close(restore)
   -- the shared one any more is wiped with its window ('bufhidden').
 end
 
---- The window was closed some other way (:q, <C-w>c): same as hiding; but
---- when its tab page was closed under it, it comes back where the person is.
+--- The window was closed some other way (:q, <C-w>c; BufWinLeave of the
+--- prompt buffer, after H.close has forgotten the view): same as hiding;
+--- but when its tab page was closed under it, it comes back where the
+--- person is.
 function H.on_wiped(buf)
   local v = H.view
   if v ~= nil and v.buf == buf then
