@@ -57,13 +57,15 @@ function M.apply()
   end
 end
 
---- Defines the groups once and keeps them across colorscheme changes.
+--- Defines the groups once and keeps them across colorscheme changes
+--- (every `:colorscheme` applies them again). Cheap after the first call:
+--- the prompt calls it before each window.
 function M.setup()
-  M.apply()
   if applied then
     return
   end
   applied = true
+  M.apply()
   vim.api.nvim_create_autocmd('ColorScheme', {
     group = vim.api.nvim_create_augroup('AcpHighlight', { clear = true }),
     callback = M.apply,

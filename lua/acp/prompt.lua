@@ -287,10 +287,7 @@ end
 function H.open_float(req, opts)
   local ui = H.ui()
   local focus = opts.force_focus or (ui.focus and H.normal_mode())
-  local buf = vim.api.nvim_create_buf(false, true)
-  compat.set_buf(buf, 'bufhidden', 'wipe')
-  compat.set_buf(buf, 'swapfile', false)
-  compat.set_buf(buf, 'filetype', 'acp-prompt')
+  local buf = H.scratch()
 
   local v = {
     id = req.id,
@@ -311,22 +308,46 @@ function H.open_float(req, opts)
   elseif not ok then
     error(win, 0)
   end
-  v.win = win
+  v.win, v.cfg = win, cfg
   v.tab = vim.api.nvim_get_current_tabpage()
   H.view = v
   H.set_win_options(win)
   H.place_cursor(v, 1)
-  H.set_keymaps(v, req)
-  vim.api.nvim_create_autocmd('BufWipeout', {
+  H.set_keymaps(buf, req)
+  if not focus and ui.focus then
+    H.focus_later()
+  end
+end
+
+--- The buffer every prompt is drawn in: one scratch buffer, made once
+--- (creating a buffer and setting its 'filetype', which runs the FileType
+--- autocommands and looks for ftplugin files along 'runtimepath', took
+--- 0.7-2 ms of every prompt) and kept hidden between prompts, with its
+--- keys. A new one is made when it was wiped, or when it is still shown in
+--- a window (then the old one goes with that window).
+function H.scratch()
+  local buf = H.buf
+  if buf ~= nil and vim.api.nvim_buf_is_valid(buf) then
+    if #vim.fn.win_findbuf(buf) == 0 then
+      return buf
+    end
+    compat.set_buf(buf, 'bufhidden', 'wipe')
+  end
+  buf = vim.api.nvim_create_buf(false, true)
+  compat.set_buf(buf, 'bufhidden', 'hide')
+  compat.set_buf(buf, 'swapfile', false)
+  -- Every prompt replaces its text: no undo history to keep.
+  compat.set_buf(buf, 'undolevels', -1)
+  compat.set_buf(buf, 'filetype', 'acp-prompt')
+  -- Its window closed some other way (:q, <C-w>c, its tab page closed).
+  vim.api.nvim_create_autocmd('BufWinLeave', {
     [compat.buf_key] = buf,
-    once = true,
     callback = function()
       H.on_wiped(buf)
     end,
   })
-  if not focus and ui.focus then
-    H.focus_later()
-  end
+  H.buf, H.keys_set = buf, nil
+  return buf
 end
 
 function H.set_win_options(win)
@@ -356,8 +377,31 @@ function H.draw(v)
   end
   local cursor_opt = v.option_rows[vim.api.nvim_win_get_cursor(v.win)[1]] or 1
   local cfg = H.fill(v, req)
-  pcall(vim.api.nvim_win_set_config, v.win, cfg)
+  local o = v.cfg
+  if o == nil or o.width ~= cfg.width or o.height ~= cfg.height or o.row ~= cfg.row or o.col ~= cfg.col or o.border ~= cfg.border then
+    pcall(vim.api.nvim_win_set_config, v.win, cfg)
+    v.cfg = cfg
+  end
   H.place_cursor(v, cursor_opt)
+end
+
+--- Whether two renderings are the same: lines, and highlights.
+function H.same(a, b)
+  if a == nil or #a.lines ~= #b.lines or #a.hls ~= #b.hls then
+    return false
+  end
+  for i, l in ipairs(b.lines) do
+    if a.lines[i] ~= l then
+      return false
+    end
+  end
+  for i, h in ipairs(b.hls) do
+    local g = a.hls[i]
+    if g[1] ~= h[1] or g[2] ~= h[2] or g[3] ~= h[3] or g[4] ~= h[4] then
+      return false
+    end
+  end
+  return true
 end
 
 --- Writes the body of `req` into v.buf; returns the window config that fits it.
@@ -366,14 +410,19 @@ function H.fill(v, req)
   local max_height = H.max_height()
   local r = H.render(req, { focused = v.focused, width = width, max_height = max_height })
   local buf = v.buf
-  compat.set_buf(buf, 'modifiable', true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, r.lines)
-  compat.set_buf(buf, 'modifiable', false)
-  compat.set_buf(buf, 'modified', false)
-  vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
-  for _, hl in ipairs(r.hls) do
-    local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
-    pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
+  -- A redraw that changes nothing (the `pending` event that follows the
+  -- window opening, a prompt queued behind it) writes nothing.
+  if not (H.same(v.drawn, r) and v.tick == vim.api.nvim_buf_get_changedtick(buf)) then
+    compat.set_buf(buf, 'modifiable', true)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, r.lines)
+    compat.set_buf(buf, 'modifiable', false)
+    compat.set_buf(buf, 'modified', false)
+    vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
+    for _, hl in ipairs(r.hls) do
+      local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
+      pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
+    end
+    v.drawn, v.tick = r, vim.api.nvim_buf_get_changedtick(buf)
   end
   v.option_rows = r.option_rows
   local height = math.min(r.height, max_height)
@@ -478,13 +527,14 @@ function H.close(restore)
     end
     pcall(vim.api.nvim_win_close, v.win, true)
   end
-  if vim.api.nvim_buf_is_valid(v.buf) then
-    pcall(vim.api.nvim_buf_delete, v.buf, { force = true })
-  end
+  -- The buffer stays for the next prompt (H.scratch); one that is not
+  -- the shared one any more is wiped with its window ('bufhidden').
 end
 
---- The window was closed some other way (:q, <C-w>c): same as hiding; but
---- when its tab page was closed under it, it comes back where the person is.
+--- The window was closed some other way (:q, <C-w>c; BufWinLeave of the
+--- prompt buffer, after H.close has forgotten the view): same as hiding;
+--- but when its tab page was closed under it, it comes back where the
+--- person is.
 function H.on_wiped(buf)
   local v = H.view
   if v ~= nil and v.buf == buf then
@@ -502,60 +552,103 @@ end
 
 -- Keys -----------------------------------------------------------------------
 
-function H.set_keymaps(v, req)
-  local buf = v.buf
-  -- (nvim_buf_set_keymap: vim.keymap.set costs several times more, and
-  -- the prompt sets some twenty keys before it is shown.)
-  local function map(lhs, fn, desc)
-    vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
-      nowait = true,
-      silent = true,
-      noremap = true,
-      desc = desc,
-      callback = function()
-        H.on_key(buf, fn)
-      end,
-    })
+--- The keys of the prompt buffer. They are set once per buffer (and again
+--- when `ui.keys` changes) and look at the request shown when pressed;
+--- only the digits follow the request (one per option, up to 9), so a
+--- prompt costs a few keymap calls instead of some twenty.
+function H.set_keymaps(buf, req)
+  local keys = H.ui().keys
+  local sig = H.keys_signature(keys)
+  local ks = H.keys_set
+  if ks == nil or ks.buf ~= buf or ks.sig ~= sig then
+    if ks ~= nil and ks.buf == buf then
+      for _, lhs in ipairs(ks.lhs) do
+        pcall(vim.api.nvim_buf_del_keymap, buf, 'n', lhs)
+      end
+    end
+    ks = { buf = buf, sig = sig, lhs = {}, digits = 0 }
+    H.keys_set = ks
+    H.map_fixed(buf, keys, ks.lhs)
   end
-  for i = 1, math.min(9, #req.options) do
-    map(tostring(i), function(view)
+  local n = math.min(9, #req.options)
+  for i = ks.digits + 1, n do
+    H.map(buf, tostring(i), function(view)
       H.choose(view, i)
     end, 'acp: choose option ' .. i)
   end
-  local keys = H.ui().keys
+  for i = n + 1, ks.digits do
+    pcall(vim.api.nvim_buf_del_keymap, buf, 'n', tostring(i))
+  end
+  ks.digits = n
+end
+
+function H.keys_signature(keys)
+  local parts = {}
+  for _, kind in ipairs(H.kind_order) do
+    parts[#parts + 1] = keys[kind] or ''
+  end
+  for _, e in ipairs(H.extra_kinds) do
+    parts[#parts + 1] = keys[e.key] or ''
+  end
+  parts[#parts + 1] = keys.hide or ''
+  return table.concat(parts, '\0')
+end
+
+-- (nvim_buf_set_keymap: vim.keymap.set costs several times more.)
+function H.map(buf, lhs, fn, desc)
+  vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', {
+    nowait = true,
+    silent = true,
+    noremap = true,
+    desc = desc,
+    callback = function()
+      H.on_key(buf, fn)
+    end,
+  })
+end
+
+--- The keys that do not depend on the number of options; `lhs` collects
+--- them (to unset them when `ui.keys` changes).
+function H.map_fixed(buf, keys, lhs_set)
+  local function map(lhs, fn, desc)
+    H.map(buf, lhs, fn, desc)
+    lhs_set[#lhs_set + 1] = lhs
+  end
   for _, kind in ipairs(H.kind_order) do
     local lhs = keys[kind]
     if lhs ~= nil and lhs ~= '' then
-      local index = H.first_of_kind(req, kind)
-      if index ~= nil then
-        map(lhs, function(view)
+      map(lhs, function(view, req)
+        if req == nil then
+          return
+        end
+        local index = H.first_of_kind(req, kind)
+        if index ~= nil then
           H.choose(view, index)
-        end, 'acp: ' .. kind)
-      else
-        -- Not offered: say so instead of letting the key do something else.
-        map(lhs, function()
+        else
+          -- Not offered: say so instead of letting the key do something else.
           H.echo(('acp: no %s option offered'):format((kind:gsub('_', '-'))), 'WarningMsg')
-        end, 'acp: ' .. kind .. ' (not offered)')
-      end
+        end
+      end, 'acp: ' .. kind)
     end
   end
   for _, e in ipairs(H.extra_kinds) do
     local lhs = keys[e.key]
     if lhs ~= nil and lhs ~= '' then
-      if H.extra(req, e.id) ~= nil then
-        map(lhs, function(view)
+      map(lhs, function(view, req)
+        if req == nil then
+          return
+        end
+        if H.extra(req, e.id) ~= nil then
           H.choose(view, e.id)
-        end, 'acp: ' .. e.desc)
-      else
+          return
+        end
         local msg = ('acp: "%s" is not offered for this request'):format(e.desc)
         if e.broad and H.extra(req, e.remember) ~= nil then
-          local exact = keys[H.extra_by_id[e.remember].key]
+          local exact = H.ui().keys[H.extra_by_id[e.remember].key]
           msg = ('acp: no broader rule is suggested for this request; %s remembers the exact one'):format(exact ~= '' and exact or 'the line above')
         end
-        map(lhs, function()
-          H.echo(msg, 'WarningMsg')
-        end, 'acp: ' .. e.desc .. ' (not offered)')
-      end
+        H.echo(msg, 'WarningMsg')
+      end, 'acp: ' .. e.desc)
     end
   end
   map('<CR>', function(view)
@@ -597,7 +690,7 @@ function H.on_key(buf, fn)
     H.echo('acp: prompt just opened, key ignored', 'WarningMsg')
     return
   end
-  fn(v)
+  fn(v, state.pending[v.id])
 end
 
 --- Answers with option `index`, or (a string) with the extra of that id
