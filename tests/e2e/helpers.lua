@@ -281,6 +281,16 @@ function M.messages(tr, dir, method)
   return r
 end
 
+--- The text of the first block of each session/prompt the demo agent of ctx
+--- received, in order.
+function M.prompts(ctx)
+  local list = {}
+  for _, m in ipairs(M.messages(M.transcript(ctx.transcript), 'in', 'session/prompt')) do
+    list[#list + 1] = m.params.prompt[1].text
+  end
+  return list
+end
+
 --- The text of every agent_message_chunk the demo agent of ctx sent (its
 --- transcript), joined.
 function M.agent_text(ctx)

@@ -81,14 +81,6 @@ local function start_other(name, scenario)
   return ctx
 end
 
-local function prompts(ctx)
-  local list = {}
-  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in', 'session/prompt')) do
-    list[#list + 1] = m.params.prompt[1].text
-  end
-  return list
-end
-
 local reply = { name = 'reply', steps = { { type = 'message', text = 'Reply number ${turn}.' } } }
 
 T.test('streamed chunks become one message; a thought is shown apart, dimmed', function()
@@ -382,9 +374,9 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
   vim.cmd('stopinsert')
   T.feed('<CR>')
   T.wait(function()
-    return prompts(a)[1]
+    return T.prompts(a)[1]
   end, nil, "the prompt in the first agent's transcript")
-  T.eq(prompts(a), { 'hello\nfrom the chat' }, 'what the first agent received')
+  T.eq(T.prompts(a), { 'hello\nfrom the chat' }, 'what the first agent received')
   T.eq(lines(input), { '' }, 'the input after sending')
   local abuf = wait_text(a.session, 'Reply number 1.')
   T.idle()
@@ -407,14 +399,14 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
   T.eq(#api.nvim_tabpage_list_wins(0), nwins, 'no window was opened')
   T.eq(require('acp.chat.model').chats[b.session].input, api.nvim_get_current_buf(), 'its input has focus')
   T.eq(api.nvim_buf_get_name(bbuf), 'acp://chat/other-agent/' .. b.session, 'its name')
-  T.eq(prompts(b), {}, 'the other agent received nothing')
+  T.eq(T.prompts(b), {}, 'the other agent received nothing')
   T.eq(count(lines(bbuf), 'Reply number'), 0, 'nothing of the first agent in the second chat')
 
   api.nvim_buf_set_lines(api.nvim_get_current_buf(), 0, -1, false, { 'second' })
   T.feed('<CR>')
   wait_text(b.session, 'Reply number 1.')
-  T.eq(prompts(b), { 'second' }, 'what the other agent received')
-  T.eq(#prompts(a), 1, 'the first agent received one prompt')
+  T.eq(T.prompts(b), { 'second' }, 'what the other agent received')
+  T.eq(#T.prompts(a), 1, 'the first agent received one prompt')
 end)
 
 T.test("the input of an older session's chat prompts that session, not the newest", function()

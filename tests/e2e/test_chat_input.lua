@@ -14,15 +14,6 @@ local function text(buf)
   return table.concat(lines(buf), '\n')
 end
 
---- The prompts the demo agent received, in order.
-local function prompts(ctx)
-  local list = {}
-  for _, m in ipairs(T.messages(T.transcript(ctx.transcript), 'in', 'session/prompt')) do
-    list[#list + 1] = m.params.prompt[1].text
-  end
-  return list
-end
-
 local function wait_text(session, needle)
   return T.wait(function()
     local buf = require('acp.chat').buffer(session)
@@ -80,16 +71,16 @@ T.test('<C-s> sends from Insert mode; <CR> still sends from Normal mode', functi
   T.feed('ihello from insert<C-s><Cmd>lua _G.acp_test_mode = vim.api.nvim_get_mode().mode<CR><Esc>')
   T.eq(_G.acp_test_mode, 'i', 'still in Insert mode after sending')
   T.wait(function()
-    return prompts(ctx)[1]
+    return T.prompts(ctx)[1]
   end, nil, 'the prompt sent with <C-s>')
-  T.eq(prompts(ctx), { 'hello from insert' }, 'what the agent received')
+  T.eq(T.prompts(ctx), { 'hello from insert' }, 'what the agent received')
   T.eq(lines(input), { '' }, 'the input is cleared')
   wait_text(ctx.session, 'Reply number 1.')
   T.idle()
   api.nvim_buf_set_lines(input, 0, -1, false, { 'from normal' })
   T.feed('<CR>')
   wait_text(ctx.session, 'Reply number 2.')
-  T.eq(prompts(ctx), { 'hello from insert', 'from normal' }, 'both prompts')
+  T.eq(T.prompts(ctx), { 'hello from insert', 'from normal' }, 'both prompts')
   T.contains(vim.wo[T.windows(input)[1]].statusline, '<C-s>/<CR> send', 'the keys named under the input')
   T.eq(vim.fn.maparg('<C-e>', 'i'), '', 'Insert-mode <C-e> still closes the completion menu')
   T.ok(vim.fn.maparg('<C-s>', 'i') ~= '', 'Insert-mode <C-s> is mapped')
@@ -107,9 +98,9 @@ T.test('the send key is configurable', function()
   T.ok(require('acp').chat())
   T.feed('iby C-g<C-g><Esc>')
   T.wait(function()
-    return prompts(ctx)[1]
+    return T.prompts(ctx)[1]
   end, nil, 'the prompt sent with <C-g>')
-  T.eq(prompts(ctx), { 'by C-g' }, 'what the agent received')
+  T.eq(T.prompts(ctx), { 'by C-g' }, 'what the agent received')
   -- (Neovim 0.11+ maps Insert-mode <C-s> globally to LSP signature help:
   -- only a mapping of the input's own is ours.)
   T.ok(vim.fn.maparg('<C-s>', 'i', false, true).buffer ~= 1, 'no <C-s> mapping of the input then')
@@ -123,13 +114,13 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   local chat = model_chat(ctx.session)
   type_and_send('first')
   T.wait(function()
-    return chat.busy and #prompts(ctx) == 1
+    return chat.busy and #T.prompts(ctx) == 1
   end, nil, 'the first turn to run')
   type_and_send('second')
   type_and_send('third')
   type_and_send('fourth')
   T.eq(chat.outbox, { 'second', 'third', 'fourth' }, 'the outbox')
-  T.eq(prompts(ctx), { 'first' }, 'nothing else sent while the agent works')
+  T.eq(T.prompts(ctx), { 'first' }, 'nothing else sent while the agent works')
   T.eq(lines(input), { '' }, 'the input is free again')
   local shown = outbox_text(input)
   T.contains(shown, 'queued 1: second', 'shown under the input')
@@ -151,9 +142,9 @@ T.test('prompts typed while the agent works are queued visibly, editable, droppa
   T.eq(chat.outbox, { 'second', 'third, edited' }, 'queued again, last')
 
   T.wait(function()
-    return #prompts(ctx) == 3
+    return #T.prompts(ctx) == 3
   end, 5000, 'the queued prompts to be sent')
-  T.eq(prompts(ctx), { 'first', 'second', 'third, edited' }, 'in order, one turn each')
+  T.eq(T.prompts(ctx), { 'first', 'second', 'third, edited' }, 'in order, one turn each')
   wait_text(ctx.session, 'Reply number 3.')
   T.eq(chat.outbox, {}, 'the outbox is empty')
   T.eq(outbox_text(input), '', 'nothing shown under the input')
@@ -182,13 +173,13 @@ T.test('a cancelled turn holds the queue; the send key on an empty input sends i
   T.idle()
   T.eq(chat.held, true, 'held')
   T.eq(chat.outbox, { 'queued' }, 'kept')
-  T.eq(prompts(ctx), { 'first' }, 'not sent after the cancel')
+  T.eq(T.prompts(ctx), { 'first' }, 'not sent after the cancel')
   T.contains(outbox_text(input), 'held: <C-s> on an empty input sends them', 'the person is told')
   T.feed('i<C-s><Esc>')
   T.wait(function()
-    return #prompts(ctx) == 2
+    return #T.prompts(ctx) == 2
   end, nil, 'the held prompt to be sent')
-  T.eq(prompts(ctx), { 'first', 'queued' }, 'sent')
+  T.eq(T.prompts(ctx), { 'first', 'queued' }, 'sent')
 end)
 
 T.test("a dead agent's chat says so, stays readable, and keeps what was queued", function()
@@ -315,7 +306,7 @@ T.test(':AcpSessions lists the sessions of every agent, switches to one, and res
   pick = function(items)
     return items[b]
   end
-  T.eq(#prompts(ctx), 0, 'no prompt sent')
+  T.eq(#T.prompts(ctx), 0, 'no prompt sent')
   vim.cmd('AcpSessions')
   local loaded = T.wait(function()
     return T.messages(T.transcript(ctx.transcript), 'in', 'session/load')[1]
