@@ -653,6 +653,17 @@ end
 
 --- The window-local value of option `name` of window `win` ('' when only
 --- the global value applies; `vim.wo` gives the value in effect from 0.12).
+--- Highlight groups of the extmarks of namespace `ns_name` on 0-based `row`
+--- of `buf`.
+function M.hl_groups(buf, ns_name, row)
+  local ns = vim.api.nvim_get_namespaces()[ns_name]
+  local list = {}
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
+    list[#list + 1] = m[4].hl_group
+  end
+  return list
+end
+
 --- Windows of the current tab page showing `buf`.
 function M.windows(buf)
   local list = {}

@@ -44,14 +44,8 @@ local function wait_text(session, needle, timeout)
   end, timeout, 'the chat of ' .. session .. ' to show ' .. vim.inspect(needle))
 end
 
---- Highlight groups on 0-based row `row` of a chat buffer.
 local function groups(buf, row)
-  local ns = api.nvim_get_namespaces()['acp-chat']
-  local list = {}
-  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
-    list[#list + 1] = m[4].hl_group
-  end
-  return list
+  return T.hl_groups(buf, 'acp-chat', row)
 end
 
 --- Starts chat.json, sends a prompt and waits for the edit's permission.

@@ -318,14 +318,8 @@ T.test(':AcpSessions lists the sessions of every agent, switches to one, and res
   end, nil, 'the resumed chat in the chat window')
 end)
 
---- Highlight groups of the markdown namespace on 0-based `row` of `buf`.
 local function md_groups(buf, row)
-  local ns = api.nvim_get_namespaces()['acp-chat-markdown']
-  local list = {}
-  for _, m in ipairs(api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })) do
-    list[#list + 1] = m[4].hl_group
-  end
-  return list
+  return T.hl_groups(buf, 'acp-chat-markdown', row)
 end
 
 local function has_group(list, pattern)
