@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 #define LINKS_MAX 40
@@ -81,20 +82,13 @@ void path_cache_epoch(uint64_t epoch) {
   probe_epoch = epoch;
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603u;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return h;
-}
-
 // lstat (and readlink for a link) of path, from the cache when `cached` and
 // looked at in this epoch. target gets a link's target.
 static int probe(const char *path, bool cached, char *target, size_t cap) {
   struct probe *slot = NULL;
   uint64_t h = 0;
   if (cached && probe_epoch) {
-    h = fnv1a(path);
+    h = fnv64_more(FNV64_OFFSET, path, strlen(path));
     slot = &probes[h % PROBE_SLOTS];
     if (slot->epoch == probe_epoch && slot->hash == h &&
         strcmp(slot->path, path) == 0) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 struct slot {
@@ -19,13 +20,11 @@ struct ruleidx {
 };
 
 uint64_t ruleidx_hash_start(char tag) {
-  return (14695981039346656037u ^ (unsigned char)tag) * 1099511628211u;
+  return fnv64_byte(FNV64_OFFSET, (unsigned char)tag);
 }
 
 uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-  return h;
+  return fnv64_more(h, s, n);
 }
 
 static uint64_t hash_of(char tag, const char *key, size_t n) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 #define BUCKETS 512 // a power of two, twice SHCACHE_ENTRIES
@@ -28,13 +29,9 @@ static struct {
 } cache;
 
 static uint64_t hash_of(const char *script, size_t len, const char *home) {
-  uint64_t h = 14695981039346656037u;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)script[i]) * 1099511628211u;
-  h = (h ^ 0xff) * 1099511628211u; // home is never a part of the script
-  for (const char *c = home ? home : ""; *c; c++)
-    h = (h ^ (unsigned char)*c) * 1099511628211u;
-  return h;
+  uint64_t h = fnv64_more(FNV64_OFFSET, script, len);
+  h = fnv64_byte(h, 0xff); // home is never a part of the script
+  return home ? fnv64_more(h, home, strlen(home)) : h;
 }
 
 static void entry_free(struct entry *e) {
