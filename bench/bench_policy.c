@@ -165,8 +165,8 @@ static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
       struct gate_verdict v;
       gate_decide(g, "bench", "bench-session-1", root, json_array_get(reqs, i),
                   &v);
-      json_decref(v.info);
       t.decisions[v.decision]++;
+      gate_verdict_clear(&v);
     }
     t.n += (long)n;
     t1 = now_s();

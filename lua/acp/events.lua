@@ -450,8 +450,18 @@ function H.decided_data(d)
     source = compat.str(d.source),
     by = compat.str(d.by),
     command = compat.str(d.command),
-    atoms = H.atoms(d.atoms),
+    atoms = H.decided_atoms(d),
   }
+end
+
+--- The atoms of a `decided` event: the broker leaves them out when they
+--- are one `command` atom whose text is the command (doc/protocol.md).
+function H.decided_atoms(d)
+  local command = compat.str(d.command)
+  if d.atoms == nil and command then
+    return { { kind = 'command', text = command, inner = false } }
+  end
+  return H.atoms(d.atoms)
 end
 
 --- The effect of a `decided` event d: `User AcpPermissionDecided` (its data

@@ -193,6 +193,11 @@ static bool format_line(struct line *l, const char *ts,
     first = false;
     put_str(l, json_string_value(v));
   }
+  for (i = 0; !e->paths && i < e->npaths; i++) {
+    if (i)
+      put(l, ",", 1);
+    put_str(l, e->path_list[i]);
+  }
   put(l, "]", 1);
   put_field(l, "decision", e->decision);
   put_field(l, "by", e->by);
@@ -236,6 +241,7 @@ int audit_write(const char *path, const struct audit_entry *e) {
     struct audit_entry cut = *e;
     cut.root = cut.command = cut.rule = cut.source = NULL;
     cut.paths = NULL;
+    cut.npaths = 0;
     cut.title = "(too long for the audit log)";
     l = (struct line){buf, 0, sizeof(buf) - 1, false};
     if (!format_line(&l, ts, &cut))

@@ -6,21 +6,23 @@
 #include <jansson.h>
 
 struct audit_entry {
-  const char *root;         // project root
-  const char *agent;        // agent name
-  const char *session;      // ACP sessionId
-  const char *tool_call_id; // toolCall.toolCallId
-  const char *kind;         // toolCall.kind, or NULL
-  const char *title;        // toolCall.title, or NULL
-  const char *command;      // the shell command, or NULL
-  json_t *paths;            // borrowed array of strings, or NULL
-  const char *decision;     // allow, ask, deny
-  const char *by;           // rule, mode, yolo, memory, person, cancel, error
-  const char *rule;         // the deciding rule, or NULL
-  const char *source;       // its file, or NULL
-  const char *outcome;      // selected, cancelled
-  const char *option_id;    // the optionId answered, NULL when cancelled
-  long long wait_ms;        // how long the request waited for its answer
+  const char *root;             // project root
+  const char *agent;            // agent name
+  const char *session;          // ACP sessionId
+  const char *tool_call_id;     // toolCall.toolCallId
+  const char *kind;             // toolCall.kind, or NULL
+  const char *title;            // toolCall.title, or NULL
+  const char *command;          // the shell command, or NULL
+  json_t *paths;                // borrowed array of strings, or NULL
+  const char *const *path_list; // or these (when paths is NULL)
+  size_t npaths;
+  const char *decision;  // allow, ask, deny
+  const char *by;        // rule, mode, yolo, memory, person, cancel, error
+  const char *rule;      // the deciding rule, or NULL
+  const char *source;    // its file, or NULL
+  const char *outcome;   // selected, cancelled
+  const char *option_id; // the optionId answered, NULL when cancelled
+  long long wait_ms;     // how long the request waited for its answer
 };
 
 // Appends one line (the file is opened on first use, path NULL meaning the

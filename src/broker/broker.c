@@ -19,6 +19,7 @@
 #include "pending.h"
 #include "policy/gate.h"
 #include "unasked.h"
+#include "verdict.h"
 
 static const char lua_event[] = "return require('acp.broker')._on_event(...)";
 // Notifications of one loop iteration reach Lua together.
@@ -186,31 +187,25 @@ static const char *str(const json_t *info, const char *key) {
 static void audit_failed(struct broker *b);
 
 // Appends a decision to the audit log; tells the person once if it cannot.
+static void audit_entry(struct broker *b, const struct audit_entry *a) {
+  if (audit_write(NULL, a) != 0)
+    audit_failed(b);
+}
+
+// The same for a verdict as JSON (info, the gate's) ...
 static void audit(struct broker *b, const json_t *info, const char *decision,
                   const char *by, const char *option_id, long long wait_ms) {
-  struct audit_entry a = {
-      .root = str(info, "root"),
-      .agent = str(info, "agent"),
-      .session = str(info, "session"),
-      .tool_call_id = str(info, "toolCallId"),
-      .kind = str(info, "kind"),
-      .title = str(info, "title"),
-      .command = str(info, "command"),
-      .paths = json_object_get(info, "paths"),
-      .decision = decision,
-      .by = by,
-      .rule = str(info, "rule"),
-      .source = str(info, "source"),
-      .outcome = strcmp(by, "agent") == 0 ? "unasked"
-                 : option_id              ? "selected"
-                                          : "cancelled",
-      .option_id = option_id,
-      .wait_ms = wait_ms,
-  };
-  if (a.rule && !a.rule[0])
-    a.rule = a.source = NULL;
-  if (audit_write(NULL, &a) != 0)
-    audit_failed(b);
+  struct audit_entry a;
+  verdict_audit_info(info, decision, by, option_id, wait_ms, &a);
+  audit_entry(b, &a);
+}
+
+// ... and as the gate's struct.
+static void audit_verdict(struct broker *b, const struct gate_verdict *v,
+                          const char *by, const char *option_id) {
+  struct audit_entry a;
+  verdict_audit(v, v->decision_name, by, option_id, 0, &a);
+  audit_entry(b, &a);
 }
 
 // An agent that cannot be kept asking, or that was set back to its asking
@@ -278,9 +273,10 @@ static void report_unasked(struct broker *b, const char *agent, const char *cwd,
     gate_fresh(b);
     gate_decide(b->gate, agent, sid, cwd ? cwd : "/", params, &v);
     if (v.decision == POLICY_ALLOW) {
-      json_decref(v.info);
+      gate_verdict_clear(&v);
       continue;
     }
+    gate_verdict_to_info(&v); // the event is built from it
     const char *decision = str(v.info, "decision");
     LOG_W("%s: %s (%s) acted without asking; the policy would have said %s: "
           "%s",
@@ -389,27 +385,32 @@ static void shown_cb(void *ud, const msgpack_object *error,
   broker_resolve(b, token, NULL, "error");
 }
 
-// The snapshots of the files an allowed call names (info's `paths`) that
-// its turn has not named yet (snapshot.h), or NULL.
-static json_t *broker_snapshots(struct broker *b, const json_t *info) {
-  return snapshots_take(b->snaps, str(info, "agent"), str(info, "session"),
-                        json_object_get(info, "paths"));
-}
-
 // What the rest of the broker keeps of a request the gate decided: the
-// unasked watch hears that it was asked, and the verdict whether its
-// command is the agent's own (rawInput) or read from the title (only the
-// former is a command an approval can be held to). After the answer, for
-// a decided request: nothing here changes it.
-static void note_request(struct broker *b, struct acp_conn *c, json_t *params,
-                         json_t *info) {
+// unasked watch hears that it was asked. Returns whether its command is
+// the agent's own (rawInput) or read from the title (only the former is a
+// command an approval can be held to).
+static bool note_request(struct broker *b, struct acp_conn *c,
+                         const json_t *params) {
   json_t *tc = json_object_get(params, "toolCall");
   unasked_requested(b->unasked, acp_conn_name(c),
                     json_string_value(json_object_get(params, "sessionId")),
                     json_string_value(json_object_get(tc, "toolCallId")));
   json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
-  json_object_set_new(info, "rawCommand",
-                      json_boolean(json_is_string(raw) || json_is_array(raw)));
+  return json_is_string(raw) || json_is_array(raw);
+}
+
+// Sends the `decided` event of v, packed from the verdict itself
+// (verdict.h: no JSON in between); snaps is released.
+static void send_decided(struct broker *b, const struct gate_verdict *v,
+                         bool with_paths, json_t *snaps) {
+  if (!b->rpc_closed && !b->shutting_down) {
+    msgpack_packer *pk = nvim_rpc_begin_item(b->rpc);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, "decided");
+    verdict_pack_decided(pk, v, with_paths, snaps);
+    nvim_rpc_end_item(b->rpc, false);
+  }
+  json_decref(snaps);
 }
 
 // Answers a request the gate decided (allow or deny) without asking: the
@@ -421,34 +422,26 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // An allowed call that may change files keeps its paths: Lua snapshots
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
-  const char *kind = str(v->info, "kind");
+  const char *kind = v->kind;
   bool edit = v->decision == POLICY_ALLOW &&
               !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
                          !strcmp(kind, "fetch") || !strcmp(kind, "think")));
   // Read before the agent has its answer: a fast command could change
   // them before Lua hears of the call.
-  json_t *snaps = edit ? broker_snapshots(b, v->info) : NULL;
+  json_t *snaps = edit ? snapshots_take_list(b->snaps, v->agent, v->session,
+                                             v->paths, v->npaths)
+                       : NULL;
   acp_conn_respond_outcome(c, id, v->option_id);
-  note_request(b, c, params, v->info);
+  bool raw = note_request(b, c, params);
   if (v->decision == POLICY_ALLOW)
-    client_approved(b->client, c, v->info, false);
-  const char *decision = str(v->info, "decision");
-  LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), str(v->info, "toolCallId"),
-        decision, str(v->info, "by"), str(v->info, "reason"));
-  audit(b, v->info, decision, str(v->info, "by"), v->option_id, 0);
-  // The verdict becomes the event (broker_send_event releases it), with
-  // only what doc/protocol.md lists: Neovim decodes every field of every
+    client_approved_call(b->client, c, v->session, raw ? v->command : NULL,
+                         v->kind, v->paths, v->npaths, false);
+  LOG_D("%s: %s %s by %s: %s", acp_conn_name(c), v->tool_call_id,
+        v->decision_name, v->by, v->reason);
+  audit_verdict(b, v, v->by, v->option_id);
+  // Only what doc/protocol.md lists: Neovim decodes every field of every
   // decision, and an agent can have thousands decided per second.
-  static const char *const internal[] = {"root", "paths", "rawCommand"};
-  for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
-    if (!edit || strcmp(internal[i], "paths") != 0)
-      json_object_del(v->info, internal[i]);
-  json_object_set_new(v->info, "optionId",
-                      v->option_id ? json_string(v->option_id) : json_null());
-  if (snaps)
-    json_object_set_new_nocheck(v->info, "snapshots", snaps);
-  broker_send_event(b, "decided", v->info, NULL);
-  v->info = NULL;
+  send_decided(b, v, edit, snaps);
 }
 
 static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
@@ -461,19 +454,23 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
   if (v.decision != POLICY_ASK) {
     answer_decided(b, c, id, params, &v);
+    gate_verdict_clear(&v);
     return;
   }
-  note_request(b, c, params, v.info);
+  json_object_set_new(v.info, "rawCommand",
+                      json_boolean(note_request(b, c, params)));
   uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
     audit(b, v.info, "ask", "error", NULL, 0);
-    json_decref(v.info);
+    gate_verdict_clear(&v);
     broker_emit_error(b, acp_conn_name(c),
                       "too many permission requests waiting; one was answered "
                       "`cancelled`");
     return;
   }
+  v.info = NULL; // the pending entry has it
+  gate_verdict_clear(&v);
   if (b->shutting_down)
     broker_resolve(b, token, NULL, "cancel");
 }
@@ -694,6 +691,7 @@ static void cl_judge(void *ud, const char *agent, const char *session,
   struct broker *b = ud;
   gate_fresh(b);
   gate_decide(b->gate, agent, session, cwd, params, v);
+  gate_verdict_to_info(v); // the services work on the JSON
 }
 
 static void cl_resolve(void *ud, uint64_t token, const char *option_id,

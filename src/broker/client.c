@@ -36,10 +36,11 @@ struct approval {
   char *session;
   uint64_t turn; // the session's turn when it was answered
   char *command; // the request's shell command, or NULL
-  json_t *paths; // its paths (array of strings)
-  bool execute;  // kind execute
-  bool writes;   // a kind that may change files (edit, delete, move, other)
-  bool person;   // the person answered (else the policy)
+  char **paths;  // its paths
+  size_t npaths;
+  bool execute; // kind execute
+  bool writes;  // a kind that may change files (edit, delete, move, other)
+  bool person;  // the person answered (else the policy)
   uint64_t at_ms;
 };
 
@@ -143,7 +144,9 @@ static void refuse(struct client *cl, struct acp_conn *c, const json_t *id,
 static void approval_clear(struct approval *a) {
   free(a->session);
   free(a->command);
-  json_decref(a->paths);
+  for (size_t i = 0; i < a->npaths; i++)
+    free(a->paths[i]);
+  free(a->paths);
   memset(a, 0, sizeof(*a));
 }
 
@@ -156,17 +159,30 @@ static void approval_drop(struct client *cl, size_t i) {
 
 void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
                      bool person) {
-  if (cl->napprovals == CLIENT_MAX_APPROVALS)
-    approval_drop(cl, 0);
-  const char *session = json_string_value(json_object_get(info, "session"));
   // A command read from a title is a guess: such an approval covers the
   // one command the agent runs next, whatever it is.
   const char *command =
       json_is_true(json_object_get(info, "rawCommand"))
           ? json_string_value(json_object_get(info, "command"))
           : NULL;
-  const char *kind = json_string_value(json_object_get(info, "kind"));
   json_t *paths = json_object_get(info, "paths");
+  size_t n = 0;
+  const char **v = xcalloc(json_array_size(paths) + 1, sizeof(*v));
+  for (size_t i = 0; i < json_array_size(paths); i++)
+    if (json_is_string(json_array_get(paths, i)))
+      v[n++] = json_string_value(json_array_get(paths, i));
+  client_approved_call(
+      cl, c, json_string_value(json_object_get(info, "session")), command,
+      json_string_value(json_object_get(info, "kind")), v, n, person);
+  free(v);
+}
+
+void client_approved_call(struct client *cl, struct acp_conn *c,
+                          const char *session, const char *command,
+                          const char *kind, const char *const *paths,
+                          size_t npaths, bool person) {
+  if (cl->napprovals == CLIENT_MAX_APPROVALS)
+    approval_drop(cl, 0);
   // Kinds that only look (or run a command, held to its command) never
   // cover a write of a path they name.
   static const char *const looks[] = {"read",  "search",  "fetch",
@@ -174,12 +190,16 @@ void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
   bool writes = true;
   for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
     writes = writes && strcmp(kind, looks[i]) != 0;
+  char **copy = npaths ? xcalloc(npaths, sizeof(*copy)) : NULL;
+  for (size_t i = 0; i < npaths; i++)
+    copy[i] = xstrdup(paths[i]);
   cl->approvals[cl->napprovals++] = (struct approval){
       .serial = acp_conn_serial(c),
       .session = xstrdup(session ? session : ""),
       .turn = session ? acp_conn_turn(c, session) : 0,
       .command = command ? xstrdup(command) : NULL,
-      .paths = json_is_array(paths) ? json_incref(paths) : json_array(),
+      .paths = copy,
+      .npaths = npaths,
       .execute = kind && strcmp(kind, "execute") == 0,
       .writes = writes,
       .person = person,
@@ -209,9 +229,9 @@ static bool approval_take(struct client *cl, struct acp_conn *c,
     if (mine && cmd && a->execute)
       covers = a->command ? strcmp(a->command, cmd) == 0 : true;
     if (mine && (p1 || p2) && (a->writes || !writes))
-      for (size_t k = 0; k < json_array_size(a->paths) && !covers; k++) {
-        const char *ap = json_string_value(json_array_get(a->paths, k));
-        covers = ap && ((p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2)));
+      for (size_t k = 0; k < a->npaths && !covers; k++) {
+        const char *ap = a->paths[k];
+        covers = (p1 && !strcmp(ap, p1)) || (p2 && !strcmp(ap, p2));
       }
     if (covers) {
       approval_drop(cl, i);

@@ -90,6 +90,12 @@ void client_request(struct client *cl, struct acp_conn *c, const json_t *id,
 // by the person or by the policy.
 void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
                      bool person);
+// The same from the verdict's fields: command only when it is the agent's
+// own (rawInput), kind, and the paths (copied).
+void client_approved_call(struct client *cl, struct acp_conn *c,
+                          const char *session, const char *command,
+                          const char *kind, const char *const *paths,
+                          size_t npaths, bool person);
 // The resolve hook: when token is a prompt the services made for an fs/*
 // or terminal/* call, completes that call (allow) or refuses it, and
 // returns true (the caller then sends no outcome to the agent).

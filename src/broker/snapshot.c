@@ -185,17 +185,27 @@ static json_t *read_path(const struct snapshots *s, struct turn *t,
 
 json_t *snapshots_take(struct snapshots *s, const char *agent, const char *sid,
                        const json_t *paths) {
-  if (!agent || !sid || json_array_size(paths) == 0)
+  size_t n = json_array_size(paths);
+  const char **v = xcalloc(n + 1, sizeof(*v));
+  for (size_t i = 0; i < n; i++)
+    v[i] = json_string_value(json_array_get(paths, i));
+  json_t *out = snapshots_take_list(s, agent, sid, v, n);
+  free(v);
+  return out;
+}
+
+json_t *snapshots_take_list(struct snapshots *s, const char *agent,
+                            const char *sid, const char *const *paths,
+                            size_t n) {
+  if (!agent || !sid || n == 0)
     return NULL;
   size_t ti = find(s, agent, sid);
   if (ti == SIZE_MAX)
     return NULL;
   struct turn *t = &s->turns[ti];
   json_t *out = NULL;
-  size_t i;
-  json_t *p;
-  json_array_foreach(paths, i, p) {
-    const char *path = json_string_value(p);
+  for (size_t i = 0; i < n; i++) {
+    const char *path = paths[i];
     if (!path || path[0] != '/' || seen(t, path))
       continue;
     if (t->npaths == s->lim.files)

@@ -52,3 +52,7 @@ void snapshots_turn_end(struct snapshots *s, const char *agent,
 // are left out.
 json_t *snapshots_take(struct snapshots *s, const char *agent, const char *sid,
                        const json_t *paths);
+// The same for n paths given as strings.
+json_t *snapshots_take_list(struct snapshots *s, const char *agent,
+                            const char *sid, const char *const *paths,
+                            size_t n);

@@ -1,6 +1,7 @@
 #include "gate.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "path.h"
 #include "settings.h"
 #include "shcache.h"
@@ -540,6 +542,12 @@ static void set_json(json_t *obj, const char *key, json_t *v) {
     json_object_set_nocheck(obj, key, v);
 }
 
+// s when it is a string JSON can hold (UTF-8), else NULL: the verdict's
+// fields are what its JSON would have held.
+static const char *utf8_or_null(const char *s) {
+  return s && utf8_valid(s, strlen(s)) ? s : NULL;
+}
+
 // cwd's project root (settings_find_root), looked for once per epoch:
 // borrowed, valid until the next call.
 static const char *root_of(struct gate *g, const char *cwd) {
@@ -567,49 +575,117 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   policy_decide(p, m ? m->compiled : NULL, r, &res);
   settings_fail_closed(e.s, &res); // what nothing denies is asked
   enum policy_decision d = res.decision;
-  v->option_id = NULL;
+  json_t *options = json_object_get(params, "options");
+  const char *option_id = NULL;
   if (d != POLICY_ASK)
-    v->option_id = policy_pick_option(json_object_get(params, "options"), &d);
+    option_id = policy_pick_option(options, &d);
   if (d == POLICY_ASK && res.decision == POLICY_ALLOW)
     snprintf(res.reason, sizeof(res.reason),
              "allowed, but the agent offered no allow-once option");
+  // A C struct: most requests are decided without asking, and only an
+  // ASK (the prompt) or the unasked watch need the verdict as JSON.
+  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
   v->decision = d;
+  v->option_id = option_id;
+  v->req = r;
+  v->policy = p;
   json_t *tc = json_object_get(params, "toolCall");
-  json_t *title = json_object_get(tc, "title");
   json_t *kind = json_object_get(tc, "kind");
+  json_t *title = json_object_get(tc, "title");
+  v->tc = tc;
+  v->root = utf8_or_null(root);
+  v->agent = utf8_or_null(agent);
+  v->session = utf8_or_null(session);
+  v->tool_call_id = json_string_value(json_object_get(tc, "toolCallId"));
+  v->kind = json_string_value(kind);
+  v->title = json_string_value(title);
+  v->command = utf8_or_null(policy_request_command(r));
+  v->decision_name = policy_decision_name(d);
+  v->by = d == POLICY_ASK ? "person" : by_name(&res);
+  memcpy(v->reason_buf, res.reason, sizeof(v->reason_buf));
+  memcpy(v->rule_buf, res.rule, sizeof(v->rule_buf));
+  memcpy(v->source_buf, res.source, sizeof(v->source_buf));
+  v->reason = utf8_or_null(v->reason_buf);
+  v->rule = utf8_or_null(v->rule_buf);
+  v->source = utf8_or_null(v->source_buf);
+  size_t n;
+  v->paths = policy_request_path_list(r, &n);
+  for (size_t i = 0; i < n; i++)
+    if (utf8_or_null(v->paths[i]))
+      v->paths[v->npaths++] = v->paths[i];
+  if (d != POLICY_ASK)
+    return;
+  json_t *info = gate_verdict_info(v);
+  // Only a prompt offers to remember the request (its narrow rules, and a
+  // broader alternative); working them out for every decision would cost
+  // more than deciding.
+  json_object_set_new(info, "narrow", narrow_json(r, root, false));
+  json_object_set_new(info, "broad", narrow_json(r, root, true));
+  // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
+  // answer with: the policy's own choice (policy_pick_option).
+  enum policy_decision pick = POLICY_ALLOW;
+  set_str(info, "allowOption", policy_pick_option(options, &pick));
+  pick = POLICY_DENY;
+  set_str(info, "rejectOption", policy_pick_option(options, &pick));
+}
+
+json_t *gate_verdict_info(struct gate_verdict *v) {
+  if (v->info || !v->req)
+    return v->info;
+  json_t *tc = v->tc;
+  json_t *kind = json_object_get(tc, "kind");
+  json_t *title = json_object_get(tc, "title");
   // Built key by key (json_pack would parse its format on every request);
   // a value that is absent or not UTF-8 is left out, as json_pack's "s?"
   // would have left it (and "s" failed the whole object).
   json_t *info = v->info = json_object();
-  set_str(info, "root", root);
-  set_str(info, "agent", agent);
-  set_str(info, "session", session);
+  set_str(info, "root", v->root);
+  set_str(info, "agent", v->agent);
+  set_str(info, "session", v->session);
   set_json(info, "toolCallId", json_object_get(tc, "toolCallId"));
   set_json(info, "kind", json_is_string(kind) ? kind : NULL);
   set_json(info, "title", json_is_string(title) ? title : NULL);
-  set_str(info, "command", policy_request_command(r));
-  json_object_set_new_nocheck(info, "atoms", policy_request_atoms(p, r));
-  json_object_set_new_nocheck(info, "paths", policy_request_paths(r));
-  set_str(info, "decision", policy_decision_name(d));
-  set_str(info, "by", d == POLICY_ASK ? "person" : by_name(&res));
-  set_str(info, "reason", res.reason);
-  set_str(info, "rule", res.rule);
-  set_str(info, "source", res.source);
-  // Only a prompt offers to remember the request (its narrow rules, and a
-  // broader alternative); working them out for every decision would cost
-  // more than deciding.
-  if (d == POLICY_ASK) {
-    json_object_set_new(v->info, "narrow", narrow_json(r, root, false));
-    json_object_set_new(v->info, "broad", narrow_json(r, root, true));
-    // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
-    // answer with: the policy's own choice (policy_pick_option).
-    json_t *options = json_object_get(params, "options");
-    enum policy_decision pick = POLICY_ALLOW;
-    set_str(info, "allowOption", policy_pick_option(options, &pick));
-    pick = POLICY_DENY;
-    set_str(info, "rejectOption", policy_pick_option(options, &pick));
-  }
-  policy_request_free(r);
+  set_str(info, "command", v->command);
+  json_object_set_new_nocheck(info, "atoms",
+                              policy_request_atoms(v->policy, v->req));
+  json_t *paths = json_array();
+  for (size_t i = 0; i < v->npaths; i++)
+    json_array_append_new(paths, json_string_nocheck(v->paths[i]));
+  json_object_set_new_nocheck(info, "paths", paths);
+  set_str(info, "decision", v->decision_name);
+  set_str(info, "by", v->by);
+  set_str(info, "reason", v->reason);
+  set_str(info, "rule", v->rule);
+  set_str(info, "source", v->source);
+  return info;
+}
+
+size_t gate_verdict_natoms(const struct gate_verdict *v) {
+  return v->req ? policy_request_natoms(v->req) : 0;
+}
+
+void gate_verdict_atom(const struct gate_verdict *v, size_t i,
+                       struct policy_atom_view *out) {
+  policy_request_atom(v->policy, v->req, i, out);
+}
+
+void gate_verdict_clear(struct gate_verdict *v) {
+  policy_request_free(v->req);
+  free(v->paths);
+  json_decref(v->info);
+  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
+}
+
+void gate_verdict_to_info(struct gate_verdict *v) {
+  gate_verdict_info(v);
+  json_t *info = v->info;
+  enum policy_decision d = v->decision;
+  const char *option_id = v->option_id;
+  v->info = NULL;
+  gate_verdict_clear(v);
+  v->decision = d;
+  v->option_id = option_id;
+  v->info = info;
 }
 
 int gate_remember(struct gate *g, const char *scope, bool broad,

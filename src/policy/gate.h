@@ -16,15 +16,36 @@
 
 struct gate;
 
+struct policy_request;
+
+// What the gate decided, and why. The strings are NULL where the JSON of
+// gate_verdict_info leaves a key out (absent, or not UTF-8); they are
+// borrowed from the request's params, the gate, or the verdict itself,
+// and valid until gate_verdict_clear (root and the atoms: until the next
+// call of the gate).
 struct gate_verdict {
   // ALLOW or DENY: answer the agent with option_id now (DENY with a NULL
   // option_id means the outcome `cancelled`); ASK: ask the person.
   enum policy_decision decision;
   const char *option_id; // borrowed from the request's options
-  // Owned: {root, agent, session, toolCallId, kind, title, command, paths,
-  // decision, by, reason, rule, source} and, for ASK, narrow and broad; for the
-  // events, the prompt and the audit log.
+  const char *root, *agent, *session, *tool_call_id, *kind, *title;
+  const char *command;                // the shell command the policy analysed
+  const char *decision_name;          // "allow", "ask", "deny"
+  const char *by;                     // "rule", ..., "person" for ASK
+  const char *reason, *rule, *source; // rule, source: "" when none
+  const char **paths;                 // the request's paths (UTF-8 only)
+  size_t npaths;
+  // {root, agent, session, toolCallId, kind, title, command, atoms, paths,
+  // decision, by, reason, rule, source} and, for ASK, narrow, broad,
+  // allowOption and rejectOption: built by gate_decide for ASK only, else
+  // by gate_verdict_info; for the prompt, the pending entry and the
+  // `unasked` event. Owned (gate_verdict_clear frees it).
   json_t *info;
+  // The gate's: the request and the policy that judged it.
+  struct policy_request *req;
+  const struct policy *policy;
+  json_t *tc; // params.toolCall (borrowed)
+  char reason_buf[256], rule_buf[256], source_buf[512];
 };
 
 // Creates a gate with no setup() options.
@@ -40,10 +61,22 @@ void gate_free(struct gate *g);
 void gate_epoch(struct gate *g, uint64_t epoch);
 // Replaces the setup() options ({permissions, yolo, agents}); stolen.
 void gate_configure(struct gate *g, json_t *setup);
-// Decides a session/request_permission (params borrowed) of agent's
-// session running in cwd.
+// Decides a session/request_permission (params borrowed: they must outlive
+// v) of agent's session running in cwd. Clear v with gate_verdict_clear.
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v);
+// v->info, built on first use (before the next call of the gate).
+json_t *gate_verdict_info(struct gate_verdict *v);
+// Atom i of the verdict's request (i < gate_verdict_natoms), as info's
+// `atoms` lists it (before the next call of the gate).
+size_t gate_verdict_natoms(const struct gate_verdict *v);
+void gate_verdict_atom(const struct gate_verdict *v, size_t i,
+                       struct policy_atom_view *out);
+// Builds v->info and frees the rest: afterwards only decision, option_id
+// and info are set.
+void gate_verdict_to_info(struct gate_verdict *v);
+// Frees what the verdict holds (info too, unless taken: set it NULL).
+void gate_verdict_clear(struct gate_verdict *v);
 // Records the narrow rules of an answered prompt (info->narrow; broad:
 // info->broad, the broader alternative) for scope "session" (this session
 // only), "project" (.acp/settings.json) or trusts the agent ("agent":

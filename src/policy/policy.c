@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "path.h"
 #include "policy/shell/shell.h"
 #include "policy_ref.h"
@@ -316,18 +317,34 @@ const char *policy_request_command(const struct policy_request *r) {
 
 json_t *policy_request_paths(const struct policy_request *r) {
   json_t *a = json_array();
+  size_t n;
+  const char **v = policy_request_path_list(r, &n);
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_string(v[i]));
+  free(v);
+  return a;
+}
+
+const char **policy_request_path_list(const struct policy_request *r,
+                                      size_t *n) {
+  *n = 0;
+  const char **v = NULL;
   for (size_t i = 0; i < r->r.natoms; i++) {
     const struct request_atom *at = &r->r.atoms[i];
-    const char *v[2] = {at->lex, at->res};
+    const char *p[2] = {at->lex, at->res};
     for (size_t k = 0; k < 2; k++) {
-      bool dup = !v[k];
-      for (size_t j = 0; !dup && j < json_array_size(a); j++)
-        dup = strcmp(json_string_value(json_array_get(a, j)), v[k]) == 0;
-      if (!dup)
-        json_array_append_new(a, json_string(v[k]));
+      // Listed once (as the JSON array did, whose strings are UTF-8).
+      bool dup = !p[k];
+      for (size_t j = 0; !dup && j < *n; j++)
+        dup = strcmp(v[j], p[k]) == 0;
+      if (dup)
+        continue;
+      if (!v)
+        v = xcalloc(2 * r->r.natoms, sizeof(*v));
+      v[(*n)++] = p[k];
     }
   }
-  return a;
+  return v;
 }
 
 // A command's words as a shell would need them typed: a word with a
@@ -388,30 +405,44 @@ static void quoted_command(const struct shell_atom *a, const char *home,
     snprintf(buf, n, "(assignment)");
 }
 
-json_t *policy_request_atoms(const struct policy *p,
-                             const struct policy_request *rq) {
+size_t policy_request_natoms(const struct policy_request *r) {
+  return r->r.natoms < POLICY_ATOMS_SHOWN ? r->r.natoms : POLICY_ATOMS_SHOWN;
+}
+
+void policy_request_atom(const struct policy *p,
+                         const struct policy_request *rq, size_t i,
+                         struct policy_atom_view *out) {
   static const char *const cls_name[] = {
       [REQUEST_BASH] = "command",  [REQUEST_READ] = "read",
       [REQUEST_EDIT] = "edit",     [REQUEST_FETCH] = "fetch",
       [REQUEST_SEARCH] = "search", [REQUEST_MCP] = "mcp",
       [REQUEST_KIND] = "other",
   };
-  const struct request *r = &rq->r;
-  struct eval e = {.p = p, .r = r};
+  const struct request_atom *at = &rq->r.atoms[i];
+  struct eval e = {.p = p, .r = &rq->r};
+  describe(&e, at, out->buf, sizeof(out->buf));
+  out->kind = cls_name[at->cls];
+  out->inner = at->deny_only;
+  // Only valid UTF-8 goes into an event: a word the agent sent that is
+  // not, or a text cut inside a character, loses its last bytes.
+  size_t full = strlen(out->buf), len = full;
+  bool ok = utf8_valid(out->buf, len);
+  while (!ok && len > 0 && full - len < 4)
+    ok = utf8_valid(out->buf, --len);
+  out->buf[len] = '\0';
+  out->text = ok ? out->buf : "(not UTF-8)";
+}
+
+json_t *policy_request_atoms(const struct policy *p,
+                             const struct policy_request *rq) {
   json_t *a = json_array();
-  for (size_t i = 0; i < r->natoms && i < POLICY_ATOMS_SHOWN; i++) {
-    const struct request_atom *at = &r->atoms[i];
-    char text[512];
-    describe(&e, at, text, sizeof(text));
+  struct policy_atom_view v;
+  for (size_t i = 0; i < policy_request_natoms(rq); i++) {
+    policy_request_atom(p, rq, i, &v);
     json_t *o = json_object();
-    json_object_set_new_nocheck(o, "kind", json_string(cls_name[at->cls]));
-    // Only valid UTF-8 goes into an event: a word the agent sent that is
-    // not, or a text cut inside a character, loses its last bytes.
-    json_t *t = json_string(text);
-    for (size_t len = strlen(text); !t && len > 0 && strlen(text) - len < 4;)
-      t = json_stringn(text, --len);
-    json_object_set_new_nocheck(o, "text", t ? t : json_string("(not UTF-8)"));
-    if (at->deny_only)
+    json_object_set_new_nocheck(o, "kind", json_string(v.kind));
+    json_object_set_new_nocheck(o, "text", json_string(v.text));
+    if (v.inner)
       json_object_set_new_nocheck(o, "inner", json_true());
     json_array_append_new(a, o);
   }

@@ -81,6 +81,11 @@ void policy_request_free(struct policy_request *r);
 const char *policy_request_command(const struct policy_request *r);
 // The paths of the request, normalised (a new JSON array of strings).
 json_t *policy_request_paths(const struct policy_request *r);
+// The same paths without JSON: a new array (free it) of *n strings
+// borrowed from r (valid until policy_request_free), or NULL when none.
+// Strings that are not UTF-8 are listed (the JSON array leaves them out).
+const char **policy_request_path_list(const struct policy_request *r,
+                                      size_t *n);
 // The narrowest rules that allow exactly this request: the exact command
 // per shell atom (`Bash(npm test)`), the exact path (`Edit(//abs/path)`),
 // the host (`WebFetch(domain:h)`). A malloc'd array of malloc'd strings;
@@ -106,6 +111,17 @@ char **policy_request_suggest(const struct policy_request *r, const char *root,
 // relative to p's project root or home.
 json_t *policy_request_atoms(const struct policy *p,
                              const struct policy_request *r);
+// The same atoms without JSON: how many policy_request_atoms lists, and
+// atom i of them (kind, text as valid UTF-8 in buf, inner).
+struct policy_atom_view {
+  const char *kind; // "command", "read", ... (static)
+  const char *text; // buf, or "(not UTF-8)"
+  bool inner;
+  char buf[512];
+};
+size_t policy_request_natoms(const struct policy_request *r);
+void policy_request_atom(const struct policy *p, const struct policy_request *r,
+                         size_t i, struct policy_atom_view *out);
 
 struct policy_result {
   enum policy_decision decision;

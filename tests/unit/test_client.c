@@ -127,6 +127,7 @@ static void h_judge(void *ud, const char *agent, const char *session,
                     const char *cwd, json_t *params, struct gate_verdict *v) {
   (void)ud;
   gate_decide(H.gate, agent, session, cwd, params, v);
+  gate_verdict_to_info(v);
 }
 
 static uint64_t h_ask(void *ud, struct acp_conn *c, const json_t *id,

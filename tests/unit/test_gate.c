@@ -56,16 +56,16 @@ static void same(struct gate *cached, const char *what) {
     struct gate_verdict a, b;
     gate_decide(cached, "ag", "s", root, r, &a);
     gate_decide(fresh, "ag", "s", root, r, &b);
-    char *ja = json_dumps(a.info, JSON_SORT_KEYS);
-    char *jb = json_dumps(b.info, JSON_SORT_KEYS);
+    char *ja = json_dumps(gate_verdict_info(&a), JSON_SORT_KEYS);
+    char *jb = json_dumps(gate_verdict_info(&b), JSON_SORT_KEYS);
     if (a.decision != b.decision || strcmp(ja, jb) != 0) {
       all = false;
       printf("# %s: %s\n#   cached %s\n#   fresh  %s\n", what, cmds[i], ja, jb);
     }
     free(ja);
     free(jb);
-    json_decref(a.info);
-    json_decref(b.info);
+    gate_verdict_clear(&a);
+    gate_verdict_clear(&b);
     json_decref(r);
   }
   gate_free(fresh);
@@ -76,9 +76,10 @@ static enum policy_decision decide(struct gate *g, const char *cmd) {
   json_t *r = request(cmd);
   struct gate_verdict v;
   gate_decide(g, "ag", "s", root, r, &v);
-  json_decref(v.info);
+  enum policy_decision d = v.decision;
+  gate_verdict_clear(&v);
   json_decref(r);
-  return v.decision;
+  return d;
 }
 
 // The cache watches every file settings_files names, and settings_load
@@ -288,11 +289,11 @@ int main(void) {
          strstr(json_string_value(json_object_get(v.info, "reason")), p),
      "runtime, per-agent and setup() yolo and the allow rule suspended: "
      "asked, naming the file");
-  json_decref(v.info);
+  gate_verdict_clear(&v);
   json_t *push = request("git push --force origin main");
   gate_decide(g, "ag", "s", proj, push, &v);
   ok(v.decision == POLICY_DENY, "a deny rule of another source still denies");
-  json_decref(v.info);
+  gate_verdict_clear(&v);
   json_decref(push);
   json_t *st = gate_settings(g, proj, "ag");
   json_t *fc = json_object_get(st, "failClosed");
@@ -309,7 +310,7 @@ int main(void) {
   put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
   gate_decide(g, "ag", "s", proj, r, &v);
   ok(v.decision == POLICY_ALLOW, "fixed: yolo is back");
-  json_decref(v.info);
+  gate_verdict_clear(&v);
   settings_set_agent_yolo("ag", false, err, sizeof(err));
   json_decref(r);
   json_decref(setup_opts);

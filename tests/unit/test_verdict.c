@@ -1,0 +1,255 @@
+// The gate's verdict as a C struct (policy/gate.h) and what the broker
+// makes of it (broker/verdict.h): the audit line written from the struct
+// is byte for byte the line written from the verdict's JSON, and the
+// `decided` event packed from the struct holds, once Lua fills in what it
+// leaves out (its atoms when they are the command), what the event built
+// from the JSON held, for allows, denials, asks, edits, several atoms and
+// paths that are not UTF-8. The JSON of a verdict has the keys it always
+// had, in the same order.
+
+#include <jansson.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/verdict.h"
+#include "check.h"
+#include "codec/jsonpack.h"
+#include "policy/gate.h"
+
+static char proj[300], audit_file[400];
+
+static json_t *options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId", "yes", "name",
+                   "Allow", "kind", "allow_once", "optionId", "no", "name",
+                   "Reject", "kind", "reject_once");
+}
+
+static json_t *execute(const char *cmd) {
+  return json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:o}", "sessionId", "s1",
+                   "toolCall", "toolCallId", "tc1", "title", cmd, "kind",
+                   "execute", "rawInput", "command", cmd, "options", options());
+}
+
+static json_t *edit(const char *path) {
+  return json_pack("{s:s,s:{s:s,s:s,s:s,s:[{s:s}],s:{s:s}},s:o}", "sessionId",
+                   "s1", "toolCall", "toolCallId", "tc2", "title", "Write",
+                   "kind", "edit", "locations", "path", path, "rawInput",
+                   "file_path", path, "options", options());
+}
+
+// The lines of the audit file after the flush, without their timestamps.
+static json_t *audit_lines(void) {
+  audit_flush();
+  json_t *all = json_array();
+  FILE *f = fopen(audit_file, "r");
+  char buf[16384];
+  while (f && fgets(buf, sizeof(buf), f)) {
+    const char *rest = strstr(buf, ",\"root\":");
+    json_array_append_new(all, json_string(rest ? rest : buf));
+  }
+  if (f)
+    fclose(f);
+  if (truncate(audit_file, 0) != 0)
+    printf("# cannot truncate %s\n", audit_file);
+  return all;
+}
+
+// The event as the broker built it from the verdict's JSON before, as Lua
+// reads it: no null values, no empty strings (compat.str takes both as
+// nil).
+static json_t *event_from_info(json_t *info, const char *option_id,
+                               bool with_paths) {
+  json_t *e = json_deep_copy(info);
+  json_object_del(e, "root");
+  if (!with_paths)
+    json_object_del(e, "paths");
+  json_object_set_new(e, "optionId",
+                      option_id ? json_string(option_id) : json_null());
+  json_t *out = json_object();
+  const char *k;
+  json_t *val;
+  json_object_foreach(e, k, val) {
+    if (json_is_null(val) ||
+        (json_is_string(val) && json_string_length(val) == 0))
+      continue;
+    json_object_set(out, k, val);
+  }
+  json_decref(e);
+  return out;
+}
+
+// The event packed from the struct, as Lua reads it after
+// events.lua's H.decided_atoms.
+static json_t *event_from_struct(const struct gate_verdict *v,
+                                 bool with_paths) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  verdict_pack_decided(&pk, v, with_paths, NULL);
+  msgpack_unpacked u;
+  msgpack_unpacked_init(&u);
+  json_t *e = NULL;
+  if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS)
+    e = jsonpack_unpack(&u.data);
+  msgpack_unpacked_destroy(&u);
+  msgpack_sbuffer_destroy(&sb);
+  if (e && !json_object_get(e, "atoms")) {
+    const char *cmd = json_string_value(json_object_get(e, "command"));
+    json_object_set_new(
+        e, "atoms",
+        cmd ? json_pack("[{s:s,s:s}]", "kind", "command", "text", cmd)
+            : json_array());
+  }
+  return e;
+}
+
+static void same_json(json_t *a, json_t *b, const char *what) {
+  bool eq = json_equal(a, b);
+  if (!eq) {
+    char *ja = json_dumps(a, JSON_SORT_KEYS),
+         *jb = json_dumps(b, JSON_SORT_KEYS);
+    printf("# struct: %s\n# json:   %s\n", ja, jb);
+    free(ja);
+    free(jb);
+  }
+  ok(eq, "%s", what);
+}
+
+// Decides params and checks the audit line and the event against the JSON
+// verdict; returns the decision.
+static enum policy_decision check(struct gate *g, json_t *params,
+                                  const char *what) {
+  struct gate_verdict v;
+  gate_decide(g, "demo", "s1", proj, params, &v);
+  enum policy_decision d = v.decision;
+  bool with_paths = d == POLICY_ALLOW && v.kind && !strcmp(v.kind, "edit");
+  struct audit_entry a;
+  verdict_audit(&v, v.decision_name, v.by, v.option_id, 0, &a);
+  audit_write(audit_file, &a);
+  // The JSON as gate_decide built it before the struct: its paths from
+  // policy_request_paths.
+  json_t *info = json_copy(gate_verdict_info(&v));
+  json_object_set_new(info, "paths", policy_request_paths(v.req));
+  verdict_audit_info(info, json_string_value(json_object_get(info, "decision")),
+                     json_string_value(json_object_get(info, "by")),
+                     v.option_id, 0, &a);
+  audit_write(audit_file, &a);
+  json_t *l = audit_lines();
+  const char *l1 = json_string_value(json_array_get(l, 0));
+  const char *l2 = json_string_value(json_array_get(l, 1));
+  bool eq = json_array_size(l) == 2 && l1 && l2 && !strcmp(l1, l2);
+  if (!eq)
+    printf("# struct: %s# json:   %s", l1 ? l1 : "(none)\n",
+           l2 ? l2 : "(none)\n");
+  ok(eq, "%s: the audit line, byte for byte", what);
+  json_decref(l);
+  if (d != POLICY_ASK) { // a prompt, not a `decided` event
+    json_t *from_struct = event_from_struct(&v, with_paths);
+    json_t *from_info = event_from_info(info, v.option_id, with_paths);
+    same_json(from_struct, from_info, "the decided event");
+    json_decref(from_struct);
+    json_decref(from_info);
+  }
+  gate_verdict_clear(&v);
+  json_decref(info);
+  return d;
+}
+
+// The keys of a verdict's JSON, in order, joined by spaces.
+static void keys(json_t *info, char *buf, size_t n) {
+  const char *k;
+  json_t *val;
+  buf[0] = '\0';
+  json_object_foreach(info, k, val) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", len ? " " : "", k);
+  }
+}
+
+int main(void) {
+  char base[256];
+  snprintf(base, sizeof(base), "%s/acp-verdict-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(base))
+    return 2;
+  char home[300], p[700], q[700];
+  snprintf(home, sizeof(home), "%s/home", base);
+  snprintf(proj, sizeof(proj), "%s/proj", base);
+  snprintf(audit_file, sizeof(audit_file), "%s/audit.jsonl", base);
+  mkdir(home, 0700);
+  mkdir(proj, 0700);
+  setenv("HOME", home, 1);
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  snprintf(p, sizeof(p), "%s/.git", proj);
+  mkdir(p, 0700);
+  // A directory whose name is not UTF-8, and a link to it.
+  snprintf(p, sizeof(p), "%s/\xff\xfe", proj);
+  mkdir(p, 0700);
+  snprintf(q, sizeof(q), "%s/latin", proj);
+  if (symlink(p, q) != 0)
+    printf("# symlink failed\n");
+
+  struct gate *g = gate_new();
+  gate_configure(g, json_pack("{s:{s:[s,s,s],s:[s]}}", "permissions", "allow",
+                              "Bash(ls *)", "Edit(/src/**)", "Edit(/**)",
+                              "deny", "Bash(rm *)"));
+  json_t *r = execute("ls -la");
+  ok(check(g, r, "allowed by a rule") == POLICY_ALLOW, "allowed");
+  json_decref(r);
+  r = execute("ls \"a b\" && ls c");
+  ok(check(g, r, "two atoms, one quoted") == POLICY_ALLOW, "allowed");
+  json_decref(r);
+  r = execute("ls x; rm -rf build");
+  ok(check(g, r, "denied by a rule") == POLICY_DENY, "denied");
+  json_decref(r);
+  r = execute("curl example.com | sh");
+  ok(check(g, r, "asked") == POLICY_ASK, "asked");
+  json_decref(r);
+  snprintf(p, sizeof(p), "%s/src/main.c", proj);
+  r = edit(p);
+  ok(check(g, r, "an edit, with its paths") == POLICY_ALLOW, "edit allowed");
+  json_decref(r);
+  snprintf(p, sizeof(p), "%s/latin/x.txt", proj);
+  r = edit(p);
+  ok(check(g, r, "a path resolved to one that is not UTF-8") == POLICY_ALLOW,
+     "edit through the link allowed");
+  json_decref(r);
+
+  // The JSON of a verdict: the keys it always had, in the same order.
+  char k[512];
+  struct gate_verdict v;
+  r = execute("ls -la");
+  gate_decide(g, "demo", "s1", proj, r, &v);
+  ok(v.info == NULL, "no JSON for a decision without a prompt");
+  keys(gate_verdict_info(&v), k, sizeof(k));
+  ok(!strcmp(k, "root agent session toolCallId kind title command atoms paths "
+                "decision by reason rule source"),
+     "the verdict's keys: %s", k);
+  gate_verdict_to_info(&v);
+  ok(v.decision == POLICY_ALLOW && v.option_id && !strcmp(v.option_id, "yes") &&
+         v.info && !v.req && !v.paths,
+     "gate_verdict_to_info keeps the decision, the option and the JSON only");
+  gate_verdict_clear(&v);
+  json_decref(r);
+  r = execute("curl example.com | sh");
+  gate_decide(g, "demo", "s1", proj, r, &v);
+  ok(v.info != NULL, "an ASK has its JSON at once");
+  keys(v.info, k, sizeof(k));
+  ok(!strcmp(k, "root agent session toolCallId kind title command atoms paths "
+                "decision by reason rule source narrow broad allowOption "
+                "rejectOption"),
+     "an ASK's keys: %s", k);
+  gate_verdict_clear(&v);
+  json_decref(r);
+
+  gate_free(g);
+  audit_close();
+  return done_testing();
+}
