@@ -19,8 +19,8 @@
 //   scan:   the same with policy_decide_reference (every rule against
 //           every atom, as before the index);
 //   gate:   what the broker does per request: gate_decide (the project's
-//           settings files checked, the policy, the verdict's JSON), from
-//           the settings files.
+//           settings files checked, the policy, the verdict as a C struct),
+//           from the settings files.
 // Each loops over the requests for about SECONDS and counts decisions. One
 // pass over the requests is one epoch (gate_epoch, path_cache_epoch): the
 // broker starts one per event loop iteration, so that requests read

@@ -535,7 +535,7 @@ def part_policy(cfg, figs):
                  rate=True,
                  note=f"{n} rules: the broker's whole decision per request: settings "
                       "files checked once per epoch (rules from a trusted "
-                      ".acp/settings.json), policy, verdict JSON")
+                      ".acp/settings.json), policy, the verdict (a C struct)")
 
 
 # ---- 3. asked permission ---------------------------------------------------------

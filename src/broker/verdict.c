@@ -63,99 +63,162 @@ void verdict_audit_info(const json_t *info, const char *decision,
     a->rule = a->source = NULL;
 }
 
-static void pack_key(msgpack_packer *pk, const char *key, size_t n) {
-  msgpack_pack_str(pk, n);
-  msgpack_pack_str_body(pk, key, n);
+// The event is encoded here into a buffer and handed to the packer in one
+// write (its writer, called for every header and every string, cost more
+// than the encoding); what does not fit goes to it directly.
+struct mp {
+  msgpack_packer *pk;
+  size_t len;
+  char buf[2048];
+};
+
+static void mp_flush(struct mp *m) {
+  if (m->len)
+    m->pk->callback(m->pk->data, m->buf, m->len);
+  m->len = 0;
 }
 
-#define KEY(pk, lit) pack_key(pk, lit, sizeof(lit) - 1)
-
-// Packs key: s when s is a non-empty string (counted in *n when pk is
-// NULL).
-static void field(msgpack_packer *pk, size_t *n, const char *key, size_t keylen,
-                  const char *s) {
-  if (!s || !s[0])
-    return;
-  if (!pk) {
-    (*n)++;
-    return;
+static void mp_put(struct mp *m, const void *p, size_t n) {
+  if (m->len + n > sizeof(m->buf)) {
+    mp_flush(m);
+    if (n > sizeof(m->buf)) {
+      m->pk->callback(m->pk->data, p, n);
+      return;
+    }
   }
-  pack_key(pk, key, keylen);
-  jsonpack_str(pk, s);
+  memcpy(m->buf + m->len, p, n);
+  m->len += n;
 }
 
-#define FIELD(pk, n, lit, s) field(pk, n, lit, sizeof(lit) - 1, s)
+// A header: fix (small) or 16/32-bit big-endian length after tag16/tag32.
+static void mp_head(struct mp *m, unsigned fix, size_t fixmax,
+                    unsigned char tag16, unsigned char tag32, size_t n) {
+  unsigned char h[5];
+  size_t k;
+  if (n <= fixmax) {
+    h[0] = (unsigned char)(fix | n);
+    k = 1;
+  } else if (n <= 0xffff) {
+    h[0] = tag16;
+    h[1] = (unsigned char)(n >> 8);
+    h[2] = (unsigned char)n;
+    k = 3;
+  } else {
+    h[0] = tag32;
+    h[1] = (unsigned char)(n >> 24);
+    h[2] = (unsigned char)(n >> 16);
+    h[3] = (unsigned char)(n >> 8);
+    h[4] = (unsigned char)n;
+    k = 5;
+  }
+  mp_put(m, h, k);
+}
+
+static void mp_str(struct mp *m, const char *s, size_t n) {
+  if (n > 31 && n <= 0xff) { // str8
+    unsigned char h[2] = {0xd9, (unsigned char)n};
+    mp_put(m, h, 2);
+  } else {
+    mp_head(m, 0xa0, 31, 0xda, 0xdb, n);
+  }
+  mp_put(m, s, n);
+}
+
+static void mp_map(struct mp *m, size_t n) {
+  mp_head(m, 0x80, 15, 0xde, 0xdf, n);
+}
+
+static void mp_array(struct mp *m, size_t n) {
+  mp_head(m, 0x90, 15, 0xdc, 0xdd, n);
+}
+
+#define KEY(m, lit) mp_str(m, lit, sizeof(lit) - 1)
+
+// key: s, when s is a non-empty string.
+static bool has(const char *s) {
+  return s && s[0];
+}
+
+static void field(struct mp *m, const char *key, size_t n, const char *s) {
+  if (has(s)) {
+    mp_str(m, key, n);
+    mp_str(m, s, strlen(s));
+  }
+}
+
+#define FIELD(m, lit, s) field(m, lit, sizeof(lit) - 1, s)
 
 // Whether the atoms say no more than the command: one `command` atom,
-// not inner, whose text is the command as sent.
-static bool atoms_plain(const struct gate_verdict *v) {
+// not inner, whose text is the command as sent (*first: that atom).
+static bool atoms_plain(const struct gate_verdict *v,
+                        struct policy_atom_view *first) {
   size_t n = gate_verdict_natoms(v);
   if (n == 0)
     return !v->command;
-  if (n != 1 || !v->command)
-    return false;
-  struct policy_atom_view a;
-  gate_verdict_atom(v, 0, &a);
-  return !a.inner && strcmp(a.kind, "command") == 0 &&
-         strcmp(a.text, v->command) == 0;
+  gate_verdict_atom(v, 0, first);
+  return n == 1 && v->command && !first->inner &&
+         strcmp(first->kind, "command") == 0 &&
+         strcmp(first->text, v->command) == 0;
 }
 
-// The fields of the event, packed (pk) or counted (pk NULL, into *n).
-static void fields(msgpack_packer *pk, size_t *n, const struct gate_verdict *v,
-                   bool atoms, bool with_paths, const json_t *snapshots) {
-  FIELD(pk, n, "agent", v->agent);
-  FIELD(pk, n, "session", v->session);
-  FIELD(pk, n, "toolCallId", v->tool_call_id);
-  FIELD(pk, n, "kind", v->kind);
-  FIELD(pk, n, "title", v->title);
-  FIELD(pk, n, "command", v->command);
-  if (atoms && !pk) {
-    (*n)++;
-  } else if (atoms) {
-    KEY(pk, "atoms");
-    size_t na = gate_verdict_natoms(v);
-    msgpack_pack_array(pk, na);
-    struct policy_atom_view a;
-    for (size_t i = 0; i < na; i++) {
-      gate_verdict_atom(v, i, &a);
-      msgpack_pack_map(pk, a.inner ? 3 : 2);
-      KEY(pk, "kind");
-      jsonpack_str(pk, a.kind);
-      KEY(pk, "text");
-      jsonpack_str(pk, a.text);
-      if (a.inner) {
-        KEY(pk, "inner");
-        msgpack_pack_true(pk);
-      }
-    }
-  }
-  if (with_paths && !pk) {
-    (*n)++;
-  } else if (with_paths) {
-    KEY(pk, "paths");
-    msgpack_pack_array(pk, v->npaths);
-    for (size_t i = 0; i < v->npaths; i++)
-      jsonpack_str(pk, v->paths[i]);
-  }
-  FIELD(pk, n, "decision", v->decision_name);
-  FIELD(pk, n, "by", v->by);
-  FIELD(pk, n, "reason", v->reason);
-  FIELD(pk, n, "rule", v->rule);
-  FIELD(pk, n, "source", v->source);
-  FIELD(pk, n, "optionId", v->option_id);
-  if (snapshots && !pk) {
-    (*n)++;
-  } else if (snapshots) {
-    KEY(pk, "snapshots");
-    jsonpack_pack(pk, snapshots);
+static void pack_atom(struct mp *m, const struct policy_atom_view *a) {
+  static const unsigned char yes = 0xc3;
+  mp_map(m, a->inner ? 3 : 2);
+  KEY(m, "kind");
+  mp_str(m, a->kind, strlen(a->kind));
+  KEY(m, "text");
+  mp_str(m, a->text, strlen(a->text));
+  if (a->inner) {
+    KEY(m, "inner");
+    mp_put(m, &yes, 1);
   }
 }
 
 void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
                           bool with_paths, const json_t *snapshots) {
-  bool atoms = !atoms_plain(v);
-  size_t n = 0;
-  fields(NULL, &n, v, atoms, with_paths, snapshots);
-  msgpack_pack_map(pk, n);
-  fields(pk, &n, v, atoms, with_paths, snapshots);
+  struct policy_atom_view first;
+  bool atoms = !atoms_plain(v, &first);
+  struct mp m;
+  m.pk = pk;
+  m.len = 0;
+  mp_map(&m, (size_t)has(v->agent) + has(v->session) + has(v->tool_call_id) +
+                 has(v->kind) + has(v->title) + has(v->command) + atoms +
+                 with_paths + has(v->decision_name) + has(v->by) +
+                 has(v->reason) + has(v->rule) + has(v->source) +
+                 has(v->option_id) + (snapshots != NULL));
+  FIELD(&m, "agent", v->agent);
+  FIELD(&m, "session", v->session);
+  FIELD(&m, "toolCallId", v->tool_call_id);
+  FIELD(&m, "kind", v->kind);
+  FIELD(&m, "title", v->title);
+  FIELD(&m, "command", v->command);
+  if (atoms) {
+    KEY(&m, "atoms");
+    size_t na = gate_verdict_natoms(v);
+    mp_array(&m, na);
+    struct policy_atom_view a;
+    for (size_t i = 0; i < na; i++) {
+      if (i)
+        gate_verdict_atom(v, i, &a);
+      pack_atom(&m, i ? &a : &first);
+    }
+  }
+  if (with_paths) {
+    KEY(&m, "paths");
+    mp_array(&m, v->npaths);
+    for (size_t i = 0; i < v->npaths; i++)
+      mp_str(&m, v->paths[i], strlen(v->paths[i]));
+  }
+  FIELD(&m, "decision", v->decision_name);
+  FIELD(&m, "by", v->by);
+  FIELD(&m, "reason", v->reason);
+  FIELD(&m, "rule", v->rule);
+  FIELD(&m, "source", v->source);
+  FIELD(&m, "optionId", v->option_id);
+  if (snapshots) {
+    KEY(&m, "snapshots");
+    mp_flush(&m);
+    jsonpack_pack(pk, snapshots);
+  }
+  mp_flush(&m);
 }

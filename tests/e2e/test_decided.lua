@@ -97,6 +97,27 @@ T.test('with an autocommand: every decision, in order, with its data', function(
   T.contains(T.notes_text(), '(acp) denied ls 2: denied by Bash(rm *) (setup)', 'the denial is told')
 end)
 
+T.test('the short event: atoms that are the command, an empty rule and a null optionId left out', function()
+  cleanup()
+  local seen = T.on('AcpPermissionDecided')
+  local plain = decided(6)[2]
+  plain.atoms = nil
+  local bare = decided(7, { kind = 'read', title = 'Read a.txt', by = 'mode', reason = 'reads inside the project' })[2]
+  bare.atoms, bare.command, bare.rule, bare.source = nil, nil, nil, nil
+  local denied = decided(8, { decision = 'deny', reason = 'denied by Bash(rm *) (setup)', rule = 'Bash(rm *)' })[2]
+  denied.optionId = nil
+  broker._on_events({ { 'decided', plain }, { 'decided', bare }, { 'decided', denied } })
+  T.wait(function()
+    return #seen == 3
+  end, nil, 'three AcpPermissionDecided')
+  T.eq(seen[1].atoms, { { kind = 'command', text = 'ls 6', inner = false } }, 'the command is its atom')
+  T.eq(seen[1].rule, 'Bash(ls *)', 'the rule')
+  T.eq(seen[2].atoms, {}, 'no command: no atoms')
+  T.eq({ seen[2].rule, seen[2].source, seen[2].by, seen[2].kind }, { nil, nil, 'mode', 'read' }, 'no rule, by the mode')
+  T.eq(seen[3].atoms, { { kind = 'command', text = 'ls 8', inner = false } }, 'sent atoms are kept')
+  T.eq({ seen[3].decision, seen[3].optionId }, { 'deny', nil }, 'denied, cancelled')
+end)
+
 T.test('an autocommand an earlier effect defines sees the decisions after it', function()
   cleanup()
   local late = {}

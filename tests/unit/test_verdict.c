@@ -63,13 +63,15 @@ static json_t *audit_lines(void) {
 // reads it: no null values, no empty strings (compat.str takes both as
 // nil).
 static json_t *event_from_info(json_t *info, const char *option_id,
-                               bool with_paths) {
+                               bool with_paths, json_t *snaps) {
   json_t *e = json_deep_copy(info);
   json_object_del(e, "root");
   if (!with_paths)
     json_object_del(e, "paths");
   json_object_set_new(e, "optionId",
                       option_id ? json_string(option_id) : json_null());
+  if (snaps)
+    json_object_set(e, "snapshots", snaps);
   json_t *out = json_object();
   const char *k;
   json_t *val;
@@ -85,13 +87,13 @@ static json_t *event_from_info(json_t *info, const char *option_id,
 
 // The event packed from the struct, as Lua reads it after
 // events.lua's H.decided_atoms.
-static json_t *event_from_struct(const struct gate_verdict *v,
-                                 bool with_paths) {
+static json_t *event_from_struct(const struct gate_verdict *v, bool with_paths,
+                                 json_t *snaps) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  verdict_pack_decided(&pk, v, with_paths, NULL);
+  verdict_pack_decided(&pk, v, with_paths, snaps);
   msgpack_unpacked u;
   msgpack_unpacked_init(&u);
   json_t *e = NULL;
@@ -150,8 +152,13 @@ static enum policy_decision check(struct gate *g, json_t *params,
   ok(eq, "%s: the audit line, byte for byte", what);
   json_decref(l);
   if (d != POLICY_ASK) { // a prompt, not a `decided` event
-    json_t *from_struct = event_from_struct(&v, with_paths);
-    json_t *from_info = event_from_info(info, v.option_id, with_paths);
+    // An edit during a turn carries the files the broker read first.
+    json_t *snaps = with_paths ? json_pack("{s:{s:b,s:I}}", v.paths[0],
+                                           "missing", 1, "at", (json_int_t)7)
+                               : NULL;
+    json_t *from_struct = event_from_struct(&v, with_paths, snaps);
+    json_t *from_info = event_from_info(info, v.option_id, with_paths, snaps);
+    json_decref(snaps);
     same_json(from_struct, from_info, "the decided event");
     json_decref(from_struct);
     json_decref(from_info);
@@ -205,6 +212,20 @@ int main(void) {
   json_decref(r);
   r = execute("ls \"a b\" && ls c");
   ok(check(g, r, "two atoms, one quoted") == POLICY_ALLOW, "allowed");
+  json_decref(r);
+  // Longer than the event's buffer (str16), and more atoms than a fixarray.
+  char cmd[4000] = "ls ";
+  memset(cmd + 3, 'x', 3000);
+  cmd[3003] = '\0';
+  r = execute(cmd);
+  ok(check(g, r, "a command of 3,003 bytes") == POLICY_ALLOW, "allowed");
+  json_decref(r);
+  cmd[0] = '\0';
+  for (int i = 0; i < 20; i++)
+    snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%sls d%d",
+             i ? " && " : "", i);
+  r = execute(cmd);
+  ok(check(g, r, "twenty atoms") == POLICY_ALLOW, "allowed");
   json_decref(r);
   r = execute("ls x; rm -rf build");
   ok(check(g, r, "denied by a rule") == POLICY_DENY, "denied");
