@@ -385,17 +385,14 @@ static void shown_cb(void *ud, const msgpack_object *error,
   broker_resolve(b, token, NULL, "error");
 }
 
-// What the rest of the broker keeps of a request the gate decided: the
-// unasked watch hears that it was asked. Returns whether its command is
-// the agent's own (rawInput) or read from the title (only the former is a
-// command an approval can be held to).
+// What the rest of the broker keeps of a request the gate decided (v):
+// the unasked watch hears that it was asked. Returns whether its command
+// is the agent's own (rawInput) or read from the title (only the former is
+// a command an approval can be held to).
 static bool note_request(struct broker *b, struct acp_conn *c,
-                         const json_t *params) {
-  json_t *tc = json_object_get(params, "toolCall");
-  unasked_requested(b->unasked, acp_conn_name(c),
-                    json_string_value(json_object_get(params, "sessionId")),
-                    json_string_value(json_object_get(tc, "toolCallId")));
-  json_t *raw = json_object_get(json_object_get(tc, "rawInput"), "command");
+                         const struct gate_verdict *v) {
+  unasked_requested(b->unasked, acp_conn_name(c), v->session, v->tool_call_id);
+  json_t *raw = json_object_get(json_object_get(v->tc, "rawInput"), "command");
   return json_is_string(raw) || json_is_array(raw);
 }
 
@@ -417,8 +414,7 @@ static void send_decided(struct broker *b, const struct gate_verdict *v,
 // answer first, then everything else the request causes (the audit line,
 // the `decided` event).
 static void answer_decided(struct broker *b, struct acp_conn *c,
-                           const json_t *id, json_t *params,
-                           struct gate_verdict *v) {
+                           const json_t *id, struct gate_verdict *v) {
   // An allowed call that may change files keeps its paths: Lua snapshots
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
@@ -432,7 +428,7 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
                                              v->paths, v->npaths)
                        : NULL;
   acp_conn_respond_outcome(c, id, v->option_id);
-  bool raw = note_request(b, c, params);
+  bool raw = note_request(b, c, v);
   if (v->decision == POLICY_ALLOW)
     client_approved_call(b->client, c, v->session, raw ? v->command : NULL,
                          v->kind, v->paths, v->npaths, false);
@@ -453,12 +449,12 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   gate_fresh(b);
   gate_decide(b->gate, acp_conn_name(c), sid, cwd ? cwd : "/", params, &v);
   if (v.decision != POLICY_ASK) {
-    answer_decided(b, c, id, params, &v);
+    answer_decided(b, c, id, &v);
     gate_verdict_clear(&v);
     return;
   }
   json_object_set_new(v.info, "rawCommand",
-                      json_boolean(note_request(b, c, params)));
+                      json_boolean(note_request(b, c, &v)));
   uint64_t token = ask(b, c, id, params, v.info);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
