@@ -114,7 +114,13 @@ static void mp_head(struct mp *m, unsigned fix, size_t fixmax,
   mp_put(m, h, k);
 }
 
-static void mp_str(struct mp *m, const char *s, size_t n) {
+static inline void mp_str(struct mp *m, const char *s, size_t n) {
+  if (n <= 31 && m->len + 1 + n <= sizeof(m->buf)) { // fixstr: most are
+    m->buf[m->len] = (char)(0xa0 | n);
+    memcpy(m->buf + m->len + 1, s, n);
+    m->len += 1 + n;
+    return;
+  }
   if (n > 31 && n <= 0xff) { // str8
     unsigned char h[2] = {0xd9, (unsigned char)n};
     mp_put(m, h, 2);
