@@ -178,10 +178,14 @@ static void put_str(struct line *l, const char *s) {
   put(l, "\"", 1);
 }
 
-static void put_field(struct line *l, const char *key, const char *value) {
-  put(l, ",\"", 2);
-  puts_(l, key);
-  put(l, "\":", 2);
+// ,"key": then the value (key: the literal name, its punctuation added
+// at compile time).
+#define PUT_FIELD(l, key, value)                                               \
+  put_field(l, ",\"" key "\":", sizeof(key) + 3, value)
+
+static void put_field(struct line *l, const char *head, size_t n,
+                      const char *value) {
+  put(l, head, n);
   if (value)
     put_str(l, value);
   else
@@ -194,13 +198,13 @@ static bool format_line(struct line *l, const char *ts,
                         const struct audit_entry *e) {
   put(l, "{\"ts\":", 6);
   put_str(l, ts);
-  put_field(l, "root", e->root);
-  put_field(l, "agent", e->agent);
-  put_field(l, "sessionId", e->session);
-  put_field(l, "toolCallId", e->tool_call_id);
-  put_field(l, "kind", e->kind);
-  put_field(l, "title", e->title);
-  put_field(l, "command", e->command);
+  PUT_FIELD(l, "root", e->root);
+  PUT_FIELD(l, "agent", e->agent);
+  PUT_FIELD(l, "sessionId", e->session);
+  PUT_FIELD(l, "toolCallId", e->tool_call_id);
+  PUT_FIELD(l, "kind", e->kind);
+  PUT_FIELD(l, "title", e->title);
+  PUT_FIELD(l, "command", e->command);
   puts_(l, ",\"paths\":[");
   size_t i;
   json_t *v;
@@ -219,12 +223,12 @@ static bool format_line(struct line *l, const char *ts,
     put_str(l, e->path_list[i]);
   }
   put(l, "]", 1);
-  put_field(l, "decision", e->decision);
-  put_field(l, "by", e->by);
-  put_field(l, "rule", e->rule);
-  put_field(l, "source", e->source);
-  put_field(l, "outcome", e->outcome);
-  put_field(l, "optionId", e->option_id);
+  PUT_FIELD(l, "decision", e->decision);
+  PUT_FIELD(l, "by", e->by);
+  PUT_FIELD(l, "rule", e->rule);
+  PUT_FIELD(l, "source", e->source);
+  PUT_FIELD(l, "outcome", e->outcome);
+  PUT_FIELD(l, "optionId", e->option_id);
   // The number by hand (snprintf costs more than the rest of the line).
   char num[48] = ",\"wait_ms\":";
   size_t k = strlen(num);

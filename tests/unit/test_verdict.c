@@ -243,6 +243,47 @@ int main(void) {
      "edit through the link allowed");
   json_decref(r);
 
+  // One line byte for byte as main's audit.c wrote it (escapes, UTF-8, a
+  // null, the paths from JSON and from strings alike).
+  static const char golden[] =
+      ",\"root\":\"/p\",\"agent\":\"demo\",\"sessionId\":\"s1\",\"toolCallId\":"
+      "\"tc1\",\"kind\":\"execute\",\"title\":\"ls \\\\ \\\"x\\\"\\n\\u0001 "
+      "\xe2\x9c\x93\",\"command\":\"ls -la\",\"paths\":[\"/p/a \\\"q\\\".txt\","
+      "\"/p/\xc3\xa9\\u0009tab\"],\"decision\":\"allow\",\"by\":\"rule\","
+      "\"rule\":\"Bash(ls *)\",\"source\":\"/p/.acp/settings.json\","
+      "\"outcome\":\"selected\",\"optionId\":null,\"wait_ms\":1234}\n";
+  const char *const lp[] = {"/p/a \"q\".txt", "/p/\xc3\xa9\ttab"};
+  json_t *jp = json_pack("[s,s]", lp[0], lp[1]);
+  struct audit_entry ge = {.root = "/p",
+                           .agent = "demo",
+                           .session = "s1",
+                           .tool_call_id = "tc1",
+                           .kind = "execute",
+                           .title = "ls \\ \"x\"\n\x01 \xe2\x9c\x93",
+                           .command = "ls -la",
+                           .paths = jp,
+                           .decision = "allow",
+                           .by = "rule",
+                           .rule = "Bash(ls *)",
+                           .source = "/p/.acp/settings.json",
+                           .outcome = "selected",
+                           .wait_ms = 1234};
+  audit_write(audit_file, &ge);
+  ge.paths = NULL;
+  ge.path_list = lp;
+  ge.npaths = 2;
+  audit_write(audit_file, &ge);
+  json_t *gl = audit_lines();
+  for (size_t i = 0; i < 2; i++) {
+    const char *line = json_string_value(json_array_get(gl, i));
+    ok(line && !strcmp(line, golden), "the golden line, paths %s",
+       i ? "as strings" : "as JSON");
+    if (line && strcmp(line, golden))
+      printf("# got %s", line);
+  }
+  json_decref(gl);
+  json_decref(jp);
+
   // The JSON of a verdict: the keys it always had, in the same order.
   char k[512];
   struct gate_verdict v;
