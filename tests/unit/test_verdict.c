@@ -151,6 +151,20 @@ static enum policy_decision check(struct gate *g, json_t *params,
            l2 ? l2 : "(none)\n");
   ok(eq, "%s: the audit line, byte for byte", what);
   json_decref(l);
+  // The unasked watch audits the verdict's JSON (gate_verdict_info), by
+  // "agent": as the JSON before did.
+  verdict_audit_info(gate_verdict_info(&v), v.decision_name, "agent", NULL, 0,
+                     &a);
+  audit_write(audit_file, &a);
+  verdict_audit_info(info, v.decision_name, "agent", NULL, 0, &a);
+  audit_write(audit_file, &a);
+  l = audit_lines();
+  l1 = json_string_value(json_array_get(l, 0));
+  l2 = json_string_value(json_array_get(l, 1));
+  ok(json_array_size(l) == 2 && l1 && l2 && !strcmp(l1, l2) &&
+         strstr(l1, "\"outcome\":\"unasked\""),
+     "%s: the unasked line, byte for byte", what);
+  json_decref(l);
   if (d != POLICY_ASK) { // a prompt, not a `decided` event
     // An edit during a turn carries the files the broker read first.
     json_t *snaps = with_paths ? json_pack("{s:{s:b,s:I}}", v.paths[0],
