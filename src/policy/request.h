@@ -80,7 +80,14 @@ struct request {
   const struct shell_result *alt_sh;
   struct request_atom *atoms;
   size_t natoms;
+  // Every string and table above (atoms, targets, paths, names) lives in
+  // these chunks of memory, freed together by request_clear: most requests
+  // need one malloc. Never copy a request by value.
+  struct request_chunk *chunks;
+  size_t chunk_used;
 };
+
+#define REQUEST_CHUNK 2048 // the first chunk's bytes; later ones double
 
 // Extracts the atoms of a session/request_permission params object; cwd is
 // the session cwd, home expands `~`. Never fails.

@@ -8,6 +8,7 @@
 // path, the host or the name. "!" first means opaque. The session cwd is
 // /p and home /h; neither exists, so paths resolve to themselves.
 
+#include "policy/path.h"
 #include "policy/request.h"
 #include "policy/shcache.h"
 
@@ -339,6 +340,21 @@ static void compare_all(const json_t *params, const char *p, const char *h,
   compare(s, p, h, what);
   compare(s, NULL, h, what);
   compare(s, p, NULL, what);
+  // A session cwd that is not normal, or too long to be one.
+  static char odd[5][PATH_LEN_MAX + 16];
+  if (!odd[0][0]) {
+    snprintf(odd[0], sizeof(odd[0]), "%s/./x/..//", p);
+    snprintf(odd[1], sizeof(odd[1]), "%s/.git/../.", p);
+    snprintf(odd[2], sizeof(odd[2]), "/");
+    for (int k = 3; k < 5; k++) {
+      size_t n = (size_t)PATH_LEN_MAX - 1 + (size_t)(k - 3) * 2;
+      odd[k][0] = '/';
+      memset(odd[k] + 1, 'a', n - 1);
+      odd[k][n] = '\0';
+    }
+  }
+  for (int k = 0; k < 5; k++)
+    compare(s, odd[k], h, what);
   shcache_enable(0);
   compare(s, p, h, what);
   shcache_enable(1);
