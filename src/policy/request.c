@@ -35,8 +35,7 @@ static const char *const find_tests[] = {
 
 // Rawinput fields that carry the new content of a file (Claude Write, Edit,
 // MultiEdit, NotebookEdit; codex patches).
-static const char *const edit_fields[] = {
-    "old_string", "new_string", "content", "edits", "new_source", "changes"};
+// (read_ri's keys with EDIT, and changes.)
 
 // Where a script's relative paths may point: the directory it starts in
 // and every place a `cd` may have taken it (a cd may also fail).
@@ -180,6 +179,7 @@ static void opaque(struct request *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static char *tool_hint(struct ctx *c);
 static bool known_tool(const char *s, size_t n);
+static char lower_c(char c);
 static const char *str(const json_t *o, const char *key);
 static const char *kind_of(struct request *r, const char *k);
 static char *argv_script(struct request *r, const json_t *argv);
@@ -275,8 +275,31 @@ static bool read_tc(const json_t *tc, struct tc_fields *t) {
 
 // rawInput's fields (ri: an object or NULL).
 static void read_ri(const json_t *ri, struct ri_fields *f) {
-  static const char *const url_keys[URL_KEYS] = {
-      "url", "urls", "uri", "uris", "href", "links", "endpoint"};
+  // Every key looked at, with its length: most keys fail on the length.
+  enum { EDIT = -1 };
+  static const struct {
+    const char *name;
+    size_t n;
+    int slot; // 0..6 url[slot], 7.. the fields below, EDIT
+  } keys[] = {{"url", 3, 0},
+              {"urls", 4, 1},
+              {"uri", 3, 2},
+              {"uris", 4, 3},
+              {"href", 4, 4},
+              {"links", 5, 5},
+              {"endpoint", 8, 6},
+              {"command", 7, 7},
+              {"cwd", 3, 8},
+              {"file_path", 9, 9},
+              {"notebook_path", 13, 10},
+              {"query", 5, 11},
+              {"prompt", 6, 12},
+              {"changes", 7, 13},
+              {"old_string", 10, EDIT},
+              {"new_string", 10, EDIT},
+              {"content", 7, EDIT},
+              {"edits", 5, EDIT},
+              {"new_source", 10, EDIT}};
   *f = (struct ri_fields){0};
   json_t *o = unconst(ri);
   for (void *it = o ? json_object_iter(o) : NULL; it;
@@ -284,28 +307,23 @@ static void read_ri(const json_t *ri, struct ri_fields *f) {
     const char *k = json_object_iter_key(it);
     size_t kn = json_object_iter_key_len(it);
     const json_t *v = json_object_iter_value(it);
-    if (KEY_IS(k, kn, "command"))
-      f->command = v;
-    else if (KEY_IS(k, kn, "cwd"))
-      f->cwd = v;
-    else if (KEY_IS(k, kn, "file_path"))
-      f->file_path = v;
-    else if (KEY_IS(k, kn, "notebook_path"))
-      f->notebook_path = v;
-    else if (KEY_IS(k, kn, "query"))
-      f->query = v;
-    else if (KEY_IS(k, kn, "prompt"))
-      f->prompt = v;
-    else if (KEY_IS(k, kn, "changes"))
-      f->changes = v;
-    for (size_t i = 0; i < URL_KEYS; i++)
-      if (k[0] == url_keys[i][0] &&
-          key_is(k, kn, url_keys[i], strlen(url_keys[i])))
-        f->url[i] = v;
-    for (size_t i = 0;
-         !f->edit && i < sizeof(edit_fields) / sizeof(*edit_fields); i++)
-      f->edit = k[0] == edit_fields[i][0] &&
-                key_is(k, kn, edit_fields[i], strlen(edit_fields[i]));
+    size_t i = 0;
+    while (i < sizeof(keys) / sizeof(*keys) &&
+           (keys[i].n != kn || keys[i].name[0] != k[0] ||
+            memcmp(keys[i].name, k, kn) != 0))
+      i++;
+    if (i == sizeof(keys) / sizeof(*keys))
+      continue;
+    const json_t **slot[] = {&f->command,       &f->cwd,   &f->file_path,
+                             &f->notebook_path, &f->query, &f->prompt,
+                             &f->changes};
+    if (keys[i].slot == EDIT)
+      f->edit = true;
+    else if (keys[i].slot < URL_KEYS)
+      f->url[keys[i].slot] = v;
+    else
+      *slot[keys[i].slot - URL_KEYS] = v;
+    f->edit = f->edit || keys[i].slot == 13; // changes is an edit field too
   }
 }
 
@@ -456,9 +474,11 @@ static void title_reading(struct ctx *c, const char *cmd) {
     cn--;
   while (cn && strchr(" \t\r\n", *cmd))
     cmd++, cn--;
+  bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
+  if (!ticks && tn == cn && memcmp(t, cmd, tn) == 0)
+    return; // the title is the command (the loop below would copy it)
   char *plain = ar_alloc(c->r, tn + 1, 1);
   size_t n = 0;
-  bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
   for (size_t i = ticks; i < tn - ticks; i++) {
     if (ticks && t[i] == '\\' && t[i + 1] == '`' && i + 1 < tn - 1)
       i++;
@@ -1282,8 +1302,9 @@ static const char *str(const json_t *o, const char *key) {
 // A static spelling of a known kind (in any case), or the request's own
 // string.
 static const char *kind_of(struct request *r, const char *k) {
+  char c = lower_c(k[0]);
   for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
-    if (strcasecmp(k, known_kinds[i]) == 0)
+    if (c == known_kinds[i][0] && strcasecmp(k, known_kinds[i]) == 0)
       return known_kinds[i];
   return r->kind;
 }
