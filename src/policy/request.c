@@ -89,7 +89,8 @@ static void *ar_alloc(struct request *r, size_t n, size_t align) {
   struct request_chunk *ch = r->chunks;
   size_t at = (r->chunk_used + align - 1) & ~(align - 1);
   if (!ch || at > ch->cap || ch->cap - at < n) {
-    size_t cap = ch ? ch->cap * 2 : REQUEST_CHUNK;
+    size_t cap = ch ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
+                    : REQUEST_CHUNK - sizeof(*ch);
     if (cap > CHUNK_GROW_MAX)
       cap = CHUNK_GROW_MAX;
     if (cap < n)
@@ -1206,7 +1207,7 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
     return NULL;
   }
   if (r->natoms == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 8;
+    c->cap = c->cap ? c->cap * 2 : 4;
     struct request_atom *v =
         ar_alloc(r, c->cap * sizeof(*v), _Alignof(struct request_atom));
     if (r->natoms)

@@ -87,7 +87,10 @@ struct request {
   size_t chunk_used;
 };
 
-#define REQUEST_CHUNK 2048 // the first chunk's bytes; later ones double
+// The first chunk's malloc size: small enough for glibc's per-thread cache
+// (a larger block costs thousands of instructions in a busy heap); later
+// chunks double.
+#define REQUEST_CHUNK 1024
 
 // Extracts the atoms of a session/request_permission params object; cwd is
 // the session cwd, home expands `~`. Never fails.
