@@ -1504,9 +1504,10 @@ static bool ref_str_same(const char *a, const char *b) {
 static long ref_cmd_index(const struct request *r, const struct shell_atom *c) {
   if (!c)
     return -1;
-  if (r->sh && c >= r->sh->atoms && c < r->sh->atoms + r->sh->natoms)
+  if (r->sh && r->sh->natoms && c >= r->sh->atoms &&
+      c < r->sh->atoms + r->sh->natoms)
     return c - r->sh->atoms;
-  if (r->alt_sh && c >= r->alt_sh->atoms &&
+  if (r->alt_sh && r->alt_sh->natoms && c >= r->alt_sh->atoms &&
       c < r->alt_sh->atoms + r->alt_sh->natoms)
     return 100000 + (c - r->alt_sh->atoms);
   return -2; // points elsewhere: never the same
