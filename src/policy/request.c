@@ -129,10 +129,12 @@ static void extract(struct ctx *c);
 static const char *infer_kind(struct ctx *c);
 static void from_command(struct ctx *c, const json_t *cmd);
 static void from_script(struct ctx *c, char *script, const char *cwd);
-static void cd_bases(const struct shell_result *sh, const char *cwd,
-                     const char *home, struct bases *b);
+static unsigned char facts(const struct shell_atom *a);
+static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
+                     const char *cwd, const char *home, struct bases *b);
 static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
-                           const char *cwd, const struct bases *b);
+                           unsigned char facts, const char *cwd,
+                           const struct bases *b);
 static void add_targets(struct request *r, struct request_atom *at,
                         const struct shell_atom *a, const struct bases *b,
                         const char *home);
@@ -522,21 +524,26 @@ static void from_script(struct ctx *c, char *script, const char *cwd) {
   }
   char *gcwd = cwd ? NULL : gemini_cwd(c->t.content);
   const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
-  if (strlen(script) > REQUEST_COMMAND_MAX) {
+  size_t len = strlen(script);
+  if (len > REQUEST_COMMAND_MAX) {
     opaque(r, "command too long");
     free(gcwd);
     return;
   }
-  const struct shell_result *sh = shcache_analyse(script, c->home);
+  const struct shell_result *sh = shcache_analyse_len(script, len, c->home);
   *(alt ? &r->alt_sh : &r->sh) = sh;
   if (sh->opaque)
     opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's
   // operands are placed here.
-  struct bases b;
-  cd_bases(sh, dir, c->home, &b);
+  unsigned char *memo = shcache_memo(sh);
   for (size_t i = 0; i < sh->natoms; i++)
-    add_shell_atom(c, &sh->atoms[i], dir, &b);
+    if (!memo[i])
+      memo[i] = facts(&sh->atoms[i]);
+  struct bases b;
+  cd_bases(sh, memo, dir, c->home, &b);
+  for (size_t i = 0; i < sh->natoms; i++)
+    add_shell_atom(c, &sh->atoms[i], memo[i], dir, &b);
   for (size_t i = b.borrowed; i < b.n; i++)
     free(b.dir[i]);
   free(gcwd);
@@ -544,17 +551,41 @@ static void from_script(struct ctx *c, char *script, const char *cwd) {
 
 // The directories a script's cd/pushd/popd may lead to (in any order: the
 // atoms do not say which runs first, so every combination is kept).
-static void cd_bases(const struct shell_result *sh, const char *cwd,
-                     const char *home, struct bases *b) {
+// What an atom of the analysis is, worked out once per cached analysis
+// (shcache_memo): FACT_DONE always, and
+enum {
+  FACT_DONE = 1,
+  FACT_READ_ONLY = 2, // read_only()
+  FACT_CD = 4,        // cd, pushd or popd (cd_bases)
+  FACT_TARGETS = 8,   // find, mv or a remover (add_targets)
+};
+
+static unsigned char facts(const struct shell_atom *a) {
+  unsigned char f = FACT_DONE;
+  if (a->kind != SHELL_CMD)
+    return f;
+  const char *name = a->nwords ? base_name(a->words[0].text) : "";
+  if (read_only(a))
+    f |= FACT_READ_ONLY;
+  if (a->nwords &&
+      in_list(name, (const char *const[]){"cd", "pushd", "popd"}, 3))
+    f |= FACT_CD;
+  if (strcasecmp(name, "find") == 0 || in_list(name, removers, 6) ||
+      strcasecmp(name, "mv") == 0)
+    f |= FACT_TARGETS;
+  return f;
+}
+
+static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
+                     const char *cwd, const char *home, struct bases *b) {
   *b = (struct bases){.unknown = !cwd, .borrowed = cwd != NULL};
   if (cwd)
     b->dir[b->n++] = (char *)(uintptr_t)cwd;
   for (size_t i = 0; i < sh->natoms; i++) {
     const struct shell_atom *a = &sh->atoms[i];
-    const char *name =
-        a->kind == SHELL_CMD && a->nwords ? base_name(a->words[0].text) : "";
-    if (!in_list(name, (const char *const[]){"cd", "pushd", "popd"}, 3))
+    if (!(memo[i] & FACT_CD))
       continue;
+    const char *name = base_name(a->words[0].text);
     size_t k = 1;
     while (k < a->nwords && a->words[k].text[0] == '-' && a->words[k].text[1] &&
            strcmp(a->words[k++].text, "--") != 0)
@@ -579,7 +610,8 @@ static void cd_bases(const struct shell_result *sh, const char *cwd,
 }
 
 static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
-                           const char *cwd, const struct bases *b) {
+                           unsigned char facts, const char *cwd,
+                           const struct bases *b) {
   enum request_class cls = a->kind == SHELL_CMD    ? REQUEST_BASH
                            : a->kind == SHELL_READ ? REQUEST_READ
                                                    : REQUEST_EDIT;
@@ -590,8 +622,9 @@ static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
   at->deny_only = a->deny_only;
   if (cls == REQUEST_BASH) {
     at->cmd = a;
-    at->read_only = read_only(a);
-    add_targets(c->r, at, a, b, c->home);
+    at->read_only = facts & FACT_READ_ONLY;
+    if (facts & FACT_TARGETS)
+      add_targets(c->r, at, a, b, c->home);
     return;
   }
   at->text = ar_strdup(c->r, a->path ? a->path : "");
