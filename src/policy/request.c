@@ -189,7 +189,6 @@ static char *argv_script(struct request *r, const json_t *argv);
 static char *gemini_cwd(const json_t *content);
 static const char *base_name(const char *p);
 static bool in_list(const char *s, const char *const *v, size_t n);
-static bool key_in(const char *key, const char *const *v, size_t n);
 static bool read_only(const struct shell_atom *a);
 static json_t *unconst(const json_t *j);
 static bool has_nul(const json_t *v, int depth);
@@ -229,10 +228,10 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
 static char *normal_cwd(struct request *r, const char *cwd) {
   size_t n = strlen(cwd);
   bool normal = n <= PATH_LEN_MAX && (n == 1 || cwd[n - 1] != '/');
-  for (size_t i = 0; normal && i < n; i++) {
-    if (cwd[i] != '/')
-      continue;
-    const char *s = cwd + i + 1; // a segment: not empty, "." or ".."
+  // Each segment (after a '/'): not empty, "." or "..".
+  for (const char *s = cwd, *end = cwd + n;
+       normal && (s = memchr(s, '/', (size_t)(end - s))) != NULL;) {
+    s++;
     normal = !(s[0] == '/' || (s[0] == '.' && (!s[1] || s[1] == '/')) ||
                (s[0] == '.' && s[1] == '.' && (!s[2] || s[2] == '/')));
   }
@@ -778,7 +777,8 @@ static void push_target(struct request *r, struct request_atom *at,
 static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
                          bool mcp) {
   struct request *r = c->r;
-  struct paths ps = {.n = 0};
+  struct paths ps;
+  ps.n = 0; // v is read up to n
   bool deep = mcp || (!shell && tool_cls < 0 && strcmp(k, "other") == 0);
   bool edit_signal = collect_paths(c, &ps, deep);
   bool edit_kind =
@@ -857,31 +857,117 @@ static void from_paths(struct ctx *c, const struct paths *ps,
   }
 }
 
-// Rawinput keys whose string is a path, whatever it looks like.
-static const char *const path_keys[] = {
-    "file_path", "notebook_path", "path",      "dir_path", "absolute_path",
-    "filePath",  "filepath",      "file",      "filename", "dir",
-    "directory", "folder",        "old_path",  "oldPath",  "source_path",
-    "src_path",  "from_path",     "input_path"};
-// Keys that name where something is moved or written to (an edit there).
-static const char *const dest_keys[] = {
-    "new_path", "newPath",     "destination", "destination_path", "dest",
-    "dst",      "target_path", "target_file", "new_file_path",    "move_path",
-    "to_path",  "output_path", "output_file", "outfile",          "save_path"};
-// Keys whose string is a path when it looks like one (has a `/`, or starts
-// with `.` or `~`): `to`, `target`... are often not paths.
-static const char *const maybe_path_keys[] = {
-    "source", "src", "from", "to", "target", "output", "out", "location"};
-// Keys that hold lists of paths.
-static const char *const path_list_keys[] = {"paths", "files", "file_paths",
-                                             "filePaths"};
-// Keys whose text is content, not a place (never scanned for paths).
-static const char *const text_keys[] = {
-    "content", "new_string",  "old_string",  "newText",    "oldText", "text",
-    "body",    "message",     "description", "prompt",     "query",   "pattern",
-    "regex",   "glob",        "command",     "cmd",        "code",    "script",
-    "data",    "diff",        "patch",       "cwd",        "title",   "comment",
-    "reason",  "explanation", "summary",     "new_source", "plan"};
+// RawInput keys, by what their value is (a key may be in several lists),
+// sorted (strcmp) for a binary search: each key of a request is looked up.
+enum {
+  // where something is moved or written to (an edit there)
+  KEY_DEST = 1,
+  // a path, whatever it looks like
+  KEY_PATH = 2,
+  // a path when it looks like one (has a `/`, or starts with `.` or `~`):
+  // `to`, `target`... are often not paths
+  KEY_MAYBE = 4,
+  // a list of paths
+  KEY_LIST = 8,
+  // content, not a place (never scanned for paths)
+  KEY_TEXT = 16,
+};
+
+static const struct {
+  const char *name;
+  unsigned char lists;
+} key_lists[] = {
+    {"absolute_path", KEY_PATH},
+    {"body", KEY_TEXT},
+    {"cmd", KEY_TEXT},
+    {"code", KEY_TEXT},
+    {"command", KEY_TEXT},
+    {"comment", KEY_TEXT},
+    {"content", KEY_TEXT},
+    {"cwd", KEY_TEXT},
+    {"data", KEY_TEXT},
+    {"description", KEY_TEXT},
+    {"dest", KEY_DEST},
+    {"destination", KEY_DEST},
+    {"destination_path", KEY_DEST},
+    {"diff", KEY_TEXT},
+    {"dir", KEY_PATH},
+    {"dir_path", KEY_PATH},
+    {"directory", KEY_PATH},
+    {"dst", KEY_DEST},
+    {"explanation", KEY_TEXT},
+    {"file", KEY_PATH},
+    {"filePath", KEY_PATH},
+    {"filePaths", KEY_LIST},
+    {"file_path", KEY_PATH},
+    {"file_paths", KEY_LIST},
+    {"filename", KEY_PATH},
+    {"filepath", KEY_PATH},
+    {"files", KEY_LIST},
+    {"folder", KEY_PATH},
+    {"from", KEY_MAYBE},
+    {"from_path", KEY_PATH},
+    {"glob", KEY_TEXT},
+    {"input_path", KEY_PATH},
+    {"location", KEY_MAYBE},
+    {"message", KEY_TEXT},
+    {"move_path", KEY_DEST},
+    {"newPath", KEY_DEST},
+    {"newText", KEY_TEXT},
+    {"new_file_path", KEY_DEST},
+    {"new_path", KEY_DEST},
+    {"new_source", KEY_TEXT},
+    {"new_string", KEY_TEXT},
+    {"notebook_path", KEY_PATH},
+    {"oldPath", KEY_PATH},
+    {"oldText", KEY_TEXT},
+    {"old_path", KEY_PATH},
+    {"old_string", KEY_TEXT},
+    {"out", KEY_MAYBE},
+    {"outfile", KEY_DEST},
+    {"output", KEY_MAYBE},
+    {"output_file", KEY_DEST},
+    {"output_path", KEY_DEST},
+    {"patch", KEY_TEXT},
+    {"path", KEY_PATH},
+    {"paths", KEY_LIST},
+    {"pattern", KEY_TEXT},
+    {"plan", KEY_TEXT},
+    {"prompt", KEY_TEXT},
+    {"query", KEY_TEXT},
+    {"reason", KEY_TEXT},
+    {"regex", KEY_TEXT},
+    {"save_path", KEY_DEST},
+    {"script", KEY_TEXT},
+    {"source", KEY_MAYBE},
+    {"source_path", KEY_PATH},
+    {"src", KEY_MAYBE},
+    {"src_path", KEY_PATH},
+    {"summary", KEY_TEXT},
+    {"target", KEY_MAYBE},
+    {"target_file", KEY_DEST},
+    {"target_path", KEY_DEST},
+    {"text", KEY_TEXT},
+    {"title", KEY_TEXT},
+    {"to", KEY_MAYBE},
+    {"to_path", KEY_DEST},
+};
+
+// The lists key is in (0: none).
+static unsigned key_class(const char *key) {
+  size_t lo = 0, hi = sizeof(key_lists) / sizeof(*key_lists);
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int d = strcmp(key, key_lists[mid].name);
+    if (d == 0)
+      return key_lists[mid].lists;
+    if (d < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return 0;
+}
 
 // The paths a tool call names (copies): rawInput path keys (for MCP and
 // unknown tools, deep: any string that looks like a path, at any depth),
@@ -899,20 +985,18 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   const json_t *val;
   json_object_foreach(unconst(ri), key, val) {
     const char *s = json_string_value(val);
-    bool dest = key_in(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
+    unsigned lists = key_class(key);
+    bool dest = lists & KEY_DEST;
     if (s && *s &&
-        (dest ||
-         key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
-         (key_in(key, maybe_path_keys,
-                 sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
+        (dest || (lists & KEY_PATH) ||
+         ((lists & KEY_MAYBE) &&
           (strchr(s, '/') || s[0] == '.' || s[0] == '~')))) {
       push_path(c->r, ps, s);
       writes = writes || dest;
     }
     size_t i;
     const json_t *e;
-    if (key_in(key, path_list_keys,
-               sizeof(path_list_keys) / sizeof(*path_list_keys)))
+    if (lists & KEY_LIST)
       json_array_foreach(val, i, e) push_path(c->r, ps, json_string_value(e));
   }
   // codex patches: {path: {type, content|unified_diff, move_path}}, or a
@@ -974,13 +1058,11 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
     return;
   }
   json_object_foreach(unconst(v), key, e) {
-    if (key_in(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
+    unsigned lists = key_class(key);
+    if (lists & KEY_TEXT)
       continue;
     const char *s = json_string_value(e);
-    if (s && *s &&
-        (looks_like_path(s) ||
-         (depth > 0 &&
-          key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
+    if (s && *s && (looks_like_path(s) || (depth > 0 && (lists & KEY_PATH))))
       push_path(c->r, ps, s);
     else
       scan_paths(c, e, depth + 1, budget, ps);
@@ -1407,14 +1489,6 @@ static char *gemini_cwd(const json_t *content) {
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
-}
-
-// A JSON key in a list of keys (exact, as the agent reads its keys).
-static bool key_in(const char *key, const char *const *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (key[0] == v[i][0] && strcmp(key, v[i]) == 0)
-      return true;
-  return false;
 }
 
 static char lower_c(char c) {
