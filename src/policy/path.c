@@ -61,6 +61,53 @@ char *path_normalize(const char *base, const char *p, const char *home) {
   return r;
 }
 
+// path_absolute into full (FULL_MAX + 1 bytes): its length, or 0 (none, or
+// longer: the caller takes path_absolute's malloc'd way then).
+#define FULL_MAX (2 * PATH_LEN_MAX)
+
+static size_t absolute_into(const char *base, const char *p, const char *home,
+                            char *full, bool *longer) {
+  *longer = false;
+  if (!p || !*p)
+    return 0;
+  const char *a = NULL, *c = p;
+  if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
+    a = home, c = p + 1;
+  else if (p[0] != '/' && base && base[0] == '/')
+    a = base;
+  else if (p[0] != '/')
+    return 0;
+  size_t na = a ? strlen(a) : 0, nc = strlen(c), n = na + (a ? 1 : 0) + nc;
+  if (n > FULL_MAX) {
+    *longer = true;
+    return 0;
+  }
+  if (a) {
+    memcpy(full, a, na);
+    full[na] = '/';
+  }
+  memcpy(full + n - nc, c, nc + 1);
+  return n;
+}
+
+size_t path_normalize_into(const char *base, const char *p, const char *home,
+                           char *out) {
+  char full[FULL_MAX + 1];
+  bool longer;
+  struct buf b;
+  if (!absolute_into(base, p, home, full, &longer)) {
+    char *r = longer ? path_normalize(base, p, home) : NULL;
+    size_t n = r ? strlen(r) : 0;
+    memcpy(out, r ? r : "", n + 1);
+    free(r);
+    return n;
+  }
+  if (!collapse(full, &b))
+    return 0;
+  memcpy(out, b.s, b.n + 1);
+  return b.n;
+}
+
 // ---- what lstat and readlink said, remembered for one epoch ----
 
 #define PROBE_SLOTS 256
@@ -125,29 +172,43 @@ void path_cache_free(void) {
   }
 }
 
-static char *resolve(const char *abs, bool cached);
+static bool resolve(const char *abs, bool cached, struct buf *out);
 
 char *path_resolve(const char *abs) {
-  return resolve(abs, false);
+  struct buf b;
+  return resolve(abs, false, &b) ? xstrdup(b.s) : NULL;
 }
 
 char *path_resolve_cached(const char *abs) {
-  return resolve(abs, true);
+  struct buf b;
+  return resolve(abs, true, &b) ? xstrdup(b.s) : NULL;
 }
 
-static char *resolve(const char *abs, bool cached) {
+size_t path_resolve_cached_into(const char *base, const char *p,
+                                const char *home, char *out) {
+  char full[FULL_MAX + 1];
+  bool longer;
+  struct buf b;
+  // Longer than FULL_MAX is longer than PATH_LEN_MAX: resolve refuses it.
+  if (!absolute_into(base, p, home, full, &longer) || !resolve(full, true, &b))
+    return 0;
+  memcpy(out, b.s, b.n + 1);
+  return b.n;
+}
+
+// The resolved path into *out (true), or false.
+static bool resolve(const char *abs, bool cached, struct buf *out) {
   if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
-    return NULL;
-  // The components still to walk, as a path: links are spliced in front.
-  char *todo = xstrdup(abs);
-  struct buf out_s;
-  struct buf *out = &out_s;
+    return false;
+  // The components still to walk, as a path: links are spliced in front
+  // (todo: a malloc'd copy once a link was followed).
+  char *todo = NULL;
   out->s[0] = '\0';
   out->n = 0;
   out->over = false;
   bool missing = false;
   int links = 0;
-  char *rest = todo;
+  const char *rest = abs;
   while (*rest && !out->over) {
     while (*rest == '/')
       rest++;
@@ -177,17 +238,24 @@ static char *resolve(const char *abs, bool cached) {
       continue;
     if (kind == PROBE_FAILED || ++links > LINKS_MAX) {
       free(todo);
-      return NULL;
+      return false;
     }
     out->n = target[0] == '/' ? 0 : mark;
     out->s[out->n] = '\0';
     char *next = join3(target, "/", rest);
     free(todo);
-    todo = rest = next;
+    todo = next;
+    rest = next;
   }
-  char *r = out->over ? NULL : xstrdup(out->n ? out->s : "/");
   free(todo);
-  return r;
+  if (out->over)
+    return false;
+  if (!out->n) {
+    out->s[0] = '/';
+    out->s[1] = '\0';
+    out->n = 1;
+  }
+  return true;
 }
 
 bool path_within(const char *path, const char *dir) {

@@ -820,14 +820,14 @@ static void from_paths(struct ctx *c, const struct paths *ps,
                        bool guessed) {
   for (size_t j = 0; j < ps->n; j++) {
     const char *p = ps->v[j];
-    char *lex = path_normalize(c->r->cwd, p, c->home);
+    char lex[PATH_LEN_MAX + 1];
+    bool normal = path_normalize_into(c->r->cwd, p, c->home, lex) > 0;
     bool dup = false;
-    for (size_t k = 0; lex && k < c->r->natoms; k++) {
+    for (size_t k = 0; normal && k < c->r->natoms; k++) {
       const struct request_atom *o = &c->r->atoms[k];
       dup = dup || (o->cls == cls && o->deny_only == !own && o->lex &&
                     strcmp(o->lex, lex) == 0);
     }
-    free(lex);
     struct request_atom *a = dup ? NULL : add(c, cls, kind);
     if (!a)
       continue;
@@ -1347,22 +1347,24 @@ static void set_where(struct request *r, const char *text, bool dynamic,
   if (dynamic &&
       (strpbrk(text, "$`{") || text[0] == '~' || !strpbrk(text, "*?[")))
     return;
-  *lex = ar_take(r, path_normalize(cwd, text, home));
-  if (!*lex)
+  char buf[PATH_LEN_MAX + 1];
+  size_t n = path_normalize_into(cwd, text, home, buf);
+  if (!n)
     return;
   if (dynamic) {
+    *lex = ar_strndup(r, buf, n);
     *where = REQUEST_GLOB;
     return;
   }
   // Resolve the path as written, not the collapsed one: in link/../x the
   // kernel follows link first, so x may be far from where `..` suggests.
-  char *raw = path_absolute(cwd, text, home);
-  *res = ar_take(r, raw ? path_resolve_cached(raw) : NULL);
-  free(raw);
-  if (!*res) {
-    *lex = NULL;
+  char rbuf[PATH_LEN_MAX + 1];
+  size_t rn = path_resolve_cached_into(cwd, text, home, rbuf);
+  if (!rn)
     return;
-  }
+  *lex = ar_strndup(r, buf, n);
+  // Most paths are their own resolution: one string for both.
+  *res = rn == n && memcmp(rbuf, buf, n) == 0 ? *lex : ar_strndup(r, rbuf, rn);
   *where = REQUEST_KNOWN;
 }
 
