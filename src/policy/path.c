@@ -130,12 +130,12 @@ void path_cache_epoch(uint64_t epoch) {
 }
 
 // lstat (and readlink for a link) of path, from the cache when `cached` and
-// looked at in this epoch. target gets a link's target.
-static int probe(const char *path, bool cached, char *target, size_t cap) {
+// looked at in this epoch; h is path's hash (fnv64, from FNV64_OFFSET).
+// target gets a link's target.
+static int probe(const char *path, uint64_t h, bool cached, char *target,
+                 size_t cap) {
   struct probe *slot = NULL;
-  uint64_t h = 0;
   if (cached && probe_epoch) {
-    h = fnv64_more(FNV64_OFFSET, path, strlen(path));
     slot = &probes[h % PROBE_SLOTS];
     if (slot->epoch == probe_epoch && slot->hash == h &&
         strcmp(slot->path, path) == 0) {
@@ -208,6 +208,7 @@ static bool resolve(const char *abs, bool cached, struct buf *out) {
   out->over = false;
   bool missing = false;
   int links = 0;
+  uint64_t h = FNV64_OFFSET; // of out->s
   const char *rest = abs;
   while (*rest && !out->over) {
     while (*rest == '/')
@@ -221,6 +222,7 @@ static bool resolve(const char *abs, bool cached, struct buf *out) {
       continue;
     if (n == 2 && name[0] == '.' && name[1] == '.') {
       buf_pop(out);
+      h = fnv64_more(FNV64_OFFSET, out->s, out->n);
       continue;
     }
     size_t mark = out->n;
@@ -228,8 +230,11 @@ static bool resolve(const char *abs, bool cached, struct buf *out) {
     buf_add(out, name, n);
     if (missing || out->over)
       continue;
+    // The hash of the path so far, grown by the component (FNV-1a runs left
+    // to right): each prefix is not hashed again from its start.
+    h = fnv64_more(h, out->s + mark, out->n - mark);
     char target[PATH_LEN_MAX + 1];
-    int kind = probe(out->s, cached, target, sizeof(target));
+    int kind = probe(out->s, h, cached, target, sizeof(target));
     if (kind == PROBE_MISSING) {
       missing = true; // a new file (or unreadable): the rest as written
       continue;
@@ -242,6 +247,7 @@ static bool resolve(const char *abs, bool cached, struct buf *out) {
     }
     out->n = target[0] == '/' ? 0 : mark;
     out->s[out->n] = '\0';
+    h = fnv64_more(FNV64_OFFSET, out->s, out->n);
     char *next = join3(target, "/", rest);
     free(todo);
     todo = next;
