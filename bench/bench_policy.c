@@ -215,7 +215,8 @@ int main(int argc, char **argv) {
   const char *home = getenv("HOME") ? getenv("HOME") : "/";
   double seconds = atof(argv[4]);
   struct policy *p = compile(rules, root, home);
-  // BENCH_POLICY_ONLY=policy|match|request|gate: one part (for perf record).
+  // BENCH_POLICY_ONLY=policy|cold|match|request|gate: one part (for perf
+  // record).
   const char *only = getenv("BENCH_POLICY_ONLY");
   if (getenv("BENCH_POLICY_PASSES"))
     passes = atol(getenv("BENCH_POLICY_PASSES"));
@@ -227,7 +228,11 @@ int main(int argc, char **argv) {
       t = run_match(p, reqs, root, home, false, seconds);
     else if (strcmp(only, "request") == 0)
       t = run_request(reqs, root, home, seconds);
-    else
+    else if (strcmp(only, "cold") == 0) {
+      shcache_enable(0);
+      t = run_policy(p, reqs, root, home, seconds);
+      shcache_enable(1);
+    } else
       t = run_policy(p, reqs, root, home, seconds);
     // The count, to turn a profile's totals into costs per decision.
     json_t *out = tally_json(&t);
