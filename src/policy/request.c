@@ -278,7 +278,7 @@ static bool read_tc(const json_t *tc, struct tc_fields *t) {
 // rawInput's fields (ri: an object or NULL).
 static void read_ri(const json_t *ri, struct ri_fields *f) {
   // Every key looked at, with its length: most keys fail on the length.
-  enum { EDIT = -1 };
+  enum { EDIT = -1, CHANGES = 13 };
   static const struct {
     const char *name;
     size_t n;
@@ -296,7 +296,7 @@ static void read_ri(const json_t *ri, struct ri_fields *f) {
               {"notebook_path", 13, 10},
               {"query", 5, 11},
               {"prompt", 6, 12},
-              {"changes", 7, 13},
+              {"changes", 7, CHANGES},
               {"old_string", 10, EDIT},
               {"new_string", 10, EDIT},
               {"content", 7, EDIT},
@@ -325,7 +325,7 @@ static void read_ri(const json_t *ri, struct ri_fields *f) {
       f->url[keys[i].slot] = v;
     else
       *slot[keys[i].slot - URL_KEYS] = v;
-    f->edit = f->edit || keys[i].slot == 13; // changes is an edit field too
+    f->edit = f->edit || keys[i].slot == CHANGES; // an edit field too
   }
 }
 

@@ -82,7 +82,7 @@ struct request {
   size_t natoms;
   // Every string and table above (atoms, targets, paths, names) lives in
   // these chunks of memory, freed together by request_clear: most requests
-  // need one malloc. Never copy a request by value.
+  // need one malloc. A request owns them: clear it once.
   struct request_chunk *chunks;
   size_t chunk_used;
 };
