@@ -18,6 +18,8 @@
 //           applied through the compiled index;
 //   scan:   the same with policy_decide_reference (every rule against
 //           every atom, as before the index);
+//   request: policy_request_new + policy_request_free alone (only with
+//           BENCH_POLICY_ONLY=request);
 //   gate:   what the broker does per request: gate_decide (the project's
 //           settings files checked, the policy, the verdict as a C struct),
 //           from the settings files.
@@ -125,6 +127,25 @@ static struct tally run_policy(const struct policy *p, json_t *reqs,
   return t;
 }
 
+// policy_request_new + policy_request_free alone: reading the request.
+__attribute__((noinline)) static struct tally
+run_request(json_t *reqs, const char *root, const char *home, double seconds) {
+  struct tally t = {0};
+  size_t n = json_array_size(reqs);
+  double t0 = now_s(), t1;
+  static uint64_t epoch;
+  do {
+    path_cache_epoch(++epoch);
+    for (size_t i = 0; i < n; i++)
+      policy_request_free(
+          policy_request_new(json_array_get(reqs, i), root, home));
+    t.n += (long)n;
+    t1 = now_s();
+  } while (more(t1 - t0, t.n / (long)(n ? n : 1), seconds));
+  t.per_s = (double)t.n / (t1 - t0);
+  return t;
+}
+
 static struct tally run_match(const struct policy *p, json_t *reqs,
                               const char *root, const char *home, bool scan,
                               double seconds) {
@@ -194,7 +215,8 @@ int main(int argc, char **argv) {
   const char *home = getenv("HOME") ? getenv("HOME") : "/";
   double seconds = atof(argv[4]);
   struct policy *p = compile(rules, root, home);
-  // BENCH_POLICY_ONLY=policy|match|gate: one part (for perf record).
+  // BENCH_POLICY_ONLY=policy|cold|match|request|gate: one part (for perf
+  // record).
   const char *only = getenv("BENCH_POLICY_ONLY");
   if (getenv("BENCH_POLICY_PASSES"))
     passes = atol(getenv("BENCH_POLICY_PASSES"));
@@ -204,7 +226,13 @@ int main(int argc, char **argv) {
       t = run_gate(reqs, root, seconds);
     else if (strcmp(only, "match") == 0)
       t = run_match(p, reqs, root, home, false, seconds);
-    else
+    else if (strcmp(only, "request") == 0)
+      t = run_request(reqs, root, home, seconds);
+    else if (strcmp(only, "cold") == 0) {
+      shcache_enable(0);
+      t = run_policy(p, reqs, root, home, seconds);
+      shcache_enable(1);
+    } else
       t = run_policy(p, reqs, root, home, seconds);
     // The count, to turn a profile's totals into costs per decision.
     json_t *out = tally_json(&t);

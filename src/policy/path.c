@@ -61,6 +61,53 @@ char *path_normalize(const char *base, const char *p, const char *home) {
   return r;
 }
 
+// path_absolute into full (FULL_MAX + 1 bytes): its length, or 0 (none, or
+// longer: the caller takes path_absolute's malloc'd way then).
+#define FULL_MAX (2 * PATH_LEN_MAX)
+
+static size_t absolute_into(const char *base, const char *p, const char *home,
+                            char *full, bool *longer) {
+  *longer = false;
+  if (!p || !*p)
+    return 0;
+  const char *a = NULL, *c = p;
+  if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
+    a = home, c = p + 1;
+  else if (p[0] != '/' && base && base[0] == '/')
+    a = base;
+  else if (p[0] != '/')
+    return 0;
+  size_t na = a ? strlen(a) : 0, nc = strlen(c), n = na + (a ? 1 : 0) + nc;
+  if (n > FULL_MAX) {
+    *longer = true;
+    return 0;
+  }
+  if (a) {
+    memcpy(full, a, na);
+    full[na] = '/';
+  }
+  memcpy(full + n - nc, c, nc + 1);
+  return n;
+}
+
+size_t path_normalize_into(const char *base, const char *p, const char *home,
+                           char *out) {
+  char full[FULL_MAX + 1];
+  bool longer;
+  struct buf b;
+  if (!absolute_into(base, p, home, full, &longer)) {
+    char *r = longer ? path_normalize(base, p, home) : NULL;
+    size_t n = r ? strlen(r) : 0;
+    memcpy(out, r ? r : "", n + 1);
+    free(r);
+    return n;
+  }
+  if (!collapse(full, &b))
+    return 0;
+  memcpy(out, b.s, b.n + 1);
+  return b.n;
+}
+
 // ---- what lstat and readlink said, remembered for one epoch ----
 
 #define PROBE_SLOTS 256
@@ -83,12 +130,12 @@ void path_cache_epoch(uint64_t epoch) {
 }
 
 // lstat (and readlink for a link) of path, from the cache when `cached` and
-// looked at in this epoch. target gets a link's target.
-static int probe(const char *path, bool cached, char *target, size_t cap) {
+// looked at in this epoch; h is path's hash (fnv64, from FNV64_OFFSET).
+// target gets a link's target.
+static int probe(const char *path, uint64_t h, bool cached, char *target,
+                 size_t cap) {
   struct probe *slot = NULL;
-  uint64_t h = 0;
   if (cached && probe_epoch) {
-    h = fnv64_more(FNV64_OFFSET, path, strlen(path));
     slot = &probes[h % PROBE_SLOTS];
     if (slot->epoch == probe_epoch && slot->hash == h &&
         strcmp(slot->path, path) == 0) {
@@ -125,29 +172,44 @@ void path_cache_free(void) {
   }
 }
 
-static char *resolve(const char *abs, bool cached);
+static bool resolve(const char *abs, bool cached, struct buf *out);
 
 char *path_resolve(const char *abs) {
-  return resolve(abs, false);
+  struct buf b;
+  return resolve(abs, false, &b) ? xstrdup(b.s) : NULL;
 }
 
 char *path_resolve_cached(const char *abs) {
-  return resolve(abs, true);
+  struct buf b;
+  return resolve(abs, true, &b) ? xstrdup(b.s) : NULL;
 }
 
-static char *resolve(const char *abs, bool cached) {
+size_t path_resolve_cached_into(const char *base, const char *p,
+                                const char *home, char *out) {
+  char full[FULL_MAX + 1];
+  bool longer;
+  struct buf b;
+  // Longer than FULL_MAX is longer than PATH_LEN_MAX: resolve refuses it.
+  if (!absolute_into(base, p, home, full, &longer) || !resolve(full, true, &b))
+    return 0;
+  memcpy(out, b.s, b.n + 1);
+  return b.n;
+}
+
+// The resolved path into *out (true), or false.
+static bool resolve(const char *abs, bool cached, struct buf *out) {
   if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
-    return NULL;
-  // The components still to walk, as a path: links are spliced in front.
-  char *todo = xstrdup(abs);
-  struct buf out_s;
-  struct buf *out = &out_s;
+    return false;
+  // The components still to walk, as a path: links are spliced in front
+  // (todo: a malloc'd copy once a link was followed).
+  char *todo = NULL;
   out->s[0] = '\0';
   out->n = 0;
   out->over = false;
   bool missing = false;
   int links = 0;
-  char *rest = todo;
+  uint64_t h = FNV64_OFFSET; // of out->s
+  const char *rest = abs;
   while (*rest && !out->over) {
     while (*rest == '/')
       rest++;
@@ -160,6 +222,7 @@ static char *resolve(const char *abs, bool cached) {
       continue;
     if (n == 2 && name[0] == '.' && name[1] == '.') {
       buf_pop(out);
+      h = fnv64_more(FNV64_OFFSET, out->s, out->n);
       continue;
     }
     size_t mark = out->n;
@@ -167,8 +230,11 @@ static char *resolve(const char *abs, bool cached) {
     buf_add(out, name, n);
     if (missing || out->over)
       continue;
+    // The hash of the path so far, grown by the component (FNV-1a runs left
+    // to right): each prefix is not hashed again from its start.
+    h = fnv64_more(h, out->s + mark, out->n - mark);
     char target[PATH_LEN_MAX + 1];
-    int kind = probe(out->s, cached, target, sizeof(target));
+    int kind = probe(out->s, h, cached, target, sizeof(target));
     if (kind == PROBE_MISSING) {
       missing = true; // a new file (or unreadable): the rest as written
       continue;
@@ -177,17 +243,25 @@ static char *resolve(const char *abs, bool cached) {
       continue;
     if (kind == PROBE_FAILED || ++links > LINKS_MAX) {
       free(todo);
-      return NULL;
+      return false;
     }
     out->n = target[0] == '/' ? 0 : mark;
     out->s[out->n] = '\0';
+    h = fnv64_more(FNV64_OFFSET, out->s, out->n);
     char *next = join3(target, "/", rest);
     free(todo);
-    todo = rest = next;
+    todo = next;
+    rest = next;
   }
-  char *r = out->over ? NULL : xstrdup(out->n ? out->s : "/");
   free(todo);
-  return r;
+  if (out->over)
+    return false;
+  if (!out->n) {
+    out->s[0] = '/';
+    out->s[1] = '\0';
+    out->n = 1;
+  }
+  return true;
 }
 
 bool path_within(const char *path, const char *dir) {

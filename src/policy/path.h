@@ -23,6 +23,11 @@ char *path_absolute(const char *base, const char *p, const char *home);
 // Returns a new string, or NULL when there is no absolute result or it is
 // longer than PATH_LEN_MAX.
 char *path_normalize(const char *base, const char *p, const char *home);
+// path_normalize into out (PATH_LEN_MAX + 1 bytes): the result's length, or
+// 0 when path_normalize gives NULL. Allocates nothing for paths of usual
+// length.
+size_t path_normalize_into(const char *base, const char *p, const char *home,
+                           char *out);
 // Follows the symlinks of an absolute path component by component, applying
 // each `..` to what the components before it resolved to, as the kernel
 // does (at most 40 links); from the first component that does not exist the
@@ -35,6 +40,11 @@ char *path_resolve(const char *abs);
 // epoch (broker.c gate_fresh) see one state of the filesystem. fs/* does
 // not use it: it checks the disk again when it reads or writes.
 char *path_resolve_cached(const char *abs);
+// path_resolve_cached(path_absolute(base, p, home)) into out (PATH_LEN_MAX +
+// 1 bytes): the result's length, or 0 for NULL. Allocates nothing unless a
+// symlink is followed.
+size_t path_resolve_cached_into(const char *base, const char *p,
+                                const char *home, char *out);
 // Starts an epoch: what was remembered before is looked at again.
 void path_cache_epoch(uint64_t epoch);
 // Frees what is remembered.

@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,49 +35,122 @@ static const char *const find_tests[] = {
 
 // Rawinput fields that carry the new content of a file (Claude Write, Edit,
 // MultiEdit, NotebookEdit; codex patches).
-static const char *const edit_fields[] = {
-    "old_string", "new_string", "content", "edits", "new_source", "changes"};
+// (read_ri's keys with EDIT, and changes.)
 
 // Where a script's relative paths may point: the directory it starts in
 // and every place a `cd` may have taken it (a cd may also fail).
 struct bases {
-  char *dir[16];
+  char *dir[16]; // malloc'd, but for the cwd itself (borrowed)
   size_t n;
-  bool unknown; // a cd to somewhere that cannot be known
+  bool unknown;  // a cd to somewhere that cannot be known
+  bool borrowed; // dir[0] is the cwd
 };
 
 struct paths {
-  char *v[REQUEST_PATHS_MAX + 1];
+  char *v[REQUEST_PATHS_MAX + 1]; // in the request's arena
   size_t n;
+};
+
+// The toolCall's fields and rawInput's, each read once (one walk over
+// each object instead of a lookup per use).
+struct tc_fields {
+  const json_t *name, *meta, *id, *kind, *title, *ri, *content, *locations;
+};
+
+// rawInput's url_keys, in that order (fetch_reading).
+#define URL_KEYS 7
+struct ri_fields {
+  const json_t *command, *cwd, *file_path, *notebook_path, *query, *prompt,
+      *changes;
+  const json_t *url[URL_KEYS];
+  bool edit; // one of edit_fields is there (any value)
 };
 
 struct ctx {
   struct request *r;
   const json_t *tc, *ri;
+  struct tc_fields t;
+  struct ri_fields f;
   const char *home;
   size_t cap;
 };
+
+// ---- the request's arena (request.h: chunks) ----
+
+struct request_chunk {
+  struct request_chunk *next;
+  size_t cap;
+  max_align_t data[]; // cap bytes
+};
+
+#define CHUNK_GROW_MAX ((size_t)1 << 20) // later chunks double up to this
+
+static void *ar_alloc(struct request *r, size_t n, size_t align) {
+  struct request_chunk *ch = r->chunks;
+  size_t at = (r->chunk_used + align - 1) & ~(align - 1);
+  if (!ch || at > ch->cap || ch->cap - at < n) {
+    size_t cap = ch ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
+                    : REQUEST_CHUNK - sizeof(*ch);
+    if (cap > CHUNK_GROW_MAX)
+      cap = CHUNK_GROW_MAX;
+    if (cap < n)
+      cap = n;
+    ch = xmalloc(sizeof(*ch) + cap);
+    ch->cap = cap;
+    ch->next = r->chunks;
+    r->chunks = ch;
+    at = 0;
+  }
+  r->chunk_used = at + n;
+  return (char *)ch->data + at;
+}
+
+static char *ar_strndup(struct request *r, const char *s, size_t n) {
+  char *p = ar_alloc(r, n + 1, 1);
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+static char *ar_strdup(struct request *r, const char *s) {
+  return ar_strndup(r, s, strlen(s));
+}
+
+// A string from path.c (malloc'd, or NULL) moved into the arena.
+static char *ar_take(struct request *r, char *s) {
+  if (!s)
+    return NULL;
+  char *p = ar_strdup(r, s);
+  free(s);
+  return p;
+}
 
 static void extract(struct ctx *c);
 static const char *infer_kind(struct ctx *c);
 static void from_command(struct ctx *c, const json_t *cmd);
 static void from_script(struct ctx *c, char *script, const char *cwd);
-static void cd_bases(const struct shell_result *sh, const char *cwd,
-                     const char *home, struct bases *b);
+static unsigned char facts(const struct shell_atom *a);
+static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
+                     const char *cwd, const char *home, struct bases *b);
 static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
-                           const char *cwd, const struct bases *b);
-static void add_targets(struct request_atom *at, const struct shell_atom *a,
-                        const struct bases *b, const char *home);
-static void find_targets(struct request_atom *at, const struct shell_atom *a,
-                         const struct bases *b, const char *home);
-static void remove_targets(struct request_atom *at, const struct shell_atom *a,
-                           const char *name, const struct bases *b,
-                           const char *home);
+                           unsigned char facts, const char *cwd,
+                           const struct bases *b);
+static void add_targets(struct request *r, struct request_atom *at,
+                        const struct shell_atom *a, const struct bases *b,
+                        const char *home);
+static void find_targets(struct request *r, struct request_atom *at,
+                         const struct shell_atom *a, const struct bases *b,
+                         const char *home);
+static void remove_targets(struct request *r, struct request_atom *at,
+                           const struct shell_atom *a, const char *name,
+                           const struct bases *b, const char *home);
 static bool operand(const char *w, bool *opts);
-static void add_target(struct request_atom *at, const struct shell_word *w,
-                       const struct bases *b, const char *home);
-static void push_target(struct request_atom *at, const char *text, bool dynamic,
-                        const char *dir, const char *home);
+static void add_target(struct request *r, struct request_atom *at,
+                       const struct shell_word *w, const struct bases *b,
+                       const char *home);
+static void push_target(struct request *r, struct request_atom *at,
+                        const char *text, bool dynamic, const char *dir,
+                        const char *home);
 static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp);
 static void title_reading(struct ctx *c, const char *cmd);
 static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
@@ -88,7 +162,7 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep);
 static void scan_paths(const struct ctx *c, const json_t *v, int depth,
                        size_t *budget, struct paths *ps);
 static bool looks_like_path(const char *s);
-static void push_path(struct paths *ps, const char *s);
+static void push_path(struct request *r, struct paths *ps, const char *s);
 static json_t *gemini_args(struct ctx *c);
 static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
 static size_t js_space(const char *p);
@@ -101,89 +175,191 @@ static bool has_scheme_sep(const char *w, size_t n);
 static bool is_mcp(struct ctx *c);
 static struct request_atom *add(struct ctx *c, enum request_class cls,
                                 const char *kind);
-static void set_where(const char *text, bool dynamic, const char *cwd,
-                      const char *home, enum request_where *where, char **lex,
-                      char **res);
+static void set_where(struct request *r, const char *text, bool dynamic,
+                      const char *cwd, const char *home,
+                      enum request_where *where, char **lex, char **res);
 static void opaque(struct request *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static char *tool_hint(const json_t *tc);
+static char *tool_hint(struct ctx *c);
+static bool known_tool(const char *s, size_t n);
+static char lower_c(char c);
 static const char *str(const json_t *o, const char *key);
 static const char *kind_of(struct request *r, const char *k);
-static char *argv_script(const json_t *argv);
-static char *gemini_cwd(const json_t *tc);
+static char *argv_script(struct request *r, const json_t *argv);
+static char *gemini_cwd(const json_t *content);
 static const char *base_name(const char *p);
 static bool in_list(const char *s, const char *const *v, size_t n);
-static bool key_in(const char *key, const char *const *v, size_t n);
 static bool read_only(const struct shell_atom *a);
 static json_t *unconst(const json_t *j);
 static bool has_nul(const json_t *v, int depth);
+static char *normal_cwd(struct request *r, const char *cwd);
+static bool read_tc(const json_t *tc, struct tc_fields *t);
+static void read_ri(const json_t *ri, struct ri_fields *f);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
   *r = (struct request){0};
-  r->cwd = cwd && cwd[0] == '/' ? path_normalize(NULL, cwd, NULL) : NULL;
+  r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
   const json_t *tc = json_object_get(params, "toolCall");
   if (!json_is_object(tc)) {
-    r->kind = xstrdup("other");
+    r->kind = ar_strdup(r, "other");
     opaque(r, "the request has no toolCall");
     return;
   }
-  const json_t *ri = json_object_get(tc, "rawInput");
+  struct ctx c = {
+      .r = r, .tc = tc, .home = home && home[0] == '/' ? home : NULL};
+  bool nul = read_tc(tc, &c.t);
+  const json_t *ri = c.t.ri;
   if (ri && !json_is_object(ri) && !json_is_null(ri))
     opaque(r, "rawInput is not an object");
   // C strings end at a NUL byte where the agent's do not (a URL parser
   // strips it, a prompt goes on after it): such a request cannot be read.
-  if (has_nul(tc, 0))
+  if (nul)
     opaque(r, "a string of the request holds a NUL byte");
-  struct ctx c = {.r = r,
-                  .tc = tc,
-                  .ri = json_is_object(ri) ? ri : NULL,
-                  .home = home && home[0] == '/' ? home : NULL};
-  r->tool = tool_hint(tc);
-  const char *k = str(tc, "kind");
-  r->kind = xstrdup(k && *k ? k : "other");
+  c.ri = json_is_object(ri) ? ri : NULL;
+  read_ri(c.ri, &c.f);
+  r->tool = tool_hint(&c);
+  const char *k = json_string_value(c.t.kind);
+  r->kind = ar_strdup(r, k && *k ? k : "other");
   extract(&c);
+}
+
+// The session cwd, normalised: most are normal already (a copy then).
+static char *normal_cwd(struct request *r, const char *cwd) {
+  size_t n = strlen(cwd);
+  bool normal = n <= PATH_LEN_MAX && (n == 1 || cwd[n - 1] != '/');
+  // Each segment (after a '/'): not empty, "." or "..".
+  for (const char *s = cwd, *end = cwd + n;
+       normal && (s = memchr(s, '/', (size_t)(end - s))) != NULL;) {
+    s++;
+    normal = !(s[0] == '/' || (s[0] == '.' && (!s[1] || s[1] == '/')) ||
+               (s[0] == '.' && s[1] == '.' && (!s[2] || s[2] == '/')));
+  }
+  if (normal)
+    return ar_strndup(r, cwd, n);
+  return ar_take(r, path_normalize(NULL, cwd, NULL));
+}
+
+static bool key_is(const char *k, size_t kn, const char *want, size_t n) {
+  return kn == n && memcmp(k, want, n) == 0;
+}
+#define KEY_IS(k, kn, lit) key_is(k, kn, lit, sizeof(lit) - 1)
+
+// The toolCall's fields, in one walk that also looks for NUL bytes (true
+// when a string holds one).
+static bool read_tc(const json_t *tc, struct tc_fields *t) {
+  bool nul = false;
+  json_t *o = unconst(tc);
+  for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
+    const char *k = json_object_iter_key(it);
+    size_t kn = json_object_iter_key_len(it);
+    const json_t *v = json_object_iter_value(it);
+    nul = nul || has_nul(v, 1);
+    if (KEY_IS(k, kn, "name"))
+      t->name = v;
+    else if (KEY_IS(k, kn, "_meta"))
+      t->meta = v;
+    else if (KEY_IS(k, kn, "toolCallId"))
+      t->id = v;
+    else if (KEY_IS(k, kn, "kind"))
+      t->kind = v;
+    else if (KEY_IS(k, kn, "title"))
+      t->title = v;
+    else if (KEY_IS(k, kn, "rawInput"))
+      t->ri = v;
+    else if (KEY_IS(k, kn, "content"))
+      t->content = v;
+    else if (KEY_IS(k, kn, "locations"))
+      t->locations = v;
+  }
+  return nul;
+}
+
+// rawInput's fields (ri: an object or NULL).
+static void read_ri(const json_t *ri, struct ri_fields *f) {
+  // Every key looked at, with its length: most keys fail on the length.
+  enum { EDIT = -1, CHANGES = 13 };
+  static const struct {
+    const char *name;
+    size_t n;
+    int slot; // 0..6 url[slot], 7.. the fields below, EDIT
+  } keys[] = {{"url", 3, 0},
+              {"urls", 4, 1},
+              {"uri", 3, 2},
+              {"uris", 4, 3},
+              {"href", 4, 4},
+              {"links", 5, 5},
+              {"endpoint", 8, 6},
+              {"command", 7, 7},
+              {"cwd", 3, 8},
+              {"file_path", 9, 9},
+              {"notebook_path", 13, 10},
+              {"query", 5, 11},
+              {"prompt", 6, 12},
+              {"changes", 7, CHANGES},
+              {"old_string", 10, EDIT},
+              {"new_string", 10, EDIT},
+              {"content", 7, EDIT},
+              {"edits", 5, EDIT},
+              {"new_source", 10, EDIT}};
+  *f = (struct ri_fields){0};
+  json_t *o = unconst(ri);
+  for (void *it = o ? json_object_iter(o) : NULL; it;
+       it = json_object_iter_next(o, it)) {
+    const char *k = json_object_iter_key(it);
+    size_t kn = json_object_iter_key_len(it);
+    const json_t *v = json_object_iter_value(it);
+    size_t i = 0;
+    while (i < sizeof(keys) / sizeof(*keys) &&
+           (keys[i].n != kn || keys[i].name[0] != k[0] ||
+            memcmp(keys[i].name, k, kn) != 0))
+      i++;
+    if (i == sizeof(keys) / sizeof(*keys))
+      continue;
+    const json_t **slot[] = {&f->command,       &f->cwd,   &f->file_path,
+                             &f->notebook_path, &f->query, &f->prompt,
+                             &f->changes};
+    if (keys[i].slot == EDIT)
+      f->edit = true;
+    else if (keys[i].slot < URL_KEYS)
+      f->url[keys[i].slot] = v;
+    else
+      *slot[keys[i].slot - URL_KEYS] = v;
+    f->edit = f->edit || keys[i].slot == CHANGES; // an edit field too
+  }
 }
 
 // True when a string in v holds a NUL byte, or v nests too deep to look.
 static bool has_nul(const json_t *v, int depth) {
   if (depth > 64)
     return true;
-  if (json_is_string(v))
-    return strlen(json_string_value(v)) != json_string_length(v);
-  const char *key;
-  const json_t *e;
-  size_t i;
-  json_array_foreach(v, i, e) if (has_nul(e, depth + 1)) return true;
-  json_object_foreach(unconst(v), key, e) {
-    if (has_nul(e, depth + 1))
-      return true;
+  switch (json_typeof(v)) {
+  case JSON_STRING:
+    return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+  case JSON_ARRAY:
+    for (size_t i = 0, n = json_array_size(v); i < n; i++)
+      if (has_nul(json_array_get(v, i), depth + 1))
+        return true;
+    return false;
+  case JSON_OBJECT: {
+    json_t *o = unconst(v);
+    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it))
+      if (has_nul(json_object_iter_value(it), depth + 1))
+        return true;
+    return false;
   }
-  return false;
+  default:
+    return false;
+  }
 }
 
 void request_clear(struct request *r) {
-  for (size_t i = 0; i < r->natoms; i++) {
-    struct request_atom *a = &r->atoms[i];
-    free(a->lex);
-    free(a->res);
-    free(a->text);
-    free(a->name);
-    for (size_t j = 0; j < a->ntargets; j++) {
-      free(a->targets[j].lex);
-      free(a->targets[j].res);
-      free(a->targets[j].text);
-    }
-    free(a->targets);
-  }
-  free(r->atoms);
   shcache_release(r->sh);
   shcache_release(r->alt_sh);
-  free(r->alt_command);
-  free(r->kind);
-  free(r->tool);
-  free(r->command);
-  free(r->cwd);
+  for (struct request_chunk *ch = r->chunks, *next; ch; ch = next) {
+    next = ch->next;
+    free(ch);
+  }
   *r = (struct request){0};
 }
 
@@ -202,10 +378,12 @@ static void extract(struct ctx *c) {
   if (!mcp && strcmp(k, "other") == 0)
     k = infer_kind(c);
   json_t *gemini = NULL;
-  if (mcp && !c->ri)
+  if (mcp && !c->ri) {
     c->ri = gemini = gemini_args(c);
+    read_ri(c->ri, &c->f);
+  }
   size_t first = r->natoms;
-  const json_t *cmd = json_object_get(c->ri, "command");
+  const json_t *cmd = c->f.command;
   if (mcp && !json_is_string(cmd) && !json_is_array(cmd))
     cmd = NULL; // an MCP tool's `command` of another type is not a shell's
   bool shell =
@@ -229,9 +407,9 @@ static void extract(struct ctx *c) {
                7);
   if (!mcp && by_kind && (!covered || strcmp(k, "switch_mode") == 0)) {
     struct request_atom *a = add(c, REQUEST_KIND, kind_of(r, k));
-    const char *title = str(c->tc, "title");
+    const char *title = json_string_value(c->t.title);
     if (a && (r->tool || title))
-      a->name = xstrdup(r->tool ? r->tool : title);
+      a->name = ar_strdup(r, r->tool ? r->tool : title);
   }
   if (!r->natoms)
     opaque(r, "nothing in the request to judge");
@@ -252,11 +430,11 @@ static const char *infer_kind(struct ctx *c) {
     return by_class[cls];
   if (!c->ri)
     return "other";
-  if (json_object_get(c->ri, "command"))
+  if (c->f.command)
     return "execute";
-  if (str(c->ri, "file_path") || str(c->ri, "notebook_path"))
+  if (json_is_string(c->f.file_path) || json_is_string(c->f.notebook_path))
     return "read"; // path_reading makes it an edit when content comes
-  if (str(c->ri, "url"))
+  if (json_is_string(c->f.url[0]))
     return "fetch";
   return "other";
 }
@@ -273,11 +451,11 @@ static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
     if (!mcp && json_is_string(cmd))
       title_reading(c, json_string_value(cmd));
   } else {
-    const char *title = str(c->tc, "title");
+    const char *title = json_string_value(c->t.title);
     bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
                               strcmp(r->tool, "ShellTool") == 0);
     if (gemini && title && *title)
-      from_script(c, xstrdup(title), NULL);
+      from_script(c, ar_strdup(r, title), NULL);
     else
       opaque(r, "command text unavailable");
   }
@@ -286,7 +464,7 @@ static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
 // The title as a command, when it is not rawInput.command as the Claude
 // adapters show it (the command itself, or in backticks with ` escaped).
 static void title_reading(struct ctx *c, const char *cmd) {
-  const char *t = str(c->tc, "title");
+  const char *t = json_string_value(c->t.title);
   if (!t)
     return;
   size_t tn = strlen(t), cn = strlen(cmd);
@@ -298,9 +476,11 @@ static void title_reading(struct ctx *c, const char *cmd) {
     cn--;
   while (cn && strchr(" \t\r\n", *cmd))
     cmd++, cn--;
-  char *plain = xmalloc(tn + 1);
-  size_t n = 0;
   bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
+  if (!ticks && tn == cn && memcmp(t, cmd, tn) == 0)
+    return; // the title is the command (the loop below would copy it)
+  char *plain = ar_alloc(c->r, tn + 1, 1);
+  size_t n = 0;
   for (size_t i = ticks; i < tn - ticks; i++) {
     if (ticks && t[i] == '\\' && t[i + 1] == '`' && i + 1 < tn - 1)
       i++;
@@ -308,21 +488,19 @@ static void title_reading(struct ctx *c, const char *cmd) {
   }
   plain[n] = '\0';
   if (!n || (n == cn && memcmp(plain, cmd, n) == 0) ||
-      strcmp(plain, "Terminal") == 0) {
-    free(plain);
+      strcmp(plain, "Terminal") == 0)
     return;
-  }
-  from_script(c, plain, str(c->ri, "cwd"));
+  from_script(c, plain, json_string_value(c->f.cwd));
 }
 
 // rawInput.command: a string (Claude) or an argv (codex-acp).
 static void from_command(struct ctx *c, const json_t *cmd) {
-  const char *cwd = str(c->ri, "cwd");
+  const char *cwd = json_string_value(c->f.cwd);
   if (json_is_string(cmd)) {
-    from_script(c, xstrdup(json_string_value(cmd)), cwd);
+    from_script(c, ar_strdup(c->r, json_string_value(cmd)), cwd);
     return;
   }
-  char *script = json_is_array(cmd) ? argv_script(cmd) : NULL;
+  char *script = json_is_array(cmd) ? argv_script(c->r, cmd) : NULL;
   if (!script) {
     opaque(c->r, "rawInput.command is neither a string nor an argv");
     return;
@@ -337,49 +515,76 @@ static void from_script(struct ctx *c, char *script, const char *cwd) {
   struct request *r = c->r;
   bool alt = r->command != NULL;
   if (alt) {
-    if (r->alt_command) { // only one second reading
-      free(script);
+    if (r->alt_command) // only one second reading
       return;
-    }
     r->alt_command = script;
   } else {
     r->command = script;
   }
-  char *gcwd = cwd ? NULL : gemini_cwd(c->tc);
+  char *gcwd = cwd ? NULL : gemini_cwd(c->t.content);
   const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
-  if (strlen(script) > REQUEST_COMMAND_MAX) {
+  size_t len = strlen(script);
+  if (len > REQUEST_COMMAND_MAX) {
     opaque(r, "command too long");
     free(gcwd);
     return;
   }
-  const struct shell_result *sh = shcache_analyse(script, c->home);
+  const struct shell_result *sh = shcache_analyse_len(script, len, c->home);
   *(alt ? &r->alt_sh : &r->sh) = sh;
   if (sh->opaque)
     opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's
   // operands are placed here.
-  struct bases b;
-  cd_bases(sh, dir, c->home, &b);
+  unsigned char *memo = shcache_memo(sh);
   for (size_t i = 0; i < sh->natoms; i++)
-    add_shell_atom(c, &sh->atoms[i], dir, &b);
-  for (size_t i = 0; i < b.n; i++)
+    if (!memo[i])
+      memo[i] = facts(&sh->atoms[i]);
+  struct bases b;
+  cd_bases(sh, memo, dir, c->home, &b);
+  for (size_t i = 0; i < sh->natoms; i++)
+    add_shell_atom(c, &sh->atoms[i], memo[i], dir, &b);
+  for (size_t i = b.borrowed; i < b.n; i++)
     free(b.dir[i]);
   free(gcwd);
 }
 
 // The directories a script's cd/pushd/popd may lead to (in any order: the
 // atoms do not say which runs first, so every combination is kept).
-static void cd_bases(const struct shell_result *sh, const char *cwd,
-                     const char *home, struct bases *b) {
-  *b = (struct bases){.unknown = !cwd};
+// What an atom of the analysis is, worked out once per cached analysis
+// (shcache_memo): FACT_DONE always, and
+enum {
+  FACT_DONE = 1,
+  FACT_READ_ONLY = 2, // read_only()
+  FACT_CD = 4,        // cd, pushd or popd (cd_bases)
+  FACT_TARGETS = 8,   // find, mv or a remover (add_targets)
+};
+
+static unsigned char facts(const struct shell_atom *a) {
+  unsigned char f = FACT_DONE;
+  if (a->kind != SHELL_CMD)
+    return f;
+  const char *name = a->nwords ? base_name(a->words[0].text) : "";
+  if (read_only(a))
+    f |= FACT_READ_ONLY;
+  if (a->nwords &&
+      in_list(name, (const char *const[]){"cd", "pushd", "popd"}, 3))
+    f |= FACT_CD;
+  if (strcasecmp(name, "find") == 0 || in_list(name, removers, 6) ||
+      strcasecmp(name, "mv") == 0)
+    f |= FACT_TARGETS;
+  return f;
+}
+
+static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
+                     const char *cwd, const char *home, struct bases *b) {
+  *b = (struct bases){.unknown = !cwd, .borrowed = cwd != NULL};
   if (cwd)
-    b->dir[b->n++] = xstrdup(cwd);
+    b->dir[b->n++] = (char *)(uintptr_t)cwd;
   for (size_t i = 0; i < sh->natoms; i++) {
     const struct shell_atom *a = &sh->atoms[i];
-    const char *name =
-        a->kind == SHELL_CMD && a->nwords ? base_name(a->words[0].text) : "";
-    if (!in_list(name, (const char *const[]){"cd", "pushd", "popd"}, 3))
+    if (!(memo[i] & FACT_CD))
       continue;
+    const char *name = base_name(a->words[0].text);
     size_t k = 1;
     while (k < a->nwords && a->words[k].text[0] == '-' && a->words[k].text[1] &&
            strcmp(a->words[k++].text, "--") != 0)
@@ -404,7 +609,8 @@ static void cd_bases(const struct shell_result *sh, const char *cwd,
 }
 
 static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
-                           const char *cwd, const struct bases *b) {
+                           unsigned char facts, const char *cwd,
+                           const struct bases *b) {
   enum request_class cls = a->kind == SHELL_CMD    ? REQUEST_BASH
                            : a->kind == SHELL_READ ? REQUEST_READ
                                                    : REQUEST_EDIT;
@@ -415,39 +621,42 @@ static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
   at->deny_only = a->deny_only;
   if (cls == REQUEST_BASH) {
     at->cmd = a;
-    at->read_only = read_only(a);
-    add_targets(at, a, b, c->home);
+    at->read_only = facts & FACT_READ_ONLY;
+    if (facts & FACT_TARGETS)
+      add_targets(c->r, at, a, b, c->home);
     return;
   }
-  at->text = xstrdup(a->path ? a->path : "");
+  at->text = ar_strdup(c->r, a->path ? a->path : "");
   // The analyser places a literal relative path after a cd itself, but not
   // a glob: where that one points is unknown.
   bool moved = b->n > 1 || b->unknown;
   if (moved && a->path_dynamic && a->path && a->path[0] != '/')
     return;
-  set_where(a->path, a->path_dynamic, cwd, c->home, &at->where, &at->lex,
+  set_where(c->r, a->path, a->path_dynamic, cwd, c->home, &at->where, &at->lex,
             &at->res);
 }
 
 // The operands the circuit breaker looks at (permission-rules §5.6).
-static void add_targets(struct request_atom *at, const struct shell_atom *a,
-                        const struct bases *b, const char *home) {
+static void add_targets(struct request *r, struct request_atom *at,
+                        const struct shell_atom *a, const struct bases *b,
+                        const char *home) {
   const char *name = a->nwords ? base_name(a->words[0].text) : "";
   if (strcasecmp(name, "find") == 0 && a->more_args)
-    push_target(at, "(starting points read from stdin by xargs)", true, NULL,
+    push_target(r, at, "(starting points read from stdin by xargs)", true, NULL,
                 home);
   if (strcasecmp(name, "find") == 0)
-    find_targets(at, a, b, home);
+    find_targets(r, at, a, b, home);
   else if (in_list(name, removers, 6) || strcasecmp(name, "mv") == 0)
-    remove_targets(at, a, name, b, home);
+    remove_targets(r, at, a, name, b, home);
 }
 
 // find -delete: its starting points (default "."), unless a -name/-path
 // test with a narrowing pattern comes before it and no -o, ! or group can
 // route around that test. -exec/-ok: unless one of the usual tests comes
 // first (the command they run has its own atom, and {} is unknown there).
-static void find_targets(struct request_atom *at, const struct shell_atom *a,
-                         const struct bases *b, const char *home) {
+static void find_targets(struct request *r, struct request_atom *at,
+                         const struct shell_atom *a, const struct bases *b,
+                         const char *home) {
   static const char *const names[] = {"-name",  "-iname",     "-path",
                                       "-ipath", "-wholename", "-iwholename"};
   static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
@@ -474,16 +683,16 @@ static void find_targets(struct request_atom *at, const struct shell_atom *a,
     return;
   char here[] = ".";
   if (end == 1)
-    add_target(at, &(struct shell_word){.text = here}, b, home);
+    add_target(r, at, &(struct shell_word){.text = here}, b, home);
   for (size_t i = 1; i < end; i++)
-    add_target(at, &a->words[i], b, home);
+    add_target(r, at, &a->words[i], b, home);
 }
 
 // rm, rmdir, unlink: every operand; mv: the sources; chmod/chown/chgrp
 // only with -R, and not their mode or owner operand.
-static void remove_targets(struct request_atom *at, const struct shell_atom *a,
-                           const char *name, const struct bases *b,
-                           const char *home) {
+static void remove_targets(struct request *r, struct request_atom *at,
+                           const struct shell_atom *a, const char *name,
+                           const struct bases *b, const char *home) {
   bool own = in_list(name, removers + 3, 3), mv = strcasecmp(name, "mv") == 0;
   bool recursive = false, to_dir = false, no_mode_operand = false;
   size_t n = 0;
@@ -507,13 +716,13 @@ static void remove_targets(struct request_atom *at, const struct shell_atom *a,
     return;
   // Run by xargs: more operands come from stdin, and none can be known.
   if (a->more_args)
-    push_target(at, "(operands read from stdin by xargs)", true, NULL, home);
+    push_target(r, at, "(operands read from stdin by xargs)", true, NULL, home);
   size_t skip = own && !no_mode_operand ? 1 : 0, seen = 0;
   size_t keep = mv && !to_dir && n ? n - 1 : n;
   opts = true;
   for (size_t i = 1; i < a->nwords; i++)
     if (operand(a->words[i].text, &opts) && seen++ >= skip && seen <= keep)
-      add_target(at, &a->words[i], b, home);
+      add_target(r, at, &a->words[i], b, home);
 }
 
 // True for an operand; options end at "--" (which is neither).
@@ -526,27 +735,35 @@ static bool operand(const char *w, bool *opts) {
 }
 
 // An operand, placed from every directory a cd may have led to.
-static void add_target(struct request_atom *at, const struct shell_word *w,
-                       const struct bases *b, const char *home) {
+static void add_target(struct request *r, struct request_atom *at,
+                       const struct shell_word *w, const struct bases *b,
+                       const char *home) {
   bool relative = w->text[0] != '/' && w->text[0] != '~';
   for (size_t i = 0; i < (relative ? b->n : 1); i++)
-    push_target(at, w->text, w->dynamic, relative ? b->dir[i] : "/", home);
+    push_target(r, at, w->text, w->dynamic, relative ? b->dir[i] : "/", home);
   if (relative && b->unknown)
-    push_target(at, w->text, true, NULL, home);
+    push_target(r, at, w->text, true, NULL, home);
 }
 
-static void push_target(struct request_atom *at, const char *text, bool dynamic,
-                        const char *dir, const char *home) {
+static void push_target(struct request *r, struct request_atom *at,
+                        const char *text, bool dynamic, const char *dir,
+                        const char *home) {
   if (at->ntargets >= REQUEST_PATHS_MAX) {
     // Too many to list: one that cannot be known stands for the rest.
     at->targets[at->ntargets - 1].where = REQUEST_UNKNOWN;
     return;
   }
-  at->targets =
-      xrealloc(at->targets, (at->ntargets + 1) * sizeof(*at->targets));
+  size_t n = at->ntargets;
+  if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) { // full: 4, 8, 16, ...
+    struct request_target *v = ar_alloc(r, (n ? 2 * n : 4) * sizeof(*v),
+                                        _Alignof(struct request_target));
+    if (n)
+      memcpy(v, at->targets, n * sizeof(*v));
+    at->targets = v;
+  }
   struct request_target *t = &at->targets[at->ntargets++];
-  *t = (struct request_target){.text = xstrdup(text)};
-  set_where(text, dynamic, dir, home, &t->where, &t->lex, &t->res);
+  *t = (struct request_target){.text = ar_strdup(r, text)};
+  set_where(r, text, dynamic, dir, home, &t->where, &t->lex, &t->res);
 }
 
 // Read or Edit atoms on the paths a request names. With new content, a
@@ -560,7 +777,8 @@ static void push_target(struct request_atom *at, const char *text, bool dynamic,
 static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
                          bool mcp) {
   struct request *r = c->r;
-  struct paths ps = {.n = 0};
+  struct paths ps;
+  ps.n = 0; // v is read up to n
   bool deep = mcp || (!shell && tool_cls < 0 && strcmp(k, "other") == 0);
   bool edit_signal = collect_paths(c, &ps, deep);
   bool edit_kind =
@@ -587,7 +805,7 @@ static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
     // No path: a search searches the cwd; any other file tool works on a
     // path nobody can know. (A web search is no file search.)
     if (cls == REQUEST_READ && strcmp(k, "search") == 0 && r->cwd) {
-      ps.v[ps.n++] = xstrdup(r->cwd);
+      ps.v[ps.n++] = r->cwd;
       from_paths(c, &ps, cls, kind_of(r, k), true, false);
     } else {
       struct request_atom *a = add(c, cls, kind_of(r, kind));
@@ -595,8 +813,6 @@ static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
         a->where = REQUEST_UNKNOWN;
     }
   }
-  for (size_t i = 0; i < ps.n && i <= REQUEST_PATHS_MAX; i++)
-    free(ps.v[i]);
 }
 
 static void from_paths(struct ctx *c, const struct paths *ps,
@@ -604,20 +820,20 @@ static void from_paths(struct ctx *c, const struct paths *ps,
                        bool guessed) {
   for (size_t j = 0; j < ps->n; j++) {
     const char *p = ps->v[j];
-    char *lex = path_normalize(c->r->cwd, p, c->home);
+    char lex[PATH_LEN_MAX + 1];
+    bool normal = path_normalize_into(c->r->cwd, p, c->home, lex) > 0;
     bool dup = false;
-    for (size_t k = 0; lex && k < c->r->natoms; k++) {
+    for (size_t k = 0; normal && k < c->r->natoms; k++) {
       const struct request_atom *o = &c->r->atoms[k];
       dup = dup || (o->cls == cls && o->deny_only == !own && o->lex &&
                     strcmp(o->lex, lex) == 0);
     }
-    free(lex);
     struct request_atom *a = dup ? NULL : add(c, cls, kind);
     if (!a)
       continue;
     a->deny_only = !own;
     a->guessed = guessed && cls == REQUEST_EDIT;
-    a->text = xstrdup(p);
+    a->text = ar_strdup(c->r, p);
     // The same absolute path placed already (a Read beside an Edit): no
     // second resolution.
     const struct request_atom *same = NULL;
@@ -630,41 +846,128 @@ static void from_paths(struct ctx *c, const struct paths *ps,
     }
     if (same) {
       a->where = REQUEST_KNOWN;
-      a->lex = xstrdup(same->lex);
-      a->res = xstrdup(same->res);
+      a->lex = same->lex; // the arena's strings are shared, never freed alone
+      a->res = same->res;
       continue;
     }
     // `~user/...` or a variable: where it points cannot be known.
     bool dynamic = strchr(p, '$') || (p[0] == '~' && p[1] && p[1] != '/');
-    set_where(p, dynamic, c->r->cwd, c->home, &a->where, &a->lex, &a->res);
+    set_where(c->r, p, dynamic, c->r->cwd, c->home, &a->where, &a->lex,
+              &a->res);
   }
 }
 
-// Rawinput keys whose string is a path, whatever it looks like.
-static const char *const path_keys[] = {
-    "file_path", "notebook_path", "path",      "dir_path", "absolute_path",
-    "filePath",  "filepath",      "file",      "filename", "dir",
-    "directory", "folder",        "old_path",  "oldPath",  "source_path",
-    "src_path",  "from_path",     "input_path"};
-// Keys that name where something is moved or written to (an edit there).
-static const char *const dest_keys[] = {
-    "new_path", "newPath",     "destination", "destination_path", "dest",
-    "dst",      "target_path", "target_file", "new_file_path",    "move_path",
-    "to_path",  "output_path", "output_file", "outfile",          "save_path"};
-// Keys whose string is a path when it looks like one (has a `/`, or starts
-// with `.` or `~`): `to`, `target`... are often not paths.
-static const char *const maybe_path_keys[] = {
-    "source", "src", "from", "to", "target", "output", "out", "location"};
-// Keys that hold lists of paths.
-static const char *const path_list_keys[] = {"paths", "files", "file_paths",
-                                             "filePaths"};
-// Keys whose text is content, not a place (never scanned for paths).
-static const char *const text_keys[] = {
-    "content", "new_string",  "old_string",  "newText",    "oldText", "text",
-    "body",    "message",     "description", "prompt",     "query",   "pattern",
-    "regex",   "glob",        "command",     "cmd",        "code",    "script",
-    "data",    "diff",        "patch",       "cwd",        "title",   "comment",
-    "reason",  "explanation", "summary",     "new_source", "plan"};
+// RawInput keys, by what their value is (a key may be in several lists),
+// sorted (strcmp) for a binary search: each key of a request is looked up.
+enum {
+  // where something is moved or written to (an edit there)
+  KEY_DEST = 1,
+  // a path, whatever it looks like
+  KEY_PATH = 2,
+  // a path when it looks like one (has a `/`, or starts with `.` or `~`):
+  // `to`, `target`... are often not paths
+  KEY_MAYBE = 4,
+  // a list of paths
+  KEY_LIST = 8,
+  // content, not a place (never scanned for paths)
+  KEY_TEXT = 16,
+};
+
+static const struct {
+  const char *name;
+  unsigned char lists;
+} key_lists[] = {
+    {"absolute_path", KEY_PATH},
+    {"body", KEY_TEXT},
+    {"cmd", KEY_TEXT},
+    {"code", KEY_TEXT},
+    {"command", KEY_TEXT},
+    {"comment", KEY_TEXT},
+    {"content", KEY_TEXT},
+    {"cwd", KEY_TEXT},
+    {"data", KEY_TEXT},
+    {"description", KEY_TEXT},
+    {"dest", KEY_DEST},
+    {"destination", KEY_DEST},
+    {"destination_path", KEY_DEST},
+    {"diff", KEY_TEXT},
+    {"dir", KEY_PATH},
+    {"dir_path", KEY_PATH},
+    {"directory", KEY_PATH},
+    {"dst", KEY_DEST},
+    {"explanation", KEY_TEXT},
+    {"file", KEY_PATH},
+    {"filePath", KEY_PATH},
+    {"filePaths", KEY_LIST},
+    {"file_path", KEY_PATH},
+    {"file_paths", KEY_LIST},
+    {"filename", KEY_PATH},
+    {"filepath", KEY_PATH},
+    {"files", KEY_LIST},
+    {"folder", KEY_PATH},
+    {"from", KEY_MAYBE},
+    {"from_path", KEY_PATH},
+    {"glob", KEY_TEXT},
+    {"input_path", KEY_PATH},
+    {"location", KEY_MAYBE},
+    {"message", KEY_TEXT},
+    {"move_path", KEY_DEST},
+    {"newPath", KEY_DEST},
+    {"newText", KEY_TEXT},
+    {"new_file_path", KEY_DEST},
+    {"new_path", KEY_DEST},
+    {"new_source", KEY_TEXT},
+    {"new_string", KEY_TEXT},
+    {"notebook_path", KEY_PATH},
+    {"oldPath", KEY_PATH},
+    {"oldText", KEY_TEXT},
+    {"old_path", KEY_PATH},
+    {"old_string", KEY_TEXT},
+    {"out", KEY_MAYBE},
+    {"outfile", KEY_DEST},
+    {"output", KEY_MAYBE},
+    {"output_file", KEY_DEST},
+    {"output_path", KEY_DEST},
+    {"patch", KEY_TEXT},
+    {"path", KEY_PATH},
+    {"paths", KEY_LIST},
+    {"pattern", KEY_TEXT},
+    {"plan", KEY_TEXT},
+    {"prompt", KEY_TEXT},
+    {"query", KEY_TEXT},
+    {"reason", KEY_TEXT},
+    {"regex", KEY_TEXT},
+    {"save_path", KEY_DEST},
+    {"script", KEY_TEXT},
+    {"source", KEY_MAYBE},
+    {"source_path", KEY_PATH},
+    {"src", KEY_MAYBE},
+    {"src_path", KEY_PATH},
+    {"summary", KEY_TEXT},
+    {"target", KEY_MAYBE},
+    {"target_file", KEY_DEST},
+    {"target_path", KEY_DEST},
+    {"text", KEY_TEXT},
+    {"title", KEY_TEXT},
+    {"to", KEY_MAYBE},
+    {"to_path", KEY_DEST},
+};
+
+// The lists key is in (0: none).
+static unsigned key_class(const char *key) {
+  size_t lo = 0, hi = sizeof(key_lists) / sizeof(*key_lists);
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int d = strcmp(key, key_lists[mid].name);
+    if (d == 0)
+      return key_lists[mid].lists;
+    if (d < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return 0;
+}
 
 // The paths a tool call names (copies): rawInput path keys (for MCP and
 // unknown tools, deep: any string that looks like a path, at any depth),
@@ -672,10 +975,8 @@ static const char *const text_keys[] = {
 // REQUEST_PATHS_MAX leaves ps->n above it. True when the request carries
 // new content, a diff, a patch or a destination: it writes.
 static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
-  bool writes = false;
   const json_t *ri = c->ri;
-  for (size_t i = 0; ri && i < sizeof(edit_fields) / sizeof(*edit_fields); i++)
-    writes = writes || json_object_get(ri, edit_fields[i]);
+  bool writes = c->f.edit;
   if (deep) {
     size_t budget = 1024;
     scan_paths(c, ri, 0, &budget, ps);
@@ -684,35 +985,33 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   const json_t *val;
   json_object_foreach(unconst(ri), key, val) {
     const char *s = json_string_value(val);
-    bool dest = key_in(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
+    unsigned lists = key_class(key);
+    bool dest = lists & KEY_DEST;
     if (s && *s &&
-        (dest ||
-         key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
-         (key_in(key, maybe_path_keys,
-                 sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
+        (dest || (lists & KEY_PATH) ||
+         ((lists & KEY_MAYBE) &&
           (strchr(s, '/') || s[0] == '.' || s[0] == '~')))) {
-      push_path(ps, s);
+      push_path(c->r, ps, s);
       writes = writes || dest;
     }
     size_t i;
     const json_t *e;
-    if (key_in(key, path_list_keys,
-               sizeof(path_list_keys) / sizeof(*path_list_keys)))
-      json_array_foreach(val, i, e) push_path(ps, json_string_value(e));
+    if (lists & KEY_LIST)
+      json_array_foreach(val, i, e) push_path(c->r, ps, json_string_value(e));
   }
   // codex patches: {path: {type, content|unified_diff, move_path}}, or a
   // list of {path, move_path}; anything else cannot be read.
-  const json_t *changes = json_object_get(ri, "changes");
+  const json_t *changes = c->f.changes;
   if (json_is_object(changes)) {
     json_object_foreach(unconst(changes), key, val) {
-      push_path(ps, key);
-      push_path(ps, str(val, "move_path"));
+      push_path(c->r, ps, key);
+      push_path(c->r, ps, str(val, "move_path"));
     }
   } else if (json_is_array(changes)) {
     size_t i;
     json_array_foreach(changes, i, val) {
-      push_path(ps, str(val, "path"));
-      push_path(ps, str(val, "move_path"));
+      push_path(c->r, ps, str(val, "path"));
+      push_path(c->r, ps, str(val, "move_path"));
       if (!str(val, "path"))
         opaque(c->r, "a change without a path");
     }
@@ -720,15 +1019,15 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
     opaque(c->r, "rawInput.changes cannot be read");
   }
   size_t i;
-  json_array_foreach(json_object_get(c->tc, "content"), i, val) {
+  json_array_foreach(c->t.content, i, val) {
     const char *type = str(val, "type");
     if (type && strcmp(type, "diff") == 0) {
-      push_path(ps, str(val, "path"));
+      push_path(c->r, ps, str(val, "path"));
       writes = true;
     }
   }
-  json_array_foreach(json_object_get(c->tc, "locations"), i, val)
-      push_path(ps, str(val, "path"));
+  json_array_foreach(c->t.locations, i, val)
+      push_path(c->r, ps, str(val, "path"));
   return writes;
 }
 
@@ -752,21 +1051,19 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
     json_array_foreach(v, i, e) {
       const char *s = json_string_value(e);
       if (s && looks_like_path(s))
-        push_path(ps, s);
+        push_path(c->r, ps, s);
       else
         scan_paths(c, e, depth + 1, budget, ps);
     }
     return;
   }
   json_object_foreach(unconst(v), key, e) {
-    if (key_in(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
+    unsigned lists = key_class(key);
+    if (lists & KEY_TEXT)
       continue;
     const char *s = json_string_value(e);
-    if (s && *s &&
-        (looks_like_path(s) ||
-         (depth > 0 &&
-          key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
-      push_path(ps, s);
+    if (s && *s && (looks_like_path(s) || (depth > 0 && (lists & KEY_PATH))))
+      push_path(c->r, ps, s);
     else
       scan_paths(c, e, depth + 1, budget, ps);
   }
@@ -779,7 +1076,7 @@ static bool looks_like_path(const char *s) {
 }
 
 // A copy of s into ps; a file: URL becomes its (percent-decoded) path.
-static void push_path(struct paths *ps, const char *s) {
+static void push_path(struct request *r, struct paths *ps, const char *s) {
   if (!s || !*s || ps->n > REQUEST_PATHS_MAX)
     return;
   char *p = NULL;
@@ -789,7 +1086,7 @@ static void push_path(struct paths *ps, const char *s) {
       q += 2;
       q += strcspn(q, "/"); // a host (localhost or any): the path follows
     }
-    p = xmalloc(strlen(q) + 2);
+    p = ar_alloc(r, strlen(q) + 2, 1);
     size_t n = 0;
     for (; *q && *q != '?' && *q != '#'; q++) {
       int hi = q[1] ? url_hex_value(q[1]) : -1,
@@ -802,26 +1099,21 @@ static void push_path(struct paths *ps, const char *s) {
       }
     }
     p[n] = '\0';
-    if (!n) {
-      free(p);
+    if (!n)
       return;
-    }
   } else {
-    p = xstrdup(s);
+    p = ar_strdup(r, s);
   }
-  for (size_t i = 0; i < ps->n; i++) {
-    if (strcmp(ps->v[i], p) == 0) {
-      free(p);
+  for (size_t i = 0; i < ps->n; i++)
+    if (strcmp(ps->v[i], p) == 0)
       return;
-    }
-  }
   ps->v[ps->n++] = p;
 }
 
 // Gemini's MCP request shows the tool's arguments only as its text content:
 // their JSON (or "[Payload omitted due to length ...]", which hides them).
 static json_t *gemini_args(struct ctx *c) {
-  const json_t *first = json_array_get(json_object_get(c->tc, "content"), 0);
+  const json_t *first = json_array_get(c->t.content, 0);
   const char *text = str(json_object_get(first, "content"), "text");
   if (!text)
     return NULL;
@@ -848,12 +1140,12 @@ static json_t *gemini_args(struct ctx *c) {
 // search is its own atom.
 static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
   // rawInput fields that hold URLs: a string, or a list of strings.
-  static const char *const url_keys[] = {"url",  "urls",  "uri",     "uris",
-                                         "href", "links", "endpoint"};
+  static const char *const url_keys[URL_KEYS] = {
+      "url", "urls", "uri", "uris", "href", "links", "endpoint"};
   bool fetch = strcmp(k, "fetch") == 0 || tool_cls == (int)RULES_WEBFETCH;
   size_t found = 0, fields = 0;
   for (size_t i = 0; i < sizeof(url_keys) / sizeof(*url_keys); i++) {
-    const json_t *v = json_object_get(c->ri, url_keys[i]), *e;
+    const json_t *v = c->f.url[i], *e;
     size_t j;
     if (json_is_string(v)) {
       fields++;
@@ -868,20 +1160,20 @@ static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
     }
   }
   bool search = tool_cls == (int)RULES_WEBSEARCH ||
-                (fetch && !fields && str(c->ri, "query"));
+                (fetch && !fields && json_is_string(c->f.query));
   if (search)
     add(c, REQUEST_SEARCH, "fetch");
   if (!fields && (!fetch || search))
     return;
   // With a URL field, that is what is fetched: a title cut short hides
   // nothing then.
-  scan_urls(c, str(c->tc, "title"), !fields, &found);
+  scan_urls(c, json_string_value(c->t.title), !fields, &found);
   if (!fields) {
     size_t i;
     const json_t *v;
-    json_array_foreach(json_object_get(c->tc, "content"), i, v)
+    json_array_foreach(c->t.content, i, v)
         scan_urls(c, str(json_object_get(v, "content"), "text"), true, &found);
-    scan_urls(c, str(c->ri, "prompt"), true, &found);
+    scan_urls(c, json_string_value(c->f.prompt), true, &found);
   }
   if (!found)
     opaque(c->r, "no URL in the fetch request");
@@ -1001,14 +1293,14 @@ static void add_host(struct ctx *c, const char *host, size_t *found) {
   }
   struct request_atom *a = add(c, REQUEST_FETCH, "fetch");
   if (a)
-    a->name = xstrndup(host, n);
+    a->name = ar_strndup(c->r, host, n);
 }
 
 // MCP tools: the name from toolCall.name, _meta.claudeCode.toolName or the
 // toolCallId (Gemini), else a title that is an MCP name (Claude adapter).
 static bool is_mcp(struct ctx *c) {
   const char *name = c->r->tool;
-  const char *title = str(c->tc, "title");
+  const char *title = json_string_value(c->t.title);
   if (!name && title && strncmp(title, "mcp__", 5) == 0 &&
       !strpbrk(title, " \t\n") && strcmp(c->r->kind, "other") == 0)
     name = title;
@@ -1016,7 +1308,7 @@ static bool is_mcp(struct ctx *c) {
     return false;
   struct request_atom *a = add(c, REQUEST_MCP, kind_of(c->r, c->r->kind));
   if (a) {
-    a->name = xstrdup(name);
+    a->name = ar_strdup(c->r, name);
     a->gemini_name = strncmp(name, "mcp__", 5) != 0;
   }
   return true;
@@ -1030,8 +1322,12 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
     return NULL;
   }
   if (r->natoms == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 8;
-    r->atoms = xrealloc(r->atoms, c->cap * sizeof(*r->atoms));
+    c->cap = c->cap ? c->cap * 2 : 4;
+    struct request_atom *v =
+        ar_alloc(r, c->cap * sizeof(*v), _Alignof(struct request_atom));
+    if (r->natoms)
+      memcpy(v, r->atoms, r->natoms * sizeof(*v));
+    r->atoms = v;
   }
   struct request_atom *a = &r->atoms[r->natoms++];
   *a =
@@ -1040,9 +1336,9 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
 }
 
 // Places a path: known (normalised and resolved), a glob, or unknown.
-static void set_where(const char *text, bool dynamic, const char *cwd,
-                      const char *home, enum request_where *where, char **lex,
-                      char **res) {
+static void set_where(struct request *r, const char *text, bool dynamic,
+                      const char *cwd, const char *home,
+                      enum request_where *where, char **lex, char **res) {
   *where = REQUEST_UNKNOWN;
   if (!text || !*text)
     return;
@@ -1051,23 +1347,24 @@ static void set_where(const char *text, bool dynamic, const char *cwd,
   if (dynamic &&
       (strpbrk(text, "$`{") || text[0] == '~' || !strpbrk(text, "*?[")))
     return;
-  *lex = path_normalize(cwd, text, home);
-  if (!*lex)
+  char buf[PATH_LEN_MAX + 1];
+  size_t n = path_normalize_into(cwd, text, home, buf);
+  if (!n)
     return;
   if (dynamic) {
+    *lex = ar_strndup(r, buf, n);
     *where = REQUEST_GLOB;
     return;
   }
   // Resolve the path as written, not the collapsed one: in link/../x the
   // kernel follows link first, so x may be far from where `..` suggests.
-  char *raw = path_absolute(cwd, text, home);
-  *res = raw ? path_resolve_cached(raw) : NULL;
-  free(raw);
-  if (!*res) {
-    free(*lex);
-    *lex = NULL;
+  char rbuf[PATH_LEN_MAX + 1];
+  size_t rn = path_resolve_cached_into(cwd, text, home, rbuf);
+  if (!rn)
     return;
-  }
+  *lex = ar_strndup(r, buf, n);
+  // Most paths are their own resolution: one string for both.
+  *res = rn == n && memcmp(rbuf, buf, n) == 0 ? *lex : ar_strndup(r, rbuf, rn);
   *where = REQUEST_KNOWN;
 }
 
@@ -1084,30 +1381,36 @@ static void opaque(struct request *r, const char *fmt, ...) {
 // The tool's name: toolCall.name (unstable ACP), the Claude adapter's
 // _meta.claudeCode.toolName, or Gemini's toolCallId "<tool>__<id>" or
 // "<tool>-<ms>-<n>" when it names a known tool or an MCP tool.
-static char *tool_hint(const json_t *tc) {
-  const char *s = str(tc, "name");
+static char *tool_hint(struct ctx *c) {
+  const char *s = json_string_value(c->t.name);
   if (!s)
-    s = str(json_object_get(json_object_get(tc, "_meta"), "claudeCode"),
-            "toolName");
+    s = str(json_object_get(c->t.meta, "claudeCode"), "toolName");
   if (s && *s)
-    return xstrdup(s);
-  const char *id = str(tc, "toolCallId");
+    return ar_strdup(c->r, s);
+  const char *id = json_string_value(c->t.id);
   if (!id)
     return NULL;
-  enum rules_class cls;
   for (const char *sep = id; (sep = strstr(sep, "__")) != NULL; sep++) {
-    char *name = xstrndup(id, (size_t)(sep - id));
-    const char *rest = sep + 2;
-    if (!strstr(rest, "__") &&
-        (strncmp(name, "mcp_", 4) == 0 || rules_tool_class(name, &cls)))
-      return name;
-    free(name);
+    size_t n = (size_t)(sep - id);
+    if (!strstr(sep + 2, "__") &&
+        ((n >= 4 && strncmp(id, "mcp_", 4) == 0) || known_tool(id, n)))
+      return ar_strndup(c->r, id, n);
   }
-  char *name = xstrndup(id, strcspn(id, "-"));
-  if (id[strlen(name)] == '-' && rules_tool_class(name, &cls))
-    return name;
-  free(name);
+  size_t n = strcspn(id, "-");
+  if (id[n] == '-' && known_tool(id, n))
+    return ar_strndup(c->r, id, n);
   return NULL;
+}
+
+// The first n bytes of s name a tool rules.c knows (the names are short).
+static bool known_tool(const char *s, size_t n) {
+  char name[64];
+  enum rules_class cls;
+  if (n >= sizeof(name) || memchr(s, '\0', n))
+    return false;
+  memcpy(name, s, n);
+  name[n] = '\0';
+  return rules_tool_class(name, &cls);
 }
 
 static const char *str(const json_t *o, const char *key) {
@@ -1117,15 +1420,16 @@ static const char *str(const json_t *o, const char *key) {
 // A static spelling of a known kind (in any case), or the request's own
 // string.
 static const char *kind_of(struct request *r, const char *k) {
+  char c = lower_c(k[0]);
   for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
-    if (strcasecmp(k, known_kinds[i]) == 0)
+    if (c == known_kinds[i][0] && strcasecmp(k, known_kinds[i]) == 0)
       return known_kinds[i];
   return r->kind;
 }
 
 // codex-acp's argv: `<shell> -lc SCRIPT` is the script; any other argv is
 // quoted word by word so that the analyser sees exactly those words.
-static char *argv_script(const json_t *argv) {
+static char *argv_script(struct request *r, const json_t *argv) {
   size_t n = json_array_size(argv), len = 1;
   for (size_t i = 0; i < n; i++) {
     const char *w = json_string_value(json_array_get(argv, i));
@@ -1141,8 +1445,8 @@ static char *argv_script(const json_t *argv) {
   if (n == 3 && in_list(base_name(a0), shells, 5) && a1[0] == '-' && l1 > 1 &&
       a1[l1 - 1] == 'c' &&
       strspn(a1 + 1, "abcdefghijklmnopqrstuvwxyz") == l1 - 1)
-    return xstrdup(json_string_value(json_array_get(argv, 2)));
-  char *s = xmalloc(len), *o = s;
+    return ar_strdup(r, json_string_value(json_array_get(argv, 2)));
+  char *s = ar_alloc(r, len, 1), *o = s;
   for (size_t i = 0; i < n; i++) {
     const char *w = json_string_value(json_array_get(argv, i));
     bool plain = *w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
@@ -1168,9 +1472,9 @@ static char *argv_script(const json_t *argv) {
 
 // Gemini's shell request says where it runs in its text content:
 // "[current working directory /p] (...)".
-static char *gemini_cwd(const json_t *tc) {
+static char *gemini_cwd(const json_t *content) {
   static const char tag[] = "[current working directory ";
-  const json_t *first = json_array_get(json_object_get(tc, "content"), 0);
+  const json_t *first = json_array_get(content, 0);
   const char *text = str(json_object_get(first, "content"), "text");
   if (!text || strncmp(text, tag, sizeof(tag) - 1) != 0)
     return NULL;
@@ -1187,14 +1491,6 @@ static char *gemini_cwd(const json_t *tc) {
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
-}
-
-// A JSON key in a list of keys (exact, as the agent reads its keys).
-static bool key_in(const char *key, const char *const *v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (key[0] == v[i][0] && strcmp(key, v[i]) == 0)
-      return true;
-  return false;
 }
 
 static char lower_c(char c) {

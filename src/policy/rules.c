@@ -166,8 +166,9 @@ bool rules_kind_valid(const char *kind) {
 }
 
 static const struct alias *alias_find(const char *name) {
+  // The first byte first: every request's tool name is looked up here.
   for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-    if (strcmp(aliases[i].name, name) == 0)
+    if (aliases[i].name[0] == name[0] && strcmp(aliases[i].name, name) == 0)
       return &aliases[i];
   return NULL;
 }

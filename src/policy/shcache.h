@@ -20,6 +20,14 @@
 // with shcache_release. Never NULL.
 const struct shell_result *shcache_analyse(const char *script,
                                            const char *home);
+// The same, with script's length (strlen) known.
+const struct shell_result *shcache_analyse_len(const char *script, size_t len,
+                                               const char *home);
+// A byte per atom of the result r (zero at first), kept with the result for
+// as long as it lives: what a caller derives from an atom alone (request.c:
+// read-only, a cd, a remover) is worked out once per analysis, not once per
+// request. Only for facts that depend on the atom and nothing else.
+unsigned char *shcache_memo(const struct shell_result *r);
 // Releases a reference (NULL is fine).
 void shcache_release(const struct shell_result *r);
 // Forgets every result (those still referenced live until released).

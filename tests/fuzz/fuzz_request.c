@@ -16,7 +16,9 @@
 //    an opaque request has none, and remembered for the session they allow
 //    the request, unless the decision without them came from a step no allow
 //    rule passes (same decision and reason then);
-//  * policy_pick_option never turns ask or deny into allow.
+//  * policy_pick_option never turns ask or deny into allow;
+//  * the reading equals the one of the extractor before its arena
+//    (tests/unit/request_ref.c), field by field.
 
 #include <string.h>
 
@@ -24,6 +26,8 @@
 #include "policy/path.h"
 #include "policy/policy.h"
 #include "policy/request.h"
+
+#include "../unit/request_ref.c"
 
 #define CWD "/fuzz/p"
 #define HOME "/fuzz/h"
@@ -99,10 +103,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!params)
     return 0;
 
-  struct request rq;
+  struct request rq, ref;
   request_init(&rq, params, CWD, HOME);
   check_atoms(&rq);
   bool opaque = rq.opaque;
+  request_ref_init(&ref, params, CWD, HOME);
+  char why[1024];
+  FUZZ_CHECK(request_same(&rq, &ref, why, sizeof(why)),
+             "differs from the reference: %s", why);
+  request_ref_clear(&ref);
   request_clear(&rq);
 
   struct policy_request *r = policy_request_new(params, CWD, HOME);

@@ -100,7 +100,7 @@ fail=0
 for t in "$@"; do
   bin=$OUT/fuzz_$t
   src=tests/fuzz/fuzz_$t.c
-  if [ ! -x "$bin" ] || [ -n "$(find "$src" "$stamp" tests/fuzz/*.h \
+  if [ ! -x "$bin" ] || [ -n "$(find "$src" "$stamp" tests/fuzz/*.h tests/unit/request_ref.c \
     -newer "$bin" | head -n 1)" ]; then
     # shellcheck disable=SC2086
     if ! $NICE "$CC" $CFLAGS "$VERSION_DEF" $SAN -fsanitize=fuzzer \

@@ -120,6 +120,41 @@ static void test_rule_pattern(void) {
      "empty path refused");
 }
 
+// path_normalize_into is path_normalize, whatever the lengths.
+static void test_normalize_into(void) {
+  static char big[3 * PATH_LEN_MAX];
+  memset(big, 'a', sizeof(big) - 1);
+  static const struct {
+    const char *base, *p, *home;
+    size_t cut; // p: the first cut bytes of big when not 0
+  } rows[] = {
+      {"/r", "a/../b", "/h", 0},
+      {NULL, "~/x", "/h", 0},
+      {"/r", "~/x", NULL, 0},
+      {NULL, "rel", "/h", 0},
+      {"rel", "x", NULL, 0},
+      {"/", "", NULL, 0},
+      {"/r", "/a//b/./c/..", NULL, 0},
+      {"/r", NULL, NULL, PATH_LEN_MAX - 3},
+      {"/r", NULL, NULL, PATH_LEN_MAX},
+      {"/r", NULL, NULL, 2 * PATH_LEN_MAX + 8},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+    char p[3 * PATH_LEN_MAX];
+    snprintf(p, sizeof(p), "%s", rows[i].p ? rows[i].p : "");
+    if (rows[i].cut) {
+      memcpy(p, big, rows[i].cut);
+      p[rows[i].cut] = '\0';
+    }
+    char *w = path_normalize(rows[i].base, p, rows[i].home);
+    char out[PATH_LEN_MAX + 1];
+    size_t n = path_normalize_into(rows[i].base, p, rows[i].home, out);
+    ok(w ? n == strlen(w) && strcmp(out, w) == 0 : n == 0,
+       "normalize_into row %zu (%s)", i, w ? "a path" : "NULL");
+    free(w);
+  }
+}
+
 static void test_resolve(void) {
   const char *tmp = getenv("TMPDIR");
   char tmpl[600];
@@ -174,6 +209,27 @@ static void test_resolve(void) {
   is_own(path_resolve(b), b, "path_resolve always looks");
   path_cache_epoch(8);
   is_own(path_resolve_cached(b), b, "epoch 8 looks again");
+
+  // The cached walk (its hashes grown component by component) and the
+  // _into form give what path_resolve gives: links, `..` in and after a
+  // link, a loop, new files; twice (the second from the cache).
+  static const char *const rel[] = {
+      "l/dir/new.txt", "d",           "up/dir",           "loop/x",
+      "no/such/x",     "l/../real/.", "up/dir/../../l/x", "l//dir/./y"};
+  for (int pass = 0; pass < 2; pass++) {
+    path_cache_epoch(9);
+    for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
+      snprintf(a, sizeof(a), "%s/%s", t, rel[i]);
+      char *w = path_resolve(a), *got = path_resolve_cached(a);
+      char out[PATH_LEN_MAX + 1];
+      size_t n = path_resolve_cached_into(t, rel[i], NULL, out);
+      ok(w ? got && strcmp(got, w) == 0 && n == strlen(w) && strcmp(out, w) == 0
+           : !got && n == 0,
+         "cached, pass %d: %s -> %s", pass, rel[i], w ? w : "NULL");
+      free(w);
+      free(got);
+    }
+  }
   path_cache_epoch(0);
   path_cache_free();
 
@@ -205,6 +261,7 @@ int main(void) {
   test_normalize();
   test_match();
   test_rule_pattern();
+  test_normalize_into();
   test_resolve();
   test_misc();
   return done_testing();

@@ -8,14 +8,20 @@
 // path, the host or the name. "!" first means opaque. The session cwd is
 // /p and home /h; neither exists, so paths resolve to themselves.
 
+#include "policy/path.h"
 #include "policy/request.h"
 #include "policy/shcache.h"
 
+#include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "request_ref.c"
 
 static void describe(const struct request *r, char *buf, size_t n) {
   static const char cls[] = "BREFSMK";
@@ -39,6 +45,9 @@ static void describe(const struct request *r, char *buf, size_t n) {
     }
   }
 }
+
+static void compare(const json_t *params, const char *cwd, const char *home,
+                    const char *what);
 
 static void test_atoms(void) {
   static const struct {
@@ -161,6 +170,7 @@ static void test_atoms(void) {
     describe(&r, got, sizeof(got));
     is_str(got, rows[i].want, rows[i].tc);
     request_clear(&r);
+    compare(params, "/p", "/h", rows[i].tc);
     json_decref(params);
   }
 }
@@ -251,8 +261,171 @@ static void test_shcache(void) {
   is_size(st.entries, 0, "cleared");
 }
 
+// The reading of every request of the conformance, extra, adversarial and
+// fail-closed sets (tests/fixtures/policy*.jsonl), of the fuzz corpus and of
+// the rows above equals the one the extractor gave before its arena
+// (request_ref.c): every atom, path, target, flag and reason. {P} and {H}
+// are a project and home that exist; with home and without, cache on and
+// off (the analyser's atoms then are copies of their own).
+static char *subst_str(const char *s, const char *p, const char *h) {
+  size_t n = strlen(s), pn = strlen(p), hn = strlen(h), cap = n + 1;
+  for (const char *q = s; (q = strchr(q, '{')) != NULL; q++)
+    cap += pn + hn;
+  char *o = malloc(cap), *w = o;
+  for (; *s; s++) {
+    if (strncmp(s, "{P}", 3) == 0 || strncmp(s, "{H}", 3) == 0) {
+      const char *v = s[1] == 'P' ? p : h;
+      memcpy(w, v, strlen(v));
+      w += strlen(v);
+      s += 2;
+    } else {
+      *w++ = *s;
+    }
+  }
+  *w = '\0';
+  return o;
+}
+
+static json_t *subst(const json_t *v, const char *p, const char *h) {
+  if (json_is_string(v)) {
+    // Strings with a NUL byte stay as they are (subst_str stops at it).
+    if (strlen(json_string_value(v)) != json_string_length(v))
+      return json_deep_copy(v);
+    char *s = subst_str(json_string_value(v), p, h);
+    json_t *r = json_string(s);
+    free(s);
+    return r ? r : json_deep_copy(v);
+  }
+  if (json_is_array(v)) {
+    json_t *a = json_array();
+    size_t i;
+    const json_t *e;
+    json_array_foreach(v, i, e) json_array_append_new(a, subst(e, p, h));
+    return a;
+  }
+  if (json_is_object(v)) {
+    json_t *o = json_object();
+    const char *k;
+    json_t *e;
+    json_object_foreach((json_t *)(uintptr_t)v, k, e) {
+      char *key = subst_str(k, p, h);
+      json_object_set_new(o, key, subst(e, p, h));
+      free(key);
+    }
+    return o;
+  }
+  return json_deep_copy(v);
+}
+
+static size_t compared, differ;
+
+static void compare(const json_t *params, const char *cwd, const char *home,
+                    const char *what) {
+  struct request a, b;
+  request_init(&a, params, cwd, home);
+  request_ref_init(&b, params, cwd, home);
+  char why[1024];
+  compared++;
+  if (!request_same(&a, &b, why, sizeof(why))) {
+    if (differ++ < 20)
+      ok(false, "%s: %s", what, why);
+  }
+  request_clear(&a);
+  request_ref_clear(&b);
+}
+
+static void compare_all(const json_t *params, const char *p, const char *h,
+                        const char *what) {
+  json_t *s = subst(params, p, h);
+  compare(s, p, h, what);
+  compare(s, NULL, h, what);
+  compare(s, p, NULL, what);
+  // A session cwd that is not normal, or too long to be one.
+  static char odd[5][PATH_LEN_MAX + 16];
+  if (!odd[0][0]) {
+    snprintf(odd[0], sizeof(odd[0]), "%s/./x/..//", p);
+    snprintf(odd[1], sizeof(odd[1]), "%s/.git/../.", p);
+    snprintf(odd[2], sizeof(odd[2]), "/");
+    for (int k = 3; k < 5; k++) {
+      size_t n = (size_t)PATH_LEN_MAX - 1 + (size_t)(k - 3) * 2;
+      odd[k][0] = '/';
+      memset(odd[k] + 1, 'a', n - 1);
+      odd[k][n] = '\0';
+    }
+  }
+  for (int k = 0; k < 5; k++)
+    compare(s, odd[k], h, what);
+  shcache_enable(0);
+  compare(s, p, h, what);
+  shcache_enable(1);
+  json_decref(s);
+}
+
+static void test_same_as_before(void) {
+  char tmpl[] = "/tmp/test_request.XXXXXX";
+  char *t = mkdtemp(tmpl);
+  ok(t != NULL, "a temp dir");
+  if (!t)
+    return;
+  char p[256], h[256];
+  snprintf(p, sizeof(p), "%s/p", t);
+  snprintf(h, sizeof(h), "%s/h", t);
+  mkdir(p, 0700);
+  mkdir(h, 0700);
+  static const char *const files[] = {"tests/fixtures/policy.jsonl",
+                                      "tests/fixtures/policy-extra.jsonl",
+                                      "tests/fixtures/policy-adversarial.jsonl",
+                                      "tests/fixtures/policy-failclosed.jsonl"};
+  size_t cases = 0;
+  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
+    FILE *in = fopen(files[f], "r");
+    ok(in != NULL, "%s", files[f]);
+    char *line = NULL;
+    size_t cap = 0;
+    while (in && getline(&line, &cap, in) > 0) {
+      json_t *c = json_loads(line, 0, NULL);
+      const json_t *params = json_object_get(c, "request");
+      char what[128];
+      snprintf(what, sizeof(what), "%s case %s", files[f],
+               json_string_value(json_object_get(c, "id")));
+      if (params) {
+        compare_all(params, p, h, what);
+        cases++;
+      }
+      json_decref(c);
+    }
+    free(line);
+    if (in)
+      fclose(in);
+  }
+  ok(cases == 1015, "%zu conformance requests", cases);
+  // The fuzz corpus of request (params as JSON), as it is.
+  DIR *d = opendir("tests/fuzz/corpus/request");
+  struct dirent *e;
+  size_t corpus = 0;
+  while (d && (e = readdir(d)) != NULL) {
+    char path[512];
+    snprintf(path, sizeof(path), "tests/fuzz/corpus/request/%s", e->d_name);
+    json_t *params = e->d_name[0] == '.' ? NULL : json_load_file(path, 0, NULL);
+    if (params) {
+      compare_all(params, p, h, path);
+      corpus++;
+    }
+    json_decref(params);
+  }
+  if (d)
+    closedir(d);
+  ok(corpus > 0, "%zu requests of the fuzz corpus", corpus);
+  rmdir(p);
+  rmdir(h);
+  rmdir(t);
+  ok(differ == 0, "%zu readings equal the reference's (%zu differ)", compared,
+     differ);
+}
+
 int main(void) {
   test_atoms();
+  test_same_as_before();
   test_nul();
   test_shcache();
   shcache_clear();

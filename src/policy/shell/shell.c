@@ -714,7 +714,7 @@ static void written_and_run(struct ctx *cx) {
     b = b ? b + 1 : a->words[0].text;
     bool runner = false;
     for (size_t j = 0; j < sizeof(runs) / sizeof(runs[0]); j++)
-      runner = runner || strcmp(b, runs[j]) == 0;
+      runner = runner || (b[0] == runs[j][0] && strcmp(b, runs[j]) == 0);
     for (size_t k = 0; k < a->nwords && k < 2; k++) {
       const struct shell_word *w = &a->words[k];
       if (!w->dynamic && (k == 1 ? runner : strchr(w->text, '/') != NULL) &&

@@ -437,7 +437,7 @@ static bool short_in(const char *t, char letter) {
 const char *shell_option_runs(const struct pword *w, size_t n,
                               const char *name) {
   for (size_t r = 0; r < sizeof(runners) / sizeof(runners[0]); r++) {
-    if (strcmp(runners[r].name, name) != 0)
+    if (runners[r].name[0] != name[0] || strcmp(runners[r].name, name) != 0)
       continue;
     for (size_t k = 1; k < n; k++) {
       const char *t = wt(&w[k]);
@@ -559,7 +559,7 @@ static const char *const decompressors[] = {"gunzip", "bunzip2",   "unxz",
 static bool named(const char *name, const char *const *list, size_t n,
                   size_t *at) {
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(name, list[i])) {
+    if (name[0] == list[i][0] && !strcmp(name, list[i])) {
       *at = i;
       return true;
     }

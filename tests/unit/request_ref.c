@@ -1,0 +1,1572 @@
+// The request extractor as it was before its arena (src/policy/request.c at
+// d5be1df: every string and table malloc'd, the JSON read field by field),
+// kept as the reference the new one must equal: test_request and
+// fuzz_request read the same requests with both and compare every field.
+// Included by those files (not linked into the broker); its entry points
+// are request_ref_init and request_ref_clear.
+
+#include "policy/request.h"
+
+void request_ref_init(struct request *r, const json_t *params, const char *cwd,
+                      const char *home);
+void request_ref_clear(struct request *r);
+
+#define request_init request_ref_init
+#define request_clear request_ref_clear
+#include "policy/request.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/mem.h"
+#include "policy/path.h"
+#include "policy/rules.h"
+#include "policy/shcache.h"
+#include "policy/url.h"
+
+static const char *const known_kinds[] = {
+    "read",    "edit",  "delete", "move",        "search",
+    "execute", "think", "fetch",  "switch_mode", "other"};
+
+static const char *const shells[] = {"bash", "sh", "zsh", "dash", "ksh"};
+
+// Commands whose operands the circuit breaker checks (the last three only
+// with -R).
+static const char *const removers[] = {"rm",    "rmdir", "unlink",
+                                       "chmod", "chown", "chgrp"};
+
+// find's actions that remove or run, and tests that narrow what they touch
+// (a find with a test is not a removal of everything below its start).
+static const char *const find_actions[] = {"-delete", "-exec", "-execdir",
+                                           "-ok", "-okdir"};
+static const char *const find_tests[] = {
+    "-name",  "-iname", "-path", "-ipath", "-regex", "-iregex", "-type",
+    "-newer", "-mtime", "-mmin", "-size",  "-empty", "-user",   "-perm"};
+
+// Rawinput fields that carry the new content of a file (Claude Write, Edit,
+// MultiEdit, NotebookEdit; codex patches).
+static const char *const edit_fields[] = {
+    "old_string", "new_string", "content", "edits", "new_source", "changes"};
+
+// Where a script's relative paths may point: the directory it starts in
+// and every place a `cd` may have taken it (a cd may also fail).
+struct bases {
+  char *dir[16];
+  size_t n;
+  bool unknown; // a cd to somewhere that cannot be known
+};
+
+struct paths {
+  char *v[REQUEST_PATHS_MAX + 1];
+  size_t n;
+};
+
+struct ctx {
+  struct request *r;
+  const json_t *tc, *ri;
+  const char *home;
+  size_t cap;
+};
+
+static void extract(struct ctx *c);
+static const char *infer_kind(struct ctx *c);
+static void from_command(struct ctx *c, const json_t *cmd);
+static void from_script(struct ctx *c, char *script, const char *cwd);
+static void cd_bases(const struct shell_result *sh, const char *cwd,
+                     const char *home, struct bases *b);
+static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
+                           const char *cwd, const struct bases *b);
+static void add_targets(struct request_atom *at, const struct shell_atom *a,
+                        const struct bases *b, const char *home);
+static void find_targets(struct request_atom *at, const struct shell_atom *a,
+                         const struct bases *b, const char *home);
+static void remove_targets(struct request_atom *at, const struct shell_atom *a,
+                           const char *name, const struct bases *b,
+                           const char *home);
+static bool operand(const char *w, bool *opts);
+static void add_target(struct request_atom *at, const struct shell_word *w,
+                       const struct bases *b, const char *home);
+static void push_target(struct request_atom *at, const char *text, bool dynamic,
+                        const char *dir, const char *home);
+static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp);
+static void title_reading(struct ctx *c, const char *cmd);
+static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+                         bool mcp);
+static void from_paths(struct ctx *c, const struct paths *ps,
+                       enum request_class cls, const char *kind, bool own,
+                       bool guessed);
+static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep);
+static void scan_paths(const struct ctx *c, const json_t *v, int depth,
+                       size_t *budget, struct paths *ps);
+static bool looks_like_path(const char *s);
+static void push_path(struct paths *ps, const char *s);
+static json_t *gemini_args(struct ctx *c);
+static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
+static size_t js_space(const char *p);
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found);
+static void read_url(struct ctx *c, const char *s, size_t n, bool from_text,
+                     size_t *found);
+static void add_host(struct ctx *c, const char *host, size_t *found);
+static bool has_scheme_sep(const char *w, size_t n);
+static bool is_mcp(struct ctx *c);
+static struct request_atom *add(struct ctx *c, enum request_class cls,
+                                const char *kind);
+static void set_where(const char *text, bool dynamic, const char *cwd,
+                      const char *home, enum request_where *where, char **lex,
+                      char **res);
+static void opaque(struct request *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static char *tool_hint(const json_t *tc);
+static const char *str(const json_t *o, const char *key);
+static const char *kind_of(struct request *r, const char *k);
+static char *argv_script(const json_t *argv);
+static char *gemini_cwd(const json_t *tc);
+static const char *base_name(const char *p);
+static bool in_list(const char *s, const char *const *v, size_t n);
+static bool key_in(const char *key, const char *const *v, size_t n);
+static bool read_only(const struct shell_atom *a);
+static json_t *unconst(const json_t *j);
+static bool has_nul(const json_t *v, int depth);
+
+void request_init(struct request *r, const json_t *params, const char *cwd,
+                  const char *home) {
+  *r = (struct request){0};
+  r->cwd = cwd && cwd[0] == '/' ? path_normalize(NULL, cwd, NULL) : NULL;
+  const json_t *tc = json_object_get(params, "toolCall");
+  if (!json_is_object(tc)) {
+    r->kind = xstrdup("other");
+    opaque(r, "the request has no toolCall");
+    return;
+  }
+  const json_t *ri = json_object_get(tc, "rawInput");
+  if (ri && !json_is_object(ri) && !json_is_null(ri))
+    opaque(r, "rawInput is not an object");
+  // C strings end at a NUL byte where the agent's do not (a URL parser
+  // strips it, a prompt goes on after it): such a request cannot be read.
+  if (has_nul(tc, 0))
+    opaque(r, "a string of the request holds a NUL byte");
+  struct ctx c = {.r = r,
+                  .tc = tc,
+                  .ri = json_is_object(ri) ? ri : NULL,
+                  .home = home && home[0] == '/' ? home : NULL};
+  r->tool = tool_hint(tc);
+  const char *k = str(tc, "kind");
+  r->kind = xstrdup(k && *k ? k : "other");
+  extract(&c);
+}
+
+// True when a string in v holds a NUL byte, or v nests too deep to look.
+static bool has_nul(const json_t *v, int depth) {
+  if (depth > 64)
+    return true;
+  if (json_is_string(v))
+    return strlen(json_string_value(v)) != json_string_length(v);
+  const char *key;
+  const json_t *e;
+  size_t i;
+  json_array_foreach(v, i, e) if (has_nul(e, depth + 1)) return true;
+  json_object_foreach(unconst(v), key, e) {
+    if (has_nul(e, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+void request_clear(struct request *r) {
+  for (size_t i = 0; i < r->natoms; i++) {
+    struct request_atom *a = &r->atoms[i];
+    free(a->lex);
+    free(a->res);
+    free(a->text);
+    free(a->name);
+    for (size_t j = 0; j < a->ntargets; j++) {
+      free(a->targets[j].lex);
+      free(a->targets[j].res);
+      free(a->targets[j].text);
+    }
+    free(a->targets);
+  }
+  free(r->atoms);
+  shcache_release(r->sh);
+  shcache_release(r->alt_sh);
+  free(r->alt_command);
+  free(r->kind);
+  free(r->tool);
+  free(r->command);
+  free(r->cwd);
+  *r = (struct request){0};
+}
+
+// Every reading of the request the agent might act on, whatever its kind
+// and title say (permission-rules §5.5): what runs (rawInput.command, a
+// shell tool's title, a title that is another command), the MCP tool, the
+// paths it names (with new content or a destination it is an edit), the
+// URLs it fetches. All of them are judged; a label (the kind) never hides
+// a field that acts.
+static void extract(struct ctx *c) {
+  struct request *r = c->r;
+  enum rules_class cls;
+  int tool_cls = r->tool && rules_tool_class(r->tool, &cls) ? (int)cls : -1;
+  bool mcp = is_mcp(c);
+  const char *k = kind_of(r, r->kind); // `Execute` is execute
+  if (!mcp && strcmp(k, "other") == 0)
+    k = infer_kind(c);
+  json_t *gemini = NULL;
+  if (mcp && !c->ri)
+    c->ri = gemini = gemini_args(c);
+  size_t first = r->natoms;
+  const json_t *cmd = json_object_get(c->ri, "command");
+  if (mcp && !json_is_string(cmd) && !json_is_array(cmd))
+    cmd = NULL; // an MCP tool's `command` of another type is not a shell's
+  bool shell =
+      cmd ||
+      (!mcp && (strcmp(k, "execute") == 0 || tool_cls == (int)RULES_BASH));
+  if (shell)
+    shell_reading(c, cmd, mcp);
+  path_reading(c, k, tool_cls, shell, mcp);
+  if (!mcp)
+    fetch_reading(c, k, tool_cls);
+  // A kind known only by its name (think, switch_mode, other, a custom
+  // kind) is an atom of its own when nothing else must be allowed; a mode
+  // change always is.
+  bool covered = false;
+  for (size_t i = first; i < r->natoms; i++)
+    covered = covered || !r->atoms[i].deny_only;
+  bool by_kind =
+      !in_list(k,
+               (const char *const[]){"read", "edit", "delete", "move", "search",
+                                     "execute", "fetch"},
+               7);
+  if (!mcp && by_kind && (!covered || strcmp(k, "switch_mode") == 0)) {
+    struct request_atom *a = add(c, REQUEST_KIND, kind_of(r, k));
+    const char *title = str(c->tc, "title");
+    if (a && (r->tool || title))
+      a->name = xstrdup(r->tool ? r->tool : title);
+  }
+  if (!r->natoms)
+    opaque(r, "nothing in the request to judge");
+  json_decref(gemini);
+}
+
+// A kind for requests without one (claude-code-acp 0.16, kind "other"):
+// from the tool's name, else from the rawInput fields (Claude adapter).
+static const char *infer_kind(struct ctx *c) {
+  static const char *const by_class[] = {[RULES_BASH] = "execute",
+                                         [RULES_READ] = "read",
+                                         [RULES_EDIT] = "edit",
+                                         [RULES_WEBFETCH] = "fetch",
+                                         [RULES_WEBSEARCH] = "fetch"};
+  enum rules_class cls;
+  if (c->r->tool && rules_tool_class(c->r->tool, &cls) &&
+      cls <= RULES_WEBSEARCH)
+    return by_class[cls];
+  if (!c->ri)
+    return "other";
+  if (json_object_get(c->ri, "command"))
+    return "execute";
+  if (str(c->ri, "file_path") || str(c->ri, "notebook_path"))
+    return "read"; // path_reading makes it an edit when content comes
+  if (str(c->ri, "url"))
+    return "fetch";
+  return "other";
+}
+
+// What runs: rawInput.command (a string or codex's argv), else a Gemini
+// shell tool's title. A title that shows another command than
+// rawInput.command is a second reading, judged as well. An MCP tool that
+// takes a command (a terminal tool) runs it: its atoms must be allowed as
+// any command's are, besides the tool.
+static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
+  struct request *r = c->r;
+  if (cmd) {
+    from_command(c, cmd);
+    if (!mcp && json_is_string(cmd))
+      title_reading(c, json_string_value(cmd));
+  } else {
+    const char *title = str(c->tc, "title");
+    bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
+                              strcmp(r->tool, "ShellTool") == 0);
+    if (gemini && title && *title)
+      from_script(c, xstrdup(title), NULL);
+    else
+      opaque(r, "command text unavailable");
+  }
+}
+
+// The title as a command, when it is not rawInput.command as the Claude
+// adapters show it (the command itself, or in backticks with ` escaped).
+static void title_reading(struct ctx *c, const char *cmd) {
+  const char *t = str(c->tc, "title");
+  if (!t)
+    return;
+  size_t tn = strlen(t), cn = strlen(cmd);
+  while (tn && strchr(" \t\r\n", t[tn - 1]))
+    tn--;
+  while (tn && strchr(" \t\r\n", *t))
+    t++, tn--;
+  while (cn && strchr(" \t\r\n", cmd[cn - 1]))
+    cn--;
+  while (cn && strchr(" \t\r\n", *cmd))
+    cmd++, cn--;
+  char *plain = xmalloc(tn + 1);
+  size_t n = 0;
+  bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
+  for (size_t i = ticks; i < tn - ticks; i++) {
+    if (ticks && t[i] == '\\' && t[i + 1] == '`' && i + 1 < tn - 1)
+      i++;
+    plain[n++] = t[i];
+  }
+  plain[n] = '\0';
+  if (!n || (n == cn && memcmp(plain, cmd, n) == 0) ||
+      strcmp(plain, "Terminal") == 0) {
+    free(plain);
+    return;
+  }
+  from_script(c, plain, str(c->ri, "cwd"));
+}
+
+// rawInput.command: a string (Claude) or an argv (codex-acp).
+static void from_command(struct ctx *c, const json_t *cmd) {
+  const char *cwd = str(c->ri, "cwd");
+  if (json_is_string(cmd)) {
+    from_script(c, xstrdup(json_string_value(cmd)), cwd);
+    return;
+  }
+  char *script = json_is_array(cmd) ? argv_script(cmd) : NULL;
+  if (!script) {
+    opaque(c->r, "rawInput.command is neither a string nor an argv");
+    return;
+  }
+  from_script(c, script, cwd);
+}
+
+// Analyses script (taken); relative paths are resolved against cwd when it
+// is absolute (the command's own directory), else the session cwd. A
+// second script (the title read as a command) is kept beside the first.
+static void from_script(struct ctx *c, char *script, const char *cwd) {
+  struct request *r = c->r;
+  bool alt = r->command != NULL;
+  if (alt) {
+    if (r->alt_command) { // only one second reading
+      free(script);
+      return;
+    }
+    r->alt_command = script;
+  } else {
+    r->command = script;
+  }
+  char *gcwd = cwd ? NULL : gemini_cwd(c->tc);
+  const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
+  if (strlen(script) > REQUEST_COMMAND_MAX) {
+    opaque(r, "command too long");
+    free(gcwd);
+    return;
+  }
+  const struct shell_result *sh = shcache_analyse(script, c->home);
+  *(alt ? &r->alt_sh : &r->sh) = sh;
+  if (sh->opaque)
+    opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
+  // The analyser places file atoms after a cd itself; the breaker's
+  // operands are placed here.
+  struct bases b;
+  cd_bases(sh, dir, c->home, &b);
+  for (size_t i = 0; i < sh->natoms; i++)
+    add_shell_atom(c, &sh->atoms[i], dir, &b);
+  for (size_t i = 0; i < b.n; i++)
+    free(b.dir[i]);
+  free(gcwd);
+}
+
+// The directories a script's cd/pushd/popd may lead to (in any order: the
+// atoms do not say which runs first, so every combination is kept).
+static void cd_bases(const struct shell_result *sh, const char *cwd,
+                     const char *home, struct bases *b) {
+  *b = (struct bases){.unknown = !cwd};
+  if (cwd)
+    b->dir[b->n++] = xstrdup(cwd);
+  for (size_t i = 0; i < sh->natoms; i++) {
+    const struct shell_atom *a = &sh->atoms[i];
+    const char *name =
+        a->kind == SHELL_CMD && a->nwords ? base_name(a->words[0].text) : "";
+    if (!in_list(name, (const char *const[]){"cd", "pushd", "popd"}, 3))
+      continue;
+    size_t k = 1;
+    while (k < a->nwords && a->words[k].text[0] == '-' && a->words[k].text[1] &&
+           strcmp(a->words[k++].text, "--") != 0)
+      ;
+    const struct shell_word *w = k < a->nwords ? &a->words[k] : NULL;
+    const char *to = w ? w->text : home;
+    if (!to || strcasecmp(name, "popd") == 0 || (w && w->dynamic) ||
+        strcmp(to, "-") == 0) {
+      b->unknown = true;
+      continue;
+    }
+    for (size_t j = 0, n = b->n; j < n; j++) {
+      char *d = path_normalize(b->dir[j], to, home);
+      if (d && b->n < sizeof(b->dir) / sizeof(*b->dir))
+        b->dir[b->n++] = d;
+      else {
+        b->unknown = true;
+        free(d);
+      }
+    }
+  }
+}
+
+static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
+                           const char *cwd, const struct bases *b) {
+  enum request_class cls = a->kind == SHELL_CMD    ? REQUEST_BASH
+                           : a->kind == SHELL_READ ? REQUEST_READ
+                                                   : REQUEST_EDIT;
+  static const char *const kinds[] = {"execute", "read", "edit"};
+  struct request_atom *at = add(c, cls, kinds[cls]);
+  if (!at)
+    return;
+  at->deny_only = a->deny_only;
+  if (cls == REQUEST_BASH) {
+    at->cmd = a;
+    at->read_only = read_only(a);
+    add_targets(at, a, b, c->home);
+    return;
+  }
+  at->text = xstrdup(a->path ? a->path : "");
+  // The analyser places a literal relative path after a cd itself, but not
+  // a glob: where that one points is unknown.
+  bool moved = b->n > 1 || b->unknown;
+  if (moved && a->path_dynamic && a->path && a->path[0] != '/')
+    return;
+  set_where(a->path, a->path_dynamic, cwd, c->home, &at->where, &at->lex,
+            &at->res);
+}
+
+// The operands the circuit breaker looks at (permission-rules §5.6).
+static void add_targets(struct request_atom *at, const struct shell_atom *a,
+                        const struct bases *b, const char *home) {
+  const char *name = a->nwords ? base_name(a->words[0].text) : "";
+  if (strcasecmp(name, "find") == 0 && a->more_args)
+    push_target(at, "(starting points read from stdin by xargs)", true, NULL,
+                home);
+  if (strcasecmp(name, "find") == 0)
+    find_targets(at, a, b, home);
+  else if (in_list(name, removers, 6) || strcasecmp(name, "mv") == 0)
+    remove_targets(at, a, name, b, home);
+}
+
+// find -delete: its starting points (default "."), unless a -name/-path
+// test with a narrowing pattern comes before it and no -o, ! or group can
+// route around that test. -exec/-ok: unless one of the usual tests comes
+// first (the command they run has its own atom, and {} is unknown there).
+static void find_targets(struct request_atom *at, const struct shell_atom *a,
+                         const struct bases *b, const char *home) {
+  static const char *const names[] = {"-name",  "-iname",     "-path",
+                                      "-ipath", "-wholename", "-iwholename"};
+  static const char *const branch[] = {"-o", "-or", "!", "-not", ",", "("};
+  bool acts = false, filtered = false, deletes = false, narrowed = false,
+       branchy = false;
+  size_t end = a->nwords;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (end == a->nwords && (w[0] == '-' || w[0] == '(' || w[0] == '!'))
+      end = i;
+    if (strcmp(w, "-delete") == 0)
+      deletes = true;
+    else if (in_list(w, find_actions, 5))
+      acts = true;
+    if (!acts && !deletes) {
+      filtered = filtered || in_list(w, find_tests, 14);
+      narrowed = narrowed || (in_list(w, names, 6) && i + 1 < a->nwords &&
+                              !a->words[i + 1].dynamic &&
+                              shell_pattern_narrows(a->words[i + 1].text));
+    }
+    branchy = branchy || in_list(w, branch, 6);
+  }
+  if (!(deletes && (!narrowed || branchy)) && (!acts || filtered))
+    return;
+  char here[] = ".";
+  if (end == 1)
+    add_target(at, &(struct shell_word){.text = here}, b, home);
+  for (size_t i = 1; i < end; i++)
+    add_target(at, &a->words[i], b, home);
+}
+
+// rm, rmdir, unlink: every operand; mv: the sources; chmod/chown/chgrp
+// only with -R, and not their mode or owner operand.
+static void remove_targets(struct request_atom *at, const struct shell_atom *a,
+                           const char *name, const struct bases *b,
+                           const char *home) {
+  bool own = in_list(name, removers + 3, 3), mv = strcasecmp(name, "mv") == 0;
+  bool recursive = false, to_dir = false, no_mode_operand = false;
+  size_t n = 0;
+  bool opts = true;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (operand(w, &opts)) {
+      n++;
+      continue;
+    }
+    recursive = recursive || strcmp(w, "--recursive") == 0 ||
+                (w[1] != '-' && strchr(w, 'R'));
+    to_dir = to_dir || strncmp(w, "-t", 2) == 0 ||
+             strncmp(w, "--target-directory", 18) == 0;
+    // chmod -w (a mode written as an option) or --reference: no mode operand
+    no_mode_operand =
+        no_mode_operand || strncmp(w, "--reference", 11) == 0 ||
+        (w[1] != '-' && strspn(w + 1, "rwxXstugoa") == strlen(w + 1));
+  }
+  if (own && !recursive)
+    return;
+  // Run by xargs: more operands come from stdin, and none can be known.
+  if (a->more_args)
+    push_target(at, "(operands read from stdin by xargs)", true, NULL, home);
+  size_t skip = own && !no_mode_operand ? 1 : 0, seen = 0;
+  size_t keep = mv && !to_dir && n ? n - 1 : n;
+  opts = true;
+  for (size_t i = 1; i < a->nwords; i++)
+    if (operand(a->words[i].text, &opts) && seen++ >= skip && seen <= keep)
+      add_target(at, &a->words[i], b, home);
+}
+
+// True for an operand; options end at "--" (which is neither).
+static bool operand(const char *w, bool *opts) {
+  if (*opts && strcmp(w, "--") == 0) {
+    *opts = false;
+    return false;
+  }
+  return !(*opts && w[0] == '-' && w[1]);
+}
+
+// An operand, placed from every directory a cd may have led to.
+static void add_target(struct request_atom *at, const struct shell_word *w,
+                       const struct bases *b, const char *home) {
+  bool relative = w->text[0] != '/' && w->text[0] != '~';
+  for (size_t i = 0; i < (relative ? b->n : 1); i++)
+    push_target(at, w->text, w->dynamic, relative ? b->dir[i] : "/", home);
+  if (relative && b->unknown)
+    push_target(at, w->text, true, NULL, home);
+}
+
+static void push_target(struct request_atom *at, const char *text, bool dynamic,
+                        const char *dir, const char *home) {
+  if (at->ntargets >= REQUEST_PATHS_MAX) {
+    // Too many to list: one that cannot be known stands for the rest.
+    at->targets[at->ntargets - 1].where = REQUEST_UNKNOWN;
+    return;
+  }
+  at->targets =
+      xrealloc(at->targets, (at->ntargets + 1) * sizeof(*at->targets));
+  struct request_target *t = &at->targets[at->ntargets++];
+  *t = (struct request_target){.text = xstrdup(text)};
+  set_where(text, dynamic, dir, home, &t->where, &t->lex, &t->res);
+}
+
+// Read or Edit atoms on the paths a request names. With new content, a
+// diff, a patch or a destination, or an edit/delete/move kind or tool, they
+// are edits; with a read/search kind or tool, reads. They are the request's
+// own atoms unless something else acts: next to a command (the command is
+// what runs) or for an MCP tool (its allow rule carries them) they are
+// checked by deny and ask rules, the protected paths and plan mode only.
+// A path on a tool of any other kind (think, fetch, other...) is taken as
+// an edit, a guessed one.
+static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+                         bool mcp) {
+  struct request *r = c->r;
+  struct paths ps = {.n = 0};
+  bool deep = mcp || (!shell && tool_cls < 0 && strcmp(k, "other") == 0);
+  bool edit_signal = collect_paths(c, &ps, deep);
+  bool edit_kind =
+      in_list(k, (const char *const[]){"edit", "delete", "move"}, 3) ||
+      tool_cls == (int)RULES_EDIT;
+  bool read_kind = (in_list(k, (const char *const[]){"read", "search"}, 2) &&
+                    tool_cls != (int)RULES_WEBSEARCH) ||
+                   tool_cls == (int)RULES_READ;
+  enum request_class cls =
+      read_kind && !edit_kind && !edit_signal ? REQUEST_READ : REQUEST_EDIT;
+  bool guessed = !edit_kind && !edit_signal && !read_kind;
+  bool own = !mcp && !guessed && (!shell || edit_signal);
+  const char *kind = edit_signal && !edit_kind ? "edit"
+                     : guessed || mcp          ? r->kind
+                                               : k;
+  if (ps.n > REQUEST_PATHS_MAX) {
+    opaque(r, "too many paths");
+  } else if (ps.n) {
+    // A guess is both: the tool may read the path, or write it.
+    if (guessed)
+      from_paths(c, &ps, REQUEST_READ, kind_of(r, kind), false, false);
+    from_paths(c, &ps, cls, kind_of(r, kind), own, guessed);
+  } else if (own) {
+    // No path: a search searches the cwd; any other file tool works on a
+    // path nobody can know. (A web search is no file search.)
+    if (cls == REQUEST_READ && strcmp(k, "search") == 0 && r->cwd) {
+      ps.v[ps.n++] = xstrdup(r->cwd);
+      from_paths(c, &ps, cls, kind_of(r, k), true, false);
+    } else {
+      struct request_atom *a = add(c, cls, kind_of(r, kind));
+      if (a)
+        a->where = REQUEST_UNKNOWN;
+    }
+  }
+  for (size_t i = 0; i < ps.n && i <= REQUEST_PATHS_MAX; i++)
+    free(ps.v[i]);
+}
+
+static void from_paths(struct ctx *c, const struct paths *ps,
+                       enum request_class cls, const char *kind, bool own,
+                       bool guessed) {
+  for (size_t j = 0; j < ps->n; j++) {
+    const char *p = ps->v[j];
+    char *lex = path_normalize(c->r->cwd, p, c->home);
+    bool dup = false;
+    for (size_t k = 0; lex && k < c->r->natoms; k++) {
+      const struct request_atom *o = &c->r->atoms[k];
+      dup = dup || (o->cls == cls && o->deny_only == !own && o->lex &&
+                    strcmp(o->lex, lex) == 0);
+    }
+    free(lex);
+    struct request_atom *a = dup ? NULL : add(c, cls, kind);
+    if (!a)
+      continue;
+    a->deny_only = !own;
+    a->guessed = guessed && cls == REQUEST_EDIT;
+    a->text = xstrdup(p);
+    // The same absolute path placed already (a Read beside an Edit): no
+    // second resolution.
+    const struct request_atom *same = NULL;
+    bool anchored = p[0] == '/' || (p[0] == '~' && (!p[1] || p[1] == '/'));
+    for (size_t k = 0; anchored && !same && k + 1 < c->r->natoms; k++) {
+      const struct request_atom *o = &c->r->atoms[k];
+      if ((o->cls == REQUEST_READ || o->cls == REQUEST_EDIT) && o->text &&
+          o->where == REQUEST_KNOWN && strcmp(o->text, p) == 0)
+        same = o;
+    }
+    if (same) {
+      a->where = REQUEST_KNOWN;
+      a->lex = xstrdup(same->lex);
+      a->res = xstrdup(same->res);
+      continue;
+    }
+    // `~user/...` or a variable: where it points cannot be known.
+    bool dynamic = strchr(p, '$') || (p[0] == '~' && p[1] && p[1] != '/');
+    set_where(p, dynamic, c->r->cwd, c->home, &a->where, &a->lex, &a->res);
+  }
+}
+
+// Rawinput keys whose string is a path, whatever it looks like.
+static const char *const path_keys[] = {
+    "file_path", "notebook_path", "path",      "dir_path", "absolute_path",
+    "filePath",  "filepath",      "file",      "filename", "dir",
+    "directory", "folder",        "old_path",  "oldPath",  "source_path",
+    "src_path",  "from_path",     "input_path"};
+// Keys that name where something is moved or written to (an edit there).
+static const char *const dest_keys[] = {
+    "new_path", "newPath",     "destination", "destination_path", "dest",
+    "dst",      "target_path", "target_file", "new_file_path",    "move_path",
+    "to_path",  "output_path", "output_file", "outfile",          "save_path"};
+// Keys whose string is a path when it looks like one (has a `/`, or starts
+// with `.` or `~`): `to`, `target`... are often not paths.
+static const char *const maybe_path_keys[] = {
+    "source", "src", "from", "to", "target", "output", "out", "location"};
+// Keys that hold lists of paths.
+static const char *const path_list_keys[] = {"paths", "files", "file_paths",
+                                             "filePaths"};
+// Keys whose text is content, not a place (never scanned for paths).
+static const char *const text_keys[] = {
+    "content", "new_string",  "old_string",  "newText",    "oldText", "text",
+    "body",    "message",     "description", "prompt",     "query",   "pattern",
+    "regex",   "glob",        "command",     "cmd",        "code",    "script",
+    "data",    "diff",        "patch",       "cwd",        "title",   "comment",
+    "reason",  "explanation", "summary",     "new_source", "plan"};
+
+// The paths a tool call names (copies): rawInput path keys (for MCP and
+// unknown tools, deep: any string that looks like a path, at any depth),
+// codex patch keys and move_path, diff content and locations. More than
+// REQUEST_PATHS_MAX leaves ps->n above it. True when the request carries
+// new content, a diff, a patch or a destination: it writes.
+static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
+  bool writes = false;
+  const json_t *ri = c->ri;
+  for (size_t i = 0; ri && i < sizeof(edit_fields) / sizeof(*edit_fields); i++)
+    writes = writes || json_object_get(ri, edit_fields[i]);
+  if (deep) {
+    size_t budget = 1024;
+    scan_paths(c, ri, 0, &budget, ps);
+  }
+  const char *key;
+  const json_t *val;
+  json_object_foreach(unconst(ri), key, val) {
+    const char *s = json_string_value(val);
+    bool dest = key_in(key, dest_keys, sizeof(dest_keys) / sizeof(*dest_keys));
+    if (s && *s &&
+        (dest ||
+         key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)) ||
+         (key_in(key, maybe_path_keys,
+                 sizeof(maybe_path_keys) / sizeof(*maybe_path_keys)) &&
+          (strchr(s, '/') || s[0] == '.' || s[0] == '~')))) {
+      push_path(ps, s);
+      writes = writes || dest;
+    }
+    size_t i;
+    const json_t *e;
+    if (key_in(key, path_list_keys,
+               sizeof(path_list_keys) / sizeof(*path_list_keys)))
+      json_array_foreach(val, i, e) push_path(ps, json_string_value(e));
+  }
+  // codex patches: {path: {type, content|unified_diff, move_path}}, or a
+  // list of {path, move_path}; anything else cannot be read.
+  const json_t *changes = json_object_get(ri, "changes");
+  if (json_is_object(changes)) {
+    json_object_foreach(unconst(changes), key, val) {
+      push_path(ps, key);
+      push_path(ps, str(val, "move_path"));
+    }
+  } else if (json_is_array(changes)) {
+    size_t i;
+    json_array_foreach(changes, i, val) {
+      push_path(ps, str(val, "path"));
+      push_path(ps, str(val, "move_path"));
+      if (!str(val, "path"))
+        opaque(c->r, "a change without a path");
+    }
+  } else if (changes) {
+    opaque(c->r, "rawInput.changes cannot be read");
+  }
+  size_t i;
+  json_array_foreach(json_object_get(c->tc, "content"), i, val) {
+    const char *type = str(val, "type");
+    if (type && strcmp(type, "diff") == 0) {
+      push_path(ps, str(val, "path"));
+      writes = true;
+    }
+  }
+  json_array_foreach(json_object_get(c->tc, "locations"), i, val)
+      push_path(ps, str(val, "path"));
+  return writes;
+}
+
+// Every string in v that is a path: under a path key, or one that looks
+// like a path (absolute, ~, ./, ../, file://). Deeper than 8 levels or more
+// than 1024 objects and arrays: opaque.
+static void scan_paths(const struct ctx *c, const json_t *v, int depth,
+                       size_t *budget, struct paths *ps) {
+  if (!v || json_is_string(v) || json_is_number(v) || json_is_boolean(v) ||
+      json_is_null(v))
+    return;
+  if (depth > 8 || !*budget) { // not looked at: it may hold a path
+    opaque(c->r, "the tool's arguments nest too deep or are too many");
+    return;
+  }
+  (*budget)--;
+  const char *key;
+  const json_t *e;
+  size_t i;
+  if (json_is_array(v)) {
+    json_array_foreach(v, i, e) {
+      const char *s = json_string_value(e);
+      if (s && looks_like_path(s))
+        push_path(ps, s);
+      else
+        scan_paths(c, e, depth + 1, budget, ps);
+    }
+    return;
+  }
+  json_object_foreach(unconst(v), key, e) {
+    if (key_in(key, text_keys, sizeof(text_keys) / sizeof(*text_keys)))
+      continue;
+    const char *s = json_string_value(e);
+    if (s && *s &&
+        (looks_like_path(s) ||
+         (depth > 0 &&
+          key_in(key, path_keys, sizeof(path_keys) / sizeof(*path_keys)))))
+      push_path(ps, s);
+    else
+      scan_paths(c, e, depth + 1, budget, ps);
+  }
+}
+
+static bool looks_like_path(const char *s) {
+  return !strpbrk(s, "\n\r") &&
+         (s[0] == '/' || s[0] == '~' || strncmp(s, "./", 2) == 0 ||
+          strncmp(s, "../", 3) == 0 || strncasecmp(s, "file:", 5) == 0);
+}
+
+// A copy of s into ps; a file: URL becomes its (percent-decoded) path.
+static void push_path(struct paths *ps, const char *s) {
+  if (!s || !*s || ps->n > REQUEST_PATHS_MAX)
+    return;
+  char *p = NULL;
+  if (strncasecmp(s, "file:", 5) == 0) {
+    const char *q = s + 5;
+    if (strncmp(q, "//", 2) == 0) {
+      q += 2;
+      q += strcspn(q, "/"); // a host (localhost or any): the path follows
+    }
+    p = xmalloc(strlen(q) + 2);
+    size_t n = 0;
+    for (; *q && *q != '?' && *q != '#'; q++) {
+      int hi = q[1] ? url_hex_value(q[1]) : -1,
+          lo = hi >= 0 ? url_hex_value(q[2]) : -1;
+      if (*q == '%' && hi >= 0 && lo >= 0 && (hi || lo)) {
+        p[n++] = (char)(hi * 16 + lo);
+        q += 2;
+      } else {
+        p[n++] = *q;
+      }
+    }
+    p[n] = '\0';
+    if (!n) {
+      free(p);
+      return;
+    }
+  } else {
+    p = xstrdup(s);
+  }
+  for (size_t i = 0; i < ps->n; i++) {
+    if (strcmp(ps->v[i], p) == 0) {
+      free(p);
+      return;
+    }
+  }
+  ps->v[ps->n++] = p;
+}
+
+// Gemini's MCP request shows the tool's arguments only as its text content:
+// their JSON (or "[Payload omitted due to length ...]", which hides them).
+static json_t *gemini_args(struct ctx *c) {
+  const json_t *first = json_array_get(json_object_get(c->tc, "content"), 0);
+  const char *text = str(json_object_get(first, "content"), "text");
+  if (!text)
+    return NULL;
+  if (strncmp(text, "[Payload omitted", 16) == 0) {
+    opaque(c->r, "the MCP tool's arguments are not shown (too long)");
+    return NULL;
+  }
+  json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    if (text[strspn(text, " \t\r\n")] == '{')
+      opaque(c->r, "the MCP tool's arguments cannot be read");
+    return NULL;
+  }
+  return j;
+}
+
+// The URLs a request fetches: rawInput.url (Claude's WebFetch fetches that
+// field and nothing else) and other URL fields (urls, uri, ...), else every
+// URL in the title, the text content
+// and rawInput.prompt (Gemini's web_fetch fetches every URL of its prompt,
+// which its title shows). A title that shows a URL is a reading too: when
+// fields disagree, every host must be allowed. None found is opaque; a web
+// search is its own atom.
+static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
+  // rawInput fields that hold URLs: a string, or a list of strings.
+  static const char *const url_keys[] = {"url",  "urls",  "uri",     "uris",
+                                         "href", "links", "endpoint"};
+  bool fetch = strcmp(k, "fetch") == 0 || tool_cls == (int)RULES_WEBFETCH;
+  size_t found = 0, fields = 0;
+  for (size_t i = 0; i < sizeof(url_keys) / sizeof(*url_keys); i++) {
+    const json_t *v = json_object_get(c->ri, url_keys[i]), *e;
+    size_t j;
+    if (json_is_string(v)) {
+      fields++;
+      read_url(c, json_string_value(v), json_string_length(v), false, &found);
+    }
+    json_array_foreach(v, j, e) {
+      fields++;
+      if (json_is_string(e))
+        read_url(c, json_string_value(e), json_string_length(e), false, &found);
+      else
+        opaque(c->r, "rawInput.%s holds something else than URLs", url_keys[i]);
+    }
+  }
+  bool search = tool_cls == (int)RULES_WEBSEARCH ||
+                (fetch && !fields && str(c->ri, "query"));
+  if (search)
+    add(c, REQUEST_SEARCH, "fetch");
+  if (!fields && (!fetch || search))
+    return;
+  // With a URL field, that is what is fetched: a title cut short hides
+  // nothing then.
+  scan_urls(c, str(c->tc, "title"), !fields, &found);
+  if (!fields) {
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(c->tc, "content"), i, v)
+        scan_urls(c, str(json_object_get(v, "content"), "text"), true, &found);
+    scan_urls(c, str(c->ri, "prompt"), true, &found);
+  }
+  if (!found)
+    opaque(c->r, "no URL in the fetch request");
+}
+
+// A run of white space as JavaScript's \s sees it (Gemini splits its prompt
+// on /\s+/): its length in bytes at p, or 0.
+static size_t js_space(const char *p) {
+  static const char *const wide[] = {
+      "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9",
+      "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80", "\xef\xbb\xbf"};
+  unsigned char c = (unsigned char)*p;
+  if (c < 0x80)
+    return c && strchr(" \t\n\v\f\r", c) ? 1 : 0;
+  if (c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3 && c != 0xef)
+    return 0;
+  for (size_t i = 0; i < sizeof(wide) / sizeof(*wide); i++)
+    if (strncmp(p, wide[i], strlen(wide[i])) == 0)
+      return strlen(wide[i]);
+  // U+2000..U+200A
+  if ((unsigned char)p[0] == 0xe2 && (unsigned char)p[1] == 0x80 &&
+      (unsigned char)p[2] >= 0x80 && (unsigned char)p[2] <= 0x8a)
+    return 3;
+  return 0;
+}
+
+// Every URL in a text: each white-space-separated word that holds "://" or
+// starts with http: or https:, read whole (as Gemini reads its prompt).
+// When the text must show every URL (whole), a text cut short ("..." at its
+// end, as Gemini cuts its title at 100 characters) may hide more: opaque.
+static void scan_urls(struct ctx *c, const char *text, bool whole,
+                      size_t *found) {
+  static const char gemini[] =
+      "Processing URLs and instructions from prompt: \"";
+  if (!text)
+    return;
+  size_t n = strlen(text);
+  if (strncmp(text, gemini, sizeof(gemini) - 1) == 0 && n >= sizeof(gemini) &&
+      text[n - 1] == '"') {
+    text += sizeof(gemini) - 1;
+    n -= sizeof(gemini);
+  }
+  bool cut = whole && n >= 3 &&
+             (strncmp(text + n - 3, "...", 3) == 0 ||
+              strncmp(text + n - 3, "\xe2\x80\xa6", 3) == 0);
+  for (size_t i = 0; i < n;) {
+    size_t sp = js_space(text + i);
+    if (sp) {
+      i += sp;
+      continue;
+    }
+    size_t e = i;
+    while (e < n && !js_space(text + e))
+      e++;
+    const char *w = text + i;
+    size_t wn = e - i;
+    bool url = (wn >= 5 && strncasecmp(w, "http:", 5) == 0) ||
+               (wn >= 6 && strncasecmp(w, "https:", 6) == 0) ||
+               has_scheme_sep(w, wn);
+    if (url && !(cut && e == n)) // the last word of a cut text is partial
+      read_url(c, w, wn, true, found);
+    i = e;
+  }
+  if (cut) // deny rules still saw the hosts before the cut
+    opaque(c->r, "the text of the fetch request is cut short");
+}
+
+static bool has_scheme_sep(const char *w, size_t n) {
+  for (size_t i = 0; i + 3 <= n; i++)
+    if (w[i] == ':' && w[i + 1] == '/' && w[i + 2] == '/')
+      return true;
+  return false;
+}
+
+// One URL: an http(s) host is a FETCH atom. Another scheme can never be
+// allowed by a WebFetch rule (opaque), though deny rules still see its
+// host; a URL that cannot be read is opaque.
+static void read_url(struct ctx *c, const char *s, size_t n, bool from_text,
+                     size_t *found) {
+  struct url u;
+  enum url_status st = url_parse(s, n, &u);
+  int shown = (int)(n > 80 ? 80 : n);
+  if (st != URL_OK) {
+    opaque(c->r, "cannot tell the host of %.*s", shown, s);
+    return;
+  }
+  bool web = strcmp(u.scheme, "http") == 0 || strcmp(u.scheme, "https") == 0;
+  if (!web)
+    opaque(c->r, "a %s: URL (only http and https can be allowed)", u.scheme);
+  if (u.host) {
+    add_host(c, u.host, found);
+    // Gemini fetches a GitHub blob from raw.githubusercontent.com.
+    if (from_text && web && strcmp(u.host, "github.com") == 0 &&
+        strstr(u.path, "/blob/"))
+      add_host(c, "raw.githubusercontent.com", found);
+  }
+  url_clear(&u);
+}
+
+static void add_host(struct ctx *c, const char *host, size_t *found) {
+  size_t n = strlen(host);
+  while (n && host[n - 1] == '.')
+    n--; // rules compare hosts without their trailing dots
+  if (!n) {
+    opaque(c->r, "a URL with an empty host");
+    return;
+  }
+  for (size_t i = 0; i < c->r->natoms; i++) {
+    const struct request_atom *a = &c->r->atoms[i];
+    if (a->cls == REQUEST_FETCH && strlen(a->name) == n &&
+        strncmp(a->name, host, n) == 0)
+      return;
+  }
+  if (++*found > REQUEST_URLS_MAX) {
+    opaque(c->r, "too many URLs");
+    return;
+  }
+  struct request_atom *a = add(c, REQUEST_FETCH, "fetch");
+  if (a)
+    a->name = xstrndup(host, n);
+}
+
+// MCP tools: the name from toolCall.name, _meta.claudeCode.toolName or the
+// toolCallId (Gemini), else a title that is an MCP name (Claude adapter).
+static bool is_mcp(struct ctx *c) {
+  const char *name = c->r->tool;
+  const char *title = str(c->tc, "title");
+  if (!name && title && strncmp(title, "mcp__", 5) == 0 &&
+      !strpbrk(title, " \t\n") && strcmp(c->r->kind, "other") == 0)
+    name = title;
+  if (!name || strncmp(name, "mcp_", 4) != 0)
+    return false;
+  struct request_atom *a = add(c, REQUEST_MCP, kind_of(c->r, c->r->kind));
+  if (a) {
+    a->name = xstrdup(name);
+    a->gemini_name = strncmp(name, "mcp__", 5) != 0;
+  }
+  return true;
+}
+
+static struct request_atom *add(struct ctx *c, enum request_class cls,
+                                const char *kind) {
+  struct request *r = c->r;
+  if (r->natoms >= REQUEST_ATOMS_MAX) {
+    opaque(r, "too many parts");
+    return NULL;
+  }
+  if (r->natoms == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 8;
+    r->atoms = xrealloc(r->atoms, c->cap * sizeof(*r->atoms));
+  }
+  struct request_atom *a = &r->atoms[r->natoms++];
+  *a =
+      (struct request_atom){.cls = cls, .kind = kind, .where = REQUEST_UNKNOWN};
+  return a;
+}
+
+// Places a path: known (normalised and resolved), a glob, or unknown.
+static void set_where(const char *text, bool dynamic, const char *cwd,
+                      const char *home, enum request_where *where, char **lex,
+                      char **res) {
+  *where = REQUEST_UNKNOWN;
+  if (!text || !*text)
+    return;
+  // A variable, a substitution, ~user or braces can be anything; so can a
+  // word the analyser calls dynamic for a reason not in its text.
+  if (dynamic &&
+      (strpbrk(text, "$`{") || text[0] == '~' || !strpbrk(text, "*?[")))
+    return;
+  *lex = path_normalize(cwd, text, home);
+  if (!*lex)
+    return;
+  if (dynamic) {
+    *where = REQUEST_GLOB;
+    return;
+  }
+  // Resolve the path as written, not the collapsed one: in link/../x the
+  // kernel follows link first, so x may be far from where `..` suggests.
+  char *raw = path_absolute(cwd, text, home);
+  *res = raw ? path_resolve_cached(raw) : NULL;
+  free(raw);
+  if (!*res) {
+    free(*lex);
+    *lex = NULL;
+    return;
+  }
+  *where = REQUEST_KNOWN;
+}
+
+static void opaque(struct request *r, const char *fmt, ...) {
+  if (r->opaque)
+    return; // the first reason is the one to show
+  r->opaque = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+  va_end(ap);
+}
+
+// The tool's name: toolCall.name (unstable ACP), the Claude adapter's
+// _meta.claudeCode.toolName, or Gemini's toolCallId "<tool>__<id>" or
+// "<tool>-<ms>-<n>" when it names a known tool or an MCP tool.
+static char *tool_hint(const json_t *tc) {
+  const char *s = str(tc, "name");
+  if (!s)
+    s = str(json_object_get(json_object_get(tc, "_meta"), "claudeCode"),
+            "toolName");
+  if (s && *s)
+    return xstrdup(s);
+  const char *id = str(tc, "toolCallId");
+  if (!id)
+    return NULL;
+  enum rules_class cls;
+  for (const char *sep = id; (sep = strstr(sep, "__")) != NULL; sep++) {
+    char *name = xstrndup(id, (size_t)(sep - id));
+    const char *rest = sep + 2;
+    if (!strstr(rest, "__") &&
+        (strncmp(name, "mcp_", 4) == 0 || rules_tool_class(name, &cls)))
+      return name;
+    free(name);
+  }
+  char *name = xstrndup(id, strcspn(id, "-"));
+  if (id[strlen(name)] == '-' && rules_tool_class(name, &cls))
+    return name;
+  free(name);
+  return NULL;
+}
+
+static const char *str(const json_t *o, const char *key) {
+  return json_string_value(json_object_get(o, key));
+}
+
+// A static spelling of a known kind (in any case), or the request's own
+// string.
+static const char *kind_of(struct request *r, const char *k) {
+  for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
+    if (strcasecmp(k, known_kinds[i]) == 0)
+      return known_kinds[i];
+  return r->kind;
+}
+
+// codex-acp's argv: `<shell> -lc SCRIPT` is the script; any other argv is
+// quoted word by word so that the analyser sees exactly those words.
+static char *argv_script(const json_t *argv) {
+  size_t n = json_array_size(argv), len = 1;
+  for (size_t i = 0; i < n; i++) {
+    const char *w = json_string_value(json_array_get(argv, i));
+    if (!w || strlen(w) > REQUEST_COMMAND_MAX)
+      return NULL;
+    len += 4 * strlen(w) + 3;
+  }
+  if (!n || len > 4 * REQUEST_COMMAND_MAX)
+    return NULL;
+  const char *a0 = json_string_value(json_array_get(argv, 0));
+  const char *a1 = n == 3 ? json_string_value(json_array_get(argv, 1)) : "";
+  size_t l1 = strlen(a1);
+  if (n == 3 && in_list(base_name(a0), shells, 5) && a1[0] == '-' && l1 > 1 &&
+      a1[l1 - 1] == 'c' &&
+      strspn(a1 + 1, "abcdefghijklmnopqrstuvwxyz") == l1 - 1)
+    return xstrdup(json_string_value(json_array_get(argv, 2)));
+  char *s = xmalloc(len), *o = s;
+  for (size_t i = 0; i < n; i++) {
+    const char *w = json_string_value(json_array_get(argv, i));
+    bool plain = *w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
+                                 "RSTUVWXYZ0123456789_./=:@%+,-") == strlen(w);
+    if (i)
+      *o++ = ' ';
+    if (!plain)
+      *o++ = '\'';
+    for (const char *p = w; *p; p++) {
+      if (!plain && *p == '\'') {
+        memcpy(o, "'\\''", 4);
+        o += 4;
+      } else {
+        *o++ = *p;
+      }
+    }
+    if (!plain)
+      *o++ = '\'';
+  }
+  *o = '\0';
+  return s;
+}
+
+// Gemini's shell request says where it runs in its text content:
+// "[current working directory /p] (...)".
+static char *gemini_cwd(const json_t *tc) {
+  static const char tag[] = "[current working directory ";
+  const json_t *first = json_array_get(json_object_get(tc, "content"), 0);
+  const char *text = str(json_object_get(first, "content"), "text");
+  if (!text || strncmp(text, tag, sizeof(tag) - 1) != 0)
+    return NULL;
+  const char *dir = text + sizeof(tag) - 1;
+  size_t n = strcspn(dir, "]\n");
+  if (dir[n] != ']' || dir[0] != '/')
+    return NULL;
+  char *d = xstrndup(dir, n);
+  char *r = path_normalize(NULL, d, NULL);
+  free(d);
+  return r;
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+// A JSON key in a list of keys (exact, as the agent reads its keys).
+static bool key_in(const char *key, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (key[0] == v[i][0] && strcmp(key, v[i]) == 0)
+      return true;
+  return false;
+}
+
+static char lower_c(char c) {
+  return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
+}
+
+// Case folded; the lists are lower case. The first byte is compared first:
+// these lists are looked at for every command of every request.
+static bool in_list(const char *s, const char *const *v, size_t n) {
+  char c = lower_c(s[0]);
+  for (size_t i = 0; i < n; i++)
+    if (c == v[i][0] && strcasecmp(s, v[i]) == 0)
+      return true;
+  return false;
+}
+
+// jansson's iterators take a mutable object; they do not modify it.
+static json_t *unconst(const json_t *j) {
+  return (json_t *)(uintptr_t)j;
+}
+
+// Commands plan mode lets run: they read, never write or run others. A
+// command is read-only only with options from its known-safe set (an
+// option not listed, or a dynamic one, makes it not read-only) and no more
+// operands than it reads. shorts: flag letters; vals: letters that take a
+// value; longs: space-separated names, with or without =VALUE; max: the
+// operands allowed (-1: any). A NULL shorts means options are not checked
+// (echo, printf, test: their options never write).
+struct ro_spec {
+  const char *name, *shorts, *vals, *longs;
+  int max;
+};
+
+static const char grep_ro_longs[] =
+    " regexp file max-count after-context before-context context "
+    "directories devices recursive dereference-recursive include exclude "
+    "exclude-from exclude-dir label binary-files group-separator color colour "
+    "ignore-case invert-match word-regexp line-regexp count "
+    "files-with-matches files-without-match only-matching quiet silent "
+    "no-messages byte-offset with-filename no-filename line-number "
+    "initial-tab null null-data text extended-regexp fixed-strings "
+    "basic-regexp perl-regexp no-ignore-case line-buffered "
+    "no-group-separator help version ";
+
+static const struct ro_spec ro_specs[] = {
+    {"echo", NULL, NULL, NULL, -1},
+    {"printf", NULL, NULL, NULL, -1},
+    {"true", NULL, NULL, NULL, -1},
+    {"false", NULL, NULL, NULL, -1},
+    {"test", NULL, NULL, NULL, -1},
+    {"[", NULL, NULL, NULL, -1},
+    {"pwd", NULL, NULL, NULL, -1},
+    {"cd", NULL, NULL, NULL, -1},
+    {"basename", NULL, NULL, NULL, -1},
+    {"dirname", NULL, NULL, NULL, -1},
+    {"which", NULL, NULL, NULL, -1},
+    {"type", NULL, NULL, NULL, -1},
+    {"whoami", "", "", " help version ", 0},
+    {"id", "gGnruzZa", "",
+     " group groups name real user zero context help "
+     "version ",
+     -1},
+    {"uname", "asnrvmpio", "",
+     " all kernel-name nodename kernel-release "
+     "kernel-version machine processor "
+     "hardware-platform operating-system help "
+     "version ",
+     0},
+    {"hostname", "afdisAIy", "",
+     " alias fqdn long domain ip-address "
+     "all-ip-addresses all-fqdns short yp nis "
+     "help version ",
+     0},
+    {"ls", "aAbBcCdfFgGhHiklLmnNopqQrRsStuUvwxXZ1", "ITw",
+     " all almost-all author escape block-size ignore-backups color directory "
+     "dired classify file-type format full-time group-directories-first "
+     "no-group human-readable si dereference-command-line "
+     "dereference-command-line-symlink-to-dir hide hyperlink indicator-style "
+     "inode ignore kibibytes dereference numeric-uid-gid literal "
+     "hide-control-chars show-control-chars quote-name quoting-style reverse "
+     "recursive size sort time time-style tabsize width context zero help "
+     "version ",
+     -1},
+    {"cat", "AbeEnstTuv", "",
+     " show-all number-nonblank show-ends number "
+     "squeeze-blank show-tabs show-nonprinting help "
+     "version ",
+     -1},
+    {"head", "qvz0123456789", "cn",
+     " bytes lines quiet silent verbose "
+     "zero-terminated help version ",
+     -1},
+    {"tail", "fFqvz0123456789", "cns",
+     " bytes lines follow retry pid quiet "
+     "silent sleep-interval verbose "
+     "max-unchanged-stats zero-terminated "
+     "help version ",
+     -1},
+    {"less", "aAbBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX", "hjpPtTxyz#", "", -1},
+    {"more", "dflcpsu0123456789", "n", "", -1},
+    {"grep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"egrep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"fgrep", "EFGPiywxcLloqsbHhnTZzrRaIvUV0123456789", "efmABCdD",
+     grep_ro_longs, -1},
+    {"rg", "iSsFwxvcloHnNLuUzaq0", "egtTmACBfjMr",
+     " regexp file type type-not glob iglob hidden no-ignore follow count "
+     "count-matches files files-with-matches files-without-match json "
+     "line-number no-line-number column no-heading heading color colors "
+     "smart-case case-sensitive ignore-case fixed-strings word-regexp "
+     "line-regexp max-count context before-context after-context multiline "
+     "multiline-dotall unrestricted type-list max-depth max-filesize sort "
+     "sortr trim vimgrep only-matching replace no-filename with-filename null "
+     "invert-match quiet stats passthru text threads encoding "
+     "max-columns help version ",
+     -1},
+    {"wc", "clmwL", "",
+     " bytes chars lines words max-line-length "
+     "files0-from total help version ",
+     -1},
+    {"stat", "LfZt", "c",
+     " dereference file-system format printf terse "
+     "cached help version ",
+     -1},
+    {"file", "bcEhiklLNnrsSvz0", "eFfmP",
+     " brief mime mime-type mime-encoding dereference no-dereference "
+     "keep-going list raw special-files uncompress uncompress-noreport "
+     "exclude exclude-quiet extension apple print0 separator files-from "
+     "magic-file parameter help version ",
+     -1},
+    {"du", "0abcDhHklLmPsSx", "dBtX",
+     " null all apparent-size block-size bytes total dereference-args "
+     "human-readable inodes dereference count-links max-depth separate-dirs "
+     "si summarize threshold time time-style exclude exclude-from "
+     "one-file-system files0-from help version ",
+     -1},
+    {"df", "ahHiklPTx", "Bt",
+     " all block-size human-readable si inodes local output portability "
+     "print-type type exclude-type total sync no-sync help version ",
+     -1},
+    {"tree", "adfFilpsugDqNQrtvUxACJSLPIhn", "LPIH",
+     " dirsfirst noreport prune du gitignore charset sort filelimit timefmt "
+     "matchdirs ignore-case help version ",
+     -1},
+    {"cut", "nsz", "bcdf",
+     " bytes characters delimiter fields complement "
+     "only-delimited output-delimiter zero-terminated "
+     "help version ",
+     -1},
+    {"tr", "cCdst", "",
+     " complement delete squeeze-repeats truncate-set1 "
+     "help version ",
+     2},
+    {"nl", "p", "bdfhilnsvw", "", -1},
+    {"realpath", "eLmPqsz", "",
+     " canonicalize-existing canonicalize-missing "
+     "logical physical quiet relative-to "
+     "relative-base strip no-symlinks zero help "
+     "version ",
+     -1},
+    {"readlink", "efmnqsvz", "",
+     " canonicalize canonicalize-existing "
+     "canonicalize-missing no-newline quiet "
+     "silent verbose zero help version ",
+     -1},
+    {"diff", "abBcdeEfilnNpqrsStTuwyZ", "CDFILSUWxX",
+     " brief report-identical-files context unified ed normal rcs "
+     "side-by-side width left-column suppress-common-lines show-c-function "
+     "show-function-line label expand-tabs initial-tab tabsize "
+     "suppress-blank-empty new-file unidirectional-new-file ignore-case "
+     "ignore-tab-expansion ignore-trailing-space ignore-space-change "
+     "ignore-all-space ignore-blank-lines ignore-matching-lines text "
+     "strip-trailing-cr recursive no-dereference exclude exclude-from "
+     "starting-file from-file to-file minimal horizon-lines "
+     "speed-large-files color palette help version ",
+     -1},
+    {"cmp", "blsn", "i",
+     " print-bytes ignore-initial verbose quiet silent "
+     "bytes help version ",
+     4},
+    {"sort", "bcCdfghiMmnrRsuVz", "ktST",
+     " ignore-leading-blanks dictionary-order ignore-case "
+     "general-numeric-sort ignore-nonprinting month-sort human-numeric-sort "
+     "numeric-sort random-sort reverse version-sort check merge stable unique "
+     "zero-terminated key field-separator buffer-size temporary-directory "
+     "parallel debug files0-from random-source help version ",
+     -1},
+};
+
+static bool ro_long(const char *longs, const char *w) {
+  size_t n = strcspn(w, "=");
+  for (const char *s = strstr(longs, " "); s && s[1]; s = strchr(s + 1, ' '))
+    if (strncmp(s + 1, w, n) == 0 && s[1 + n] == ' ')
+      return true;
+  return false;
+}
+
+// Every option of the atom is in sp's safe set, and it has at most sp->max
+// operands.
+static bool ro_options(const struct ro_spec *sp, const struct shell_atom *a) {
+  if (!sp->shorts)
+    return true;
+  int operands = 0;
+  bool opts = true;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (opts && strcmp(w, "--") == 0) {
+      opts = false;
+      continue;
+    }
+    if (!opts || w[0] != '-' || !w[1]) {
+      operands++;
+      continue;
+    }
+    size_t name_len = strcspn(w, "=");
+    if (a->words[i].dynamic &&
+        (w[1] != '-' || strcspn(w, "$`*?[{~") < name_len))
+      return false; // an option that cannot be known (--x=*.c can be)
+    if (w[1] == '-') {
+      if (!ro_long(sp->longs, w + 2))
+        return false;
+      continue;
+    }
+    for (size_t j = 1; w[j]; j++) {
+      if (strchr(sp->vals, w[j])) {
+        i += w[j + 1] ? 0 : 1; // -n5 or -n 5
+        break;
+      }
+      if (!strchr(sp->shorts, w[j]))
+        return false;
+    }
+  }
+  return sp->max < 0 || operands <= sp->max;
+}
+
+// find without actions that write or run; git's read-only subcommands
+// without options that write or run (--output, --ext-diff, grep -O).
+static bool ro_find_git(const struct shell_atom *a, bool git) {
+  static const char *const find_bad[] = {"-exec",  "-execdir", "-ok",
+                                         "-okdir", "-delete",  "-fprint",
+                                         "-fls",   "-fprintf", "-fprint0"};
+  static const char *const git_bad[] = {"--output", "--ext-diff",
+                                        "--open-files-in-pager", "--exec",
+                                        "--textconv"};
+  static const char *const git_ro[] = {
+      "status", "log",      "diff",     "show", "ls-files", "rev-parse",
+      "blame",  "describe", "shortlog", "grep", "ls-tree",  "cat-file"};
+  if (git && !(a->nwords > 1 && in_list(a->words[1].text, git_ro, 12)))
+    return false;
+  for (size_t i = 1; i < a->nwords; i++) {
+    const char *w = a->words[i].text;
+    if (git && a->words[i].dynamic && w[0] == '-')
+      return false;
+    for (size_t j = 0; !git && j < sizeof(find_bad) / sizeof(*find_bad); j++)
+      if (strcmp(w, find_bad[j]) == 0)
+        return false;
+    for (size_t j = 0; git && j < sizeof(git_bad) / sizeof(*git_bad); j++)
+      if (strncmp(w, git_bad[j], strlen(git_bad[j])) == 0)
+        return false;
+    if (git && strcmp(a->words[1].text, "grep") == 0 && w[0] == '-' &&
+        w[1] != '-' && strchr(w, 'O'))
+      return false;
+  }
+  return true;
+}
+
+static bool read_only(const struct shell_atom *a) {
+  if (!a->nwords)
+    return !a->unsafe_assign;
+  if (a->never_allow || a->unsafe_assign || a->words[0].dynamic)
+    return false;
+  const char *name = a->words[0].text;
+  if (strcmp(name, "find") == 0 || strcmp(name, "git") == 0)
+    return ro_find_git(a, name[0] == 'g');
+  for (size_t i = 0; i < sizeof(ro_specs) / sizeof(*ro_specs); i++)
+    if (name[0] == ro_specs[i].name[0] && strcmp(name, ro_specs[i].name) == 0)
+      return ro_options(&ro_specs[i], a);
+  return false;
+}
+
+#undef request_init
+#undef request_clear
+
+// True when a and b are the same reading of a request: every field, every
+// atom and target, the shell atoms by their place in the analysis (the two
+// may hold different copies of it). why says the first difference.
+static bool ref_str_same(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static long ref_cmd_index(const struct request *r, const struct shell_atom *c) {
+  if (!c)
+    return -1;
+  if (r->sh && r->sh->natoms && c >= r->sh->atoms &&
+      c < r->sh->atoms + r->sh->natoms)
+    return c - r->sh->atoms;
+  if (r->alt_sh && r->alt_sh->natoms && c >= r->alt_sh->atoms &&
+      c < r->alt_sh->atoms + r->alt_sh->natoms)
+    return 100000 + (c - r->alt_sh->atoms);
+  return -2; // points elsewhere: never the same
+}
+
+static bool request_same(const struct request *a, const struct request *b,
+                         char *why, size_t n) {
+#define REF_DIFF(...)                                                          \
+  do {                                                                         \
+    snprintf(why, n, __VA_ARGS__);                                             \
+    return false;                                                              \
+  } while (0)
+#define REF_S(x) ((x) ? (x) : "(null)")
+  if (!ref_str_same(a->kind, b->kind))
+    REF_DIFF("kind %s / %s", REF_S(a->kind), REF_S(b->kind));
+  if (!ref_str_same(a->tool, b->tool))
+    REF_DIFF("tool %s / %s", REF_S(a->tool), REF_S(b->tool));
+  if (!ref_str_same(a->command, b->command))
+    REF_DIFF("command %s / %s", REF_S(a->command), REF_S(b->command));
+  if (!ref_str_same(a->alt_command, b->alt_command))
+    REF_DIFF("alt_command %s / %s", REF_S(a->alt_command),
+             REF_S(b->alt_command));
+  if (!ref_str_same(a->cwd, b->cwd))
+    REF_DIFF("cwd %s / %s", REF_S(a->cwd), REF_S(b->cwd));
+  if (a->opaque != b->opaque || strcmp(a->reason, b->reason) != 0)
+    REF_DIFF("opaque %d (%s) / %d (%s)", a->opaque, a->reason, b->opaque,
+             b->reason);
+  if (!a->sh != !b->sh || !a->alt_sh != !b->alt_sh ||
+      (a->sh && a->sh->natoms != b->sh->natoms) ||
+      (a->alt_sh && a->alt_sh->natoms != b->alt_sh->natoms))
+    REF_DIFF("shell analyses differ");
+  if (a->natoms != b->natoms)
+    REF_DIFF("%zu / %zu atoms", a->natoms, b->natoms);
+  for (size_t i = 0; i < a->natoms; i++) {
+    const struct request_atom *x = &a->atoms[i], *y = &b->atoms[i];
+    if (x->cls != y->cls || !ref_str_same(x->kind, y->kind) ||
+        x->deny_only != y->deny_only || x->guessed != y->guessed ||
+        x->read_only != y->read_only || x->where != y->where ||
+        x->gemini_name != y->gemini_name ||
+        ref_cmd_index(a, x->cmd) != ref_cmd_index(b, y->cmd) ||
+        ref_cmd_index(a, x->cmd) == -2)
+      REF_DIFF("atom %zu: class, kind, flags or command", i);
+    if (!ref_str_same(x->lex, y->lex) || !ref_str_same(x->res, y->res) ||
+        !ref_str_same(x->text, y->text) || !ref_str_same(x->name, y->name))
+      REF_DIFF("atom %zu: %s %s %s %s / %s %s %s %s", i, REF_S(x->lex),
+               REF_S(x->res), REF_S(x->text), REF_S(x->name), REF_S(y->lex),
+               REF_S(y->res), REF_S(y->text), REF_S(y->name));
+    if (x->ntargets != y->ntargets)
+      REF_DIFF("atom %zu: %zu / %zu targets", i, x->ntargets, y->ntargets);
+    for (size_t j = 0; j < x->ntargets; j++) {
+      const struct request_target *s = &x->targets[j], *t = &y->targets[j];
+      if (s->where != t->where || !ref_str_same(s->lex, t->lex) ||
+          !ref_str_same(s->res, t->res) || !ref_str_same(s->text, t->text))
+        REF_DIFF("atom %zu target %zu: %d %s %s %s / %d %s %s %s", i, j,
+                 s->where, REF_S(s->lex), REF_S(s->res), REF_S(s->text),
+                 t->where, REF_S(t->lex), REF_S(t->res), REF_S(t->text));
+    }
+  }
+  return true;
+#undef REF_DIFF
+#undef REF_S
+}
