@@ -110,12 +110,33 @@ struct policy_request {
   struct request r;
 };
 
+// What one decision learnt about one atom, so that no step asks twice
+// (policy_decide only; the reference asks every time).
+struct memo_atom {
+  // The first candidate of a policy (0: the rules, 1: the session's
+  // memory) and list (0: deny, 1: ask) giving SHELL_YES and SHELL_MAYBE on
+  // the atom, UINT32_MAX for none; both found in one walk.
+  bool hits_done[2][2];
+  uint32_t yes[2][2], maybe[2][2];
+  bool cov_done; // covered()
+  bool cov_mem;
+  const struct prule *cov;
+  signed char tier; // tier_of(), -1: not yet
+};
+
+#define MEMO_ATOMS 64 // atoms past this are looked up again at each step
+
+struct memo {
+  struct memo_atom a[MEMO_ATOMS];
+};
+
 // One decision in progress.
 struct eval {
   const struct policy *p, *mem;
   const struct request *r;
   struct policy_result *out;
-  bool naive; // every rule looked at (policy_decide_reference)
+  bool naive;        // every rule looked at (policy_decide_reference)
+  struct memo *memo; // NULL: nothing kept (the reference, narrow_covers)
 };
 
 struct warnings {
@@ -175,6 +196,8 @@ static const struct prule *find_allow(const struct eval *e,
                                       const char *path, bool *memory);
 static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory);
+static const struct prule *cover(const struct eval *e,
+                                 const struct request_atom *a, bool *memory);
 static bool mode_covers(const struct eval *e, const struct request_atom *a);
 static bool needs_cover(const struct request_atom *a);
 static bool names_match(const char *glob, const struct request_atom *a,
@@ -487,11 +510,15 @@ static void decide(const struct policy *p, const struct policy *memory,
     snprintf(out->reason, sizeof(out->reason), "no request");
     return;
   }
+  struct memo memo;
   struct eval e = {.p = p ? p : &none,
                    .mem = memory,
                    .r = &r->r,
                    .out = out,
-                   .naive = naive};
+                   .naive = naive,
+                   .memo = naive ? NULL : &memo};
+  for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
+    memo.a[i] = (struct memo_atom){.tier = -1};
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
@@ -1233,6 +1260,18 @@ static bool breaker_fires(const struct eval *e) {
   return step_breaker(&probe);
 }
 
+// tier_of the request's atom i, asked once per decision.
+static int atom_tier(const struct eval *e, size_t i) {
+  const struct request_atom *a = &e->r->atoms[i];
+  struct memo_atom *m = e->memo && i < MEMO_ATOMS ? &e->memo->a[i] : NULL;
+  if (m && m->tier >= 0)
+    return m->tier;
+  int t = tier_of(e->p, a, e->naive);
+  if (m)
+    m->tier = (signed char)t;
+  return t;
+}
+
 // An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
 static bool step_protected(struct eval *e) {
   for (int tier = 1; tier <= 2; tier++) {
@@ -1240,7 +1279,7 @@ static bool step_protected(struct eval *e) {
       break;
     for (size_t i = 0; i < e->r->natoms; i++) {
       const struct request_atom *a = &e->r->atoms[i];
-      if (a->cls != REQUEST_EDIT || tier_of(e->p, a, e->naive) != tier)
+      if (a->cls != REQUEST_EDIT || atom_tier(e, i) != tier)
         continue;
       // Only protected because it holds a protected place (rm -rf ~): when
       // the circuit breaker asks anyway, its reason says more, and plan
@@ -1459,6 +1498,26 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
+// The first candidate of list (the index) giving SHELL_YES on a, and the
+// first giving SHELL_MAYBE (UINT32_MAX: none), in one walk: deny and ask
+// lists are asked both (step_deny, then step_ask).
+static void atom_hits(const struct policy *p, enum policy_list list,
+                      const struct request_atom *a, uint32_t *yes,
+                      uint32_t *maybe) {
+  struct cands c;
+  gather(p, list, a, false, &c);
+  *yes = *maybe = UINT32_MAX;
+  for (uint32_t k = cands_next(p, list, &c);
+       k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
+       k = cands_next(p, list, &c)) {
+    enum shell_match h = hit(&p->rules[k], a);
+    if (h == SHELL_YES && *yes == UINT32_MAX)
+      *yes = k;
+    else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
+      *maybe = k;
+  }
+}
+
 // The first rule of list (in order) that gives want on some atom: for each
 // atom the first of its candidates (the index) that does, the lowest of
 // them over the atoms (for one rule, the first atom).
@@ -1479,17 +1538,26 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     return NULL;
   }
   uint32_t best = UINT32_MAX;
+  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
   for (size_t j = 0; p && j < r->natoms; j++) {
     const struct request_atom *a = &r->atoms[j];
-    struct cands c;
-    gather(p, list, a, false, &c);
-    for (uint32_t k = cands_next(p, list, &c); k < best;
-         k = cands_next(p, list, &c)) {
-      if (hit(&p->rules[k], a) == want) {
-        best = k;
-        *atom = a;
-        break;
+    struct memo_atom *m = e->memo && j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
+    uint32_t yes, maybe;
+    if (m && m->hits_done[pi][li]) {
+      yes = m->yes[pi][li];
+      maybe = m->maybe[pi][li];
+    } else {
+      atom_hits(p, list, a, &yes, &maybe);
+      if (m) {
+        m->hits_done[pi][li] = true;
+        m->yes[pi][li] = yes;
+        m->maybe[pi][li] = maybe;
       }
+    }
+    uint32_t k = want == SHELL_YES ? yes : maybe;
+    if (k < best) {
+      best = k;
+      *atom = a;
     }
   }
   return best == UINT32_MAX ? NULL : &p->rules[best];
@@ -1648,6 +1716,23 @@ static const struct prule *find_allow(const struct eval *e,
 // lexical and its resolved form allowed (a symlink and its target).
 static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory) {
+  size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct memo_atom *m = j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
+  if (m && m->cov_done) {
+    *memory = m->cov_mem;
+    return m->cov;
+  }
+  const struct prule *pr = cover(e, a, memory);
+  if (m) {
+    m->cov_done = true;
+    m->cov = pr;
+    m->cov_mem = *memory;
+  }
+  return pr;
+}
+
+static const struct prule *cover(const struct eval *e,
+                                 const struct request_atom *a, bool *memory) {
   *memory = false;
   bool path = a->cls == REQUEST_READ || a->cls == REQUEST_EDIT;
   if (!path || a->where != REQUEST_KNOWN)
@@ -1926,6 +2011,45 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str) {
   return at + len;
 }
 
+// vsnprintf(buf, n, fmt, ap) for a format whose only conversions are %s
+// (every reason's), without the printf machinery; any other conversion
+// goes to vsnprintf.
+static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
+  va_list all;
+  va_copy(all, ap);
+  size_t at = 0;
+  for (const char *f = fmt; *f;) {
+    const char *pc = strchr(f, '%');
+    if (pc && pc[1] != 's') {
+      // Not ours: the whole reason as printf writes it (no reason of this
+      // file takes this way).
+      vsnprintf(buf, n, fmt, all);
+      va_end(all);
+      return;
+    }
+    size_t lit = pc ? (size_t)(pc - f) : strlen(f);
+    if (at + 1 < n) {
+      size_t k = lit < n - 1 - at ? lit : n - 1 - at;
+      memcpy(buf + at, f, k);
+    }
+    at += lit;
+    if (!pc)
+      break;
+    const char *arg = va_arg(ap, const char *);
+    if (!arg)
+      arg = "(null)"; // as glibc's printf shows it
+    size_t len = strlen(arg);
+    if (at + 1 < n) {
+      size_t k = len < n - 1 - at ? len : n - 1 - at;
+      memcpy(buf + at, arg, k);
+    }
+    at += len;
+    f = pc + 2;
+  }
+  buf[at < n ? at : n - 1] = '\0';
+  va_end(all);
+}
+
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) {
@@ -1934,7 +2058,10 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   out->by = by;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  if (e->naive)
+    vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  else
+    format_s(out->reason, sizeof(out->reason), fmt, ap);
   va_end(ap);
   cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
   cat(out->source, sizeof(out->source), 0,
