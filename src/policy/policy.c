@@ -80,6 +80,7 @@ struct lindex {
   struct ruleidx_vec tool_cls[INDEX_CLASSES]; // tool globs a class may meet
   struct ruleidx_vec tool_glob;               // tool-name globs with a `*`
   struct ruleidx_vec tool_all;                // every tool-name rule
+  size_t nkind;                               // Kind rules ('k' keys)
 };
 
 struct policy {
@@ -102,6 +103,7 @@ struct policy {
   // The index of the rules (ruleidx.h), per list.
   struct lindex idx[3];
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
+  size_t bash_key_all;    // the longest 'b' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
@@ -110,24 +112,55 @@ struct policy_request {
   struct request r;
 };
 
+// A Bash atom's text as bash_text looks it up (its name or the name's
+// basename, then the other words, case folded), with the hash of each key
+// it can meet: built once per decision for the three lists.
+struct memo_text {
+  uint32_t at, n; // the text: memo.text[at .. at + n)
+  uint32_t b, nb; // its keys' ends and hashes: memo.ends[b .. b + nb)
+};
+
+struct memo_bash {
+  bool ok;               // built (else: bash_text as before)
+  bool base;             // the name has a basename (v[1])
+  size_t tn;             // the length of the whole text (the prefilter)
+  struct memo_text v[2]; // the name, its basename
+};
+
 // What one decision learnt about one atom, so that no step asks twice
 // (policy_decide only; the reference asks every time).
 struct memo_atom {
+  uint8_t done; // MEMO_HITS << (2 * policy + list), MEMO_COV, ...
   // The first candidate of a policy (0: the rules, 1: the session's
   // memory) and list (0: deny, 1: ask) giving SHELL_YES and SHELL_MAYBE on
   // the atom, UINT32_MAX for none; both found in one walk.
-  bool hits_done[2][2];
   uint32_t yes[2][2], maybe[2][2];
-  bool cov_done; // covered()
-  bool cov_mem;
+  bool cov_mem; // covered()
   const struct prule *cov;
-  signed char tier; // tier_of(), -1: not yet
+  int tier;              // tier_of()
+  struct memo_bash bash; // the rules' index (gather), p only
 };
 
-#define MEMO_ATOMS 64 // atoms past this are looked up again at each step
+enum {
+  MEMO_HITS = 1, // .. 8: yes, maybe
+  MEMO_COV = 16,
+  MEMO_TIER = 32,
+  MEMO_BASH = 64,
+};
+
+#define MEMO_ATOMS 64  // atoms past this are looked up again at each step
+#define MEMO_TEXT 8192 // bytes of texts, then bash_text as before
+#define MEMO_ENDS 512  // keys' ends, then bash_text as before
 
 struct memo {
   struct memo_atom a[MEMO_ATOMS];
+  char text[MEMO_TEXT];
+  uint32_t ntext;
+  struct {
+    uint32_t j; // the key is text[at .. at + j)
+    uint64_t h; // its hash (tag 'b')
+  } ends[MEMO_ENDS];
+  uint32_t nends;
 };
 
 // One decision in progress.
@@ -193,7 +226,8 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
                    const char *path);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
-                                      const char *path, bool *memory);
+                                      const char *const *paths, size_t np,
+                                      bool *memory);
 static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory);
 static const struct prule *cover(const struct eval *e,
@@ -251,8 +285,11 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   }
   for (size_t i = 0; i < p->nrules; i++)
     index_rule(p, (uint32_t)i);
-  for (int l = 0; l < 3; l++)
+  for (int l = 0; l < 3; l++) {
     index_done(&p->idx[l]);
+    if (p->idx[l].bash_key_max > p->bash_key_all)
+      p->bash_key_all = p->idx[l].bash_key_max;
+  }
   compile_protect(p, in);
   if (warnings)
     *warnings = w.v;
@@ -504,8 +541,9 @@ static void decide(const struct policy *p, const struct policy *memory,
                    const struct policy_request *r, struct policy_result *out,
                    bool naive) {
   static const struct policy none = {0}; // read-only: a policy of no rules
-  *out =
-      (struct policy_result){.decision = POLICY_ASK, .by = POLICY_BY_DEFAULT};
+  out->decision = POLICY_ASK;
+  out->by = POLICY_BY_DEFAULT;
+  out->reason[0] = out->rule[0] = out->source[0] = '\0';
   if (!r) {
     snprintf(out->reason, sizeof(out->reason), "no request");
     return;
@@ -518,7 +556,8 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .naive = naive,
                    .memo = naive ? NULL : &memo};
   for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
-    memo.a[i] = (struct memo_atom){.tier = -1};
+    memo.a[i].done = 0;
+  memo.ntext = memo.nends = 0;
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
@@ -905,6 +944,7 @@ static void index_rule(struct policy *p, uint32_t i) {
     return;
   case RULES_KIND:
     ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
+    x->nkind++;
     return;
   }
 }
@@ -987,6 +1027,13 @@ static uint32_t cands_next(const struct policy *p, enum policy_list list,
     if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] == min)
       c->at[i]++;
   return min;
+}
+
+// Back to the first candidate.
+static void cands_rewind(struct cands *c) {
+  c->pos = 0;
+  for (size_t i = 0; i < c->n; i++)
+    c->at[i] = 0;
 }
 
 static int u32_cmp(const void *a, const void *b) {
@@ -1113,6 +1160,26 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
   cands_vec(c, &x->bash_rest);
 }
 
+// bash_cands from the atom's text built once (memo_bash): the same keys.
+static void bash_memo_cands(const struct policy *p, const struct lindex *x,
+                            const struct memo *m, const struct memo_bash *b,
+                            bool for_allow, struct cands *c) {
+  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (b->tn + 1)) {
+    cands_vec(c, &x->bash_all);
+    return;
+  }
+  for (int v = 0; x->nfirst && v < (for_allow || !b->base ? 1 : 2); v++) {
+    const struct memo_text *t = &b->v[v];
+    for (uint32_t k = t->b; k < t->b + t->nb; k++) {
+      if (m->ends[k].j > x->bash_key_max)
+        break;
+      cands_add(c, ruleidx_get_hashed(x->keys, m->ends[k].h, 'b',
+                                      m->text + t->at, m->ends[k].j));
+    }
+  }
+  cands_vec(c, &x->bash_rest);
+}
+
 // Read/Edit rules by the literal start of their pattern: one key per
 // leading run of the path's segments (and the empty one).
 static void path_cands(const struct lindex *x, char tag, const char *path,
@@ -1139,7 +1206,7 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
 // The rules of list that can match atom a (a superset, see lindex).
 static void gather(const struct policy *p, enum policy_list list,
                    const struct request_atom *a, bool for_allow,
-                   struct cands *c) {
+                   const struct memo *m, size_t j, struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
   c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
@@ -1147,7 +1214,7 @@ static void gather(const struct policy *p, enum policy_list list,
   c->nscratch = 0;
   if (c->all)
     return;
-  if (a->kind)
+  if (a->kind && x->nkind)
     cands_key(c, x, 'k', a->kind, strlen(a->kind));
   if (a->cls < INDEX_CLASSES)
     cands_vec(c, &x->tool_cls[a->cls]);
@@ -1155,7 +1222,10 @@ static void gather(const struct policy *p, enum policy_list list,
   size_t n = a->name ? strlen(a->name) : 0;
   switch (a->cls) {
   case REQUEST_BASH:
-    bash_cands(p, x, a->cmd, for_allow, c);
+    if (m && m->a[j].bash.ok)
+      bash_memo_cands(p, x, m, &m->a[j].bash, for_allow, c);
+    else
+      bash_cands(p, x, a->cmd, for_allow, c);
     return;
   case REQUEST_READ:
   case REQUEST_EDIT: {
@@ -1264,11 +1334,13 @@ static bool breaker_fires(const struct eval *e) {
 static int atom_tier(const struct eval *e, size_t i) {
   const struct request_atom *a = &e->r->atoms[i];
   struct memo_atom *m = e->memo && i < MEMO_ATOMS ? &e->memo->a[i] : NULL;
-  if (m && m->tier >= 0)
+  if (m && (m->done & MEMO_TIER))
     return m->tier;
   int t = tier_of(e->p, a, e->naive);
-  if (m)
-    m->tier = (signed char)t;
+  if (m) {
+    m->done |= MEMO_TIER;
+    m->tier = t;
+  }
   return t;
 }
 
@@ -1498,14 +1570,95 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
+// Records a key's end (text[0..n), hash h) for v; false when full.
+static bool memo_end(struct memo *m, struct memo_text *v, size_t n,
+                     uint64_t h) {
+  if (m->nends == MEMO_ENDS)
+    return false;
+  m->ends[m->nends].j = (uint32_t)n;
+  m->ends[m->nends++].h = h;
+  v->nb++;
+  return true;
+}
+
+// Appends to the memo the text bash_text looks up for a command named name
+// (its first word or the basename of it): name, then a space and each
+// other word, case folded, up to max + 1 bytes (max: the longest key), and
+// the end and hash of each key it can meet (at a space, or the text's
+// end). False when the memo is full.
+static bool memo_text(struct memo *m, const struct shell_atom *cmd,
+                      const char *name, size_t max, struct memo_text *v) {
+  size_t cap = max + 1, n = 0;
+  if (cap > MEMO_TEXT - m->ntext)
+    return false;
+  char *t = m->text + m->ntext;
+  uint64_t h = ruleidx_hash_start('b');
+  v->at = m->ntext;
+  v->b = m->nends;
+  v->nb = 0;
+  // One pass: each byte folded, stored and hashed; a key ends before each
+  // space, and at the end of the whole text (n < cap), when 1 <= n <= max.
+  for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
+    const char *w = i ? cmd->words[i].text : name;
+    for (bool sep = i > 0; (sep || *w) && n < cap;) {
+      char c = sep ? ' ' : fold_c(*w++);
+      sep = false;
+      if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
+        return false;
+      t[n++] = c;
+      h = ruleidx_hash_byte(h, c);
+    }
+  }
+  if (n < cap && n >= 1 && n <= max && !memo_end(m, v, n, h))
+    return false;
+  v->n = (uint32_t)n;
+  m->ntext += (uint32_t)n;
+  return true;
+}
+
+// The memo of atom j's Bash text for p's index, built at its first use;
+// NULL when there is none (no memo, another policy, an atom bash_text
+// reads otherwise: a dynamic word, a name too long, the memo full).
+static const struct memo *memo_bash(const struct eval *e,
+                                    const struct policy *p, size_t j) {
+  if (!e->memo || p != e->p || j >= MEMO_ATOMS)
+    return NULL;
+  struct memo_atom *ma = &e->memo->a[j];
+  struct memo_bash *b = &ma->bash;
+  if (ma->done & MEMO_BASH)
+    return b->ok ? e->memo : NULL;
+  ma->done |= MEMO_BASH;
+  b->ok = false;
+  const struct request_atom *a = &e->r->atoms[j];
+  const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
+  if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
+      cmd->words[0].dynamic || p->bash_key_all >= BASH_KEY_MAX)
+    return NULL;
+  size_t tn = 0;
+  for (size_t i = 0; i < cmd->nwords; i++) {
+    if (i && cmd->words[i].dynamic)
+      return NULL; // bash_text's other ways (first word, prefix)
+    tn += (i ? 1 : 0) + strlen(cmd->words[i].text);
+  }
+  const char *name = cmd->words[0].text, *base = strrchr(name, '/');
+  b->tn = tn;
+  b->base = base && base[1];
+  if (!memo_text(e->memo, cmd, name, p->bash_key_all, &b->v[0]) ||
+      (b->base &&
+       !memo_text(e->memo, cmd, base + 1, p->bash_key_all, &b->v[1])))
+    return NULL;
+  b->ok = true;
+  return e->memo;
+}
+
 // The first candidate of list (the index) giving SHELL_YES on a, and the
 // first giving SHELL_MAYBE (UINT32_MAX: none), in one walk: deny and ask
 // lists are asked both (step_deny, then step_ask).
-static void atom_hits(const struct policy *p, enum policy_list list,
-                      const struct request_atom *a, uint32_t *yes,
-                      uint32_t *maybe) {
+static void atom_hits(const struct eval *e, const struct policy *p,
+                      enum policy_list list, const struct request_atom *a,
+                      size_t j, uint32_t *yes, uint32_t *maybe) {
   struct cands c;
-  gather(p, list, a, false, &c);
+  gather(p, list, a, false, memo_bash(e, p, j), j, &c);
   *yes = *maybe = UINT32_MAX;
   for (uint32_t k = cands_next(p, list, &c);
        k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
@@ -1543,13 +1696,14 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     const struct request_atom *a = &r->atoms[j];
     struct memo_atom *m = e->memo && j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
     uint32_t yes, maybe;
-    if (m && m->hits_done[pi][li]) {
+    uint8_t bit = (uint8_t)(MEMO_HITS << (2 * pi + li));
+    if (m && (m->done & bit)) {
       yes = m->yes[pi][li];
       maybe = m->maybe[pi][li];
     } else {
-      atom_hits(p, list, a, &yes, &maybe);
+      atom_hits(e, p, list, a, j, &yes, &maybe);
       if (m) {
-        m->hits_done[pi][li] = true;
+        m->done |= bit;
         m->yes[pi][li] = yes;
         m->maybe[pi][li] = maybe;
       }
@@ -1688,28 +1842,47 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
   return false;
 }
 
+// The first allow rule (the rules', then the memory's) that allows a with
+// each of paths[0..np) (a Read/Edit atom's paths, else one NULL), or NULL
+// when one has none; the rule returned is the first path's. Each policy's
+// candidates are gathered once for all the paths.
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
-                                      const char *path, bool *memory) {
+                                      const char *const *paths, size_t np,
+                                      bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
-  for (int i = 0; i < 2; i++) {
-    if (!ps[i])
-      continue;
-    struct cands c;
-    if (e->naive)
-      c = (struct cands){.all = true};
-    else
-      gather(ps[i], POLICY_LIST_ALLOW, a, true, &c);
-    for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c); k != UINT32_MAX;
-         k = cands_next(ps[i], POLICY_LIST_ALLOW, &c)) {
-      const struct prule *pr = &ps[i]->rules[k];
-      if (allows(pr, a, path)) {
-        *memory = *memory || i == 1;
-        return pr;
+  size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct cands c[2];
+  bool have[2] = {false, false};
+  const struct prule *first = NULL;
+  for (size_t n = 0; n < np; n++) {
+    const struct prule *found = NULL;
+    for (int i = 0; i < 2 && !found; i++) {
+      if (!ps[i])
+        continue;
+      if (have[i])
+        cands_rewind(&c[i]);
+      else if (e->naive)
+        c[i] = (struct cands){.all = true};
+      else
+        gather(ps[i], POLICY_LIST_ALLOW, a, true, memo_bash(e, ps[i], j), j,
+               &c[i]);
+      have[i] = true;
+      for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i]);
+           k != UINT32_MAX && !found;
+           k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
+        const struct prule *pr = &ps[i]->rules[k];
+        if (allows(pr, a, paths[n])) {
+          *memory = *memory || i == 1;
+          found = pr;
+        }
       }
     }
+    if (!found)
+      return NULL;
+    first = n ? first : found;
   }
-  return NULL;
+  return first;
 }
 
 // The allow rule that covers an atom, or NULL. A known path needs both its
@@ -1718,13 +1891,13 @@ static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory) {
   size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
   struct memo_atom *m = j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
-  if (m && m->cov_done) {
+  if (m && (m->done & MEMO_COV)) {
     *memory = m->cov_mem;
     return m->cov;
   }
   const struct prule *pr = cover(e, a, memory);
   if (m) {
-    m->cov_done = true;
+    m->done |= MEMO_COV;
     m->cov = pr;
     m->cov_mem = *memory;
   }
@@ -1735,10 +1908,12 @@ static const struct prule *cover(const struct eval *e,
                                  const struct request_atom *a, bool *memory) {
   *memory = false;
   bool path = a->cls == REQUEST_READ || a->cls == REQUEST_EDIT;
+  const char *paths[2] = {NULL, NULL};
   if (!path || a->where != REQUEST_KNOWN)
-    return find_allow(e, a, NULL, memory);
-  const struct prule *lex = find_allow(e, a, a->lex, memory);
-  return lex && find_allow(e, a, a->res, memory) ? lex : NULL;
+    return find_allow(e, a, paths, 1, memory);
+  paths[0] = a->lex;
+  paths[1] = a->res;
+  return find_allow(e, a, paths, 2, memory);
 }
 
 // Reads inside the project, in every mode; edits inside it in acceptEdits.

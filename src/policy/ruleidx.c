@@ -19,14 +19,6 @@ struct ruleidx {
   size_t cap, n; // cap: a power of two, n <= cap / 2
 };
 
-uint64_t ruleidx_hash_start(char tag) {
-  return fnv64_byte(FNV64_OFFSET, (unsigned char)tag);
-}
-
-uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
-  return fnv64_more(h, s, n);
-}
-
 static uint64_t hash_of(char tag, const char *key, size_t n) {
   return ruleidx_hash_more(ruleidx_hash_start(tag), key, n);
 }

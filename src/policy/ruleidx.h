@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hash.h"
+
 // Rule positions, ascending.
 struct ruleidx_list {
   const uint32_t *v;
@@ -38,8 +40,15 @@ struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
 // The hash of (tag, key) built a piece at a time, for keys that extend
 // each other (the prefixes of a path): start with the tag, add each piece,
 // then look up with the whole key.
-uint64_t ruleidx_hash_start(char tag);
-uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n);
+static inline uint64_t ruleidx_hash_start(char tag) {
+  return fnv64_byte(FNV64_OFFSET, (unsigned char)tag);
+}
+static inline uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
+  return fnv64_more(h, s, n);
+}
+static inline uint64_t ruleidx_hash_byte(uint64_t h, char c) {
+  return fnv64_byte(h, (unsigned char)c);
+}
 struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
                                        char tag, const char *key, size_t n);
 // How many keys the table holds.
