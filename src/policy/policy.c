@@ -46,7 +46,8 @@ struct protect {
   // a directory in home, the broker's own files): the length of its
   // literal part, matched segment by segment (tier_of_pattern), else 0.
   size_t nlit;
-  bool tree; // the literal part is followed by `/**`
+  bool tree;  // the literal part is followed by `/**`
+  bool plain; // nlit, and the literal part has single slashes, none last
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -768,6 +769,9 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
         !memchr(pr->pat, '?', n) && !memchr(pr->pat, '[', n) &&
         !memchr(pr->pat, '\\', n))
       pr->nlit = n;
+    pr->plain = pr->nlit > 1 && pr->pat[pr->nlit - 1] != '/';
+    for (size_t k = 1; pr->plain && k < pr->nlit; k++)
+      pr->plain = !(pr->pat[k] == '/' && pr->pat[k - 1] == '/');
   }
 }
 
@@ -1236,7 +1240,7 @@ static void gather(const struct policy *p, enum policy_list list,
     }
     cands_vec(c, &x->path_nospec[k]);
     path_cands(x, k ? 'e' : 'r', a->lex, c);
-    if (a->res)
+    if (a->res && strcmp(a->res, a->lex) != 0) // the same keys otherwise
       path_cands(x, k ? 'e' : 'r', a->res, c);
     return;
   }
@@ -1999,10 +2003,21 @@ static int tier_of(const struct policy *p, const struct request_atom *a,
 
 static int tier_of_path(const struct policy *p, const char *path, bool naive) {
   int best = tier_of_pattern(p, path, naive);
-  // A directory holding a protected place, up to the filesystem root.
-  for (size_t i = 0; path && i < p->nlocs; i++)
-    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
+  // A directory holding a protected place, up to the filesystem root:
+  // path_within(loc, path), path's length measured once.
+  size_t n = path ? strlen(path) : 0;
+  while (n > 1 && path[n - 1] == '/')
+    n--;
+  for (size_t i = 0; path && i < p->nlocs; i++) {
+    const char *loc = p->locs[i].pat;
+    if (best && p->locs[i].tier >= best)
+      continue;
+    if (naive ? path_within(loc, path)
+        : n == 1 && path[0] == '/'
+            ? loc[0] == '/'
+            : strncmp(loc, path, n) == 0 && (loc[n] == '\0' || loc[n] == '/'))
       best = p->locs[i].tier;
+  }
   return best;
 }
 
@@ -2044,13 +2059,22 @@ static int tier_of_pattern(const struct policy *p, const char *path,
     k++;
     r += len;
   }
+  // A path with single slashes and no trailing one: a literal pattern of
+  // the same kind (plain) matches it when their bytes are the same, case
+  // folded, up to the pattern's end, then the path ends (or goes on, for
+  // a tree): literal_match's answer without splitting segments.
+  bool plain = !naive && path && path[0] == '/' && path[1] &&
+               !strstr(path, "//") && path[strlen(path) - 1] != '/';
   int best = 0;
   for (size_t i = 0; path && i < p->nprot; i++) {
     const struct protect *pr = &p->prot[i];
     if (best && pr->tier >= best)
       continue;
     bool m = false;
-    if (fast && pr->name) {
+    if (plain && pr->plain) {
+      m = strncasecmp(path, pr->pat, pr->nlit) == 0 &&
+          (path[pr->nlit] == '\0' || (pr->tree && path[pr->nlit] == '/'));
+    } else if (fast && pr->name) {
       size_t nl = strlen(pr->name);
       for (size_t j = pr->dir ? k
                       : nseg  ? nseg - 1

@@ -7,24 +7,12 @@
 #include "base/hash.h"
 #include "base/mem.h"
 
-struct slot {
-  uint64_t hash;
-  char *key; // tag byte, then the key; NULL: an empty slot
-  size_t len;
-  struct ruleidx_vec rules;
-};
-
-struct ruleidx {
-  struct slot *s;
-  size_t cap, n; // cap: a power of two, n <= cap / 2
-};
-
 static uint64_t hash_of(char tag, const char *key, size_t n) {
   return ruleidx_hash_more(ruleidx_hash_start(tag), key, n);
 }
 
-static bool same(const struct slot *s, uint64_t h, char tag, const char *key,
-                 size_t n) {
+static bool same(const struct ruleidx_slot *s, uint64_t h, char tag,
+                 const char *key, size_t n) {
   return s->hash == h && s->len == n + 1 && s->key[0] == tag &&
          memcmp(s->key + 1, key, n) == 0;
 }
@@ -47,18 +35,18 @@ void ruleidx_free(struct ruleidx *t) {
   free(t);
 }
 
-static struct slot *find(const struct ruleidx *t, uint64_t h, char tag,
-                         const char *key, size_t n) {
+static struct ruleidx_slot *find(const struct ruleidx *t, uint64_t h, char tag,
+                                 const char *key, size_t n) {
   size_t mask = t->cap - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    struct slot *s = &t->s[i];
+    struct ruleidx_slot *s = &t->s[i];
     if (!s->key || same(s, h, tag, key, n))
       return s;
   }
 }
 
 static void grow(struct ruleidx *t) {
-  struct slot *old = t->s;
+  struct ruleidx_slot *old = t->s;
   size_t ocap = t->cap;
   t->cap *= 2;
   t->s = xcalloc(t->cap, sizeof(*t->s));
@@ -78,7 +66,7 @@ void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
   if (2 * (t->n + 1) > t->cap)
     grow(t);
   uint64_t h = hash_of(tag, key, n);
-  struct slot *s = find(t, h, tag, key, n);
+  struct ruleidx_slot *s = find(t, h, tag, key, n);
   if (!s->key) {
     s->hash = h;
     s->len = n + 1;
@@ -94,15 +82,7 @@ struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
                                 const char *key, size_t n) {
   if (!t || !t->n)
     return (struct ruleidx_list){NULL, 0};
-  const struct slot *s = find(t, hash_of(tag, key, n), tag, key, n);
-  return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
-}
-
-struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
-                                       char tag, const char *key, size_t n) {
-  if (!t || !t->n)
-    return (struct ruleidx_list){NULL, 0};
-  const struct slot *s = find(t, h, tag, key, n);
+  const struct ruleidx_slot *s = find(t, hash_of(tag, key, n), tag, key, n);
   return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
 }
 

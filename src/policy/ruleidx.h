@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/hash.h"
 
@@ -24,7 +25,19 @@ struct ruleidx_vec {
   size_t n, cap;
 };
 
-struct ruleidx;
+// The table (its fields are here so that lookups, in the decision's hot
+// path, are inlined; only ruleidx.c writes them).
+struct ruleidx_slot {
+  uint64_t hash;
+  char *key; // tag byte, then the key; NULL: an empty slot
+  size_t len;
+  struct ruleidx_vec rules;
+};
+
+struct ruleidx {
+  struct ruleidx_slot *s;
+  size_t cap, n; // cap: a power of two, n <= cap / 2
+};
 
 // A new empty table.
 struct ruleidx *ruleidx_new(void);
@@ -49,8 +62,22 @@ static inline uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
 static inline uint64_t ruleidx_hash_byte(uint64_t h, char c) {
   return fnv64_byte(h, (unsigned char)c);
 }
-struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
-                                       char tag, const char *key, size_t n);
+static inline struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t,
+                                                     uint64_t h, char tag,
+                                                     const char *key,
+                                                     size_t n) {
+  if (!t || !t->n)
+    return (struct ruleidx_list){NULL, 0};
+  size_t mask = t->cap - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    const struct ruleidx_slot *s = &t->s[i];
+    if (!s->key)
+      return (struct ruleidx_list){NULL, 0};
+    if (s->hash == h && s->len == n + 1 && s->key[0] == tag &&
+        memcmp(s->key + 1, key, n) == 0)
+      return (struct ruleidx_list){s->rules.v, s->rules.n};
+  }
+}
 // How many keys the table holds.
 size_t ruleidx_keys(const struct ruleidx *t);
 
