@@ -220,9 +220,10 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a);
+                            const struct request_atom *a, size_t tn);
 static bool bash_cannot_match(const struct prule *pr,
-                              const struct shell_atom *cmd, bool for_allow);
+                              const struct shell_atom *cmd, bool for_allow,
+                              size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
                    const char *path);
 static const struct prule *find_allow(const struct eval *e,
@@ -1662,12 +1663,14 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t *yes, uint32_t *maybe) {
   struct cands c;
-  gather(p, list, a, false, memo_bash(e, p, j), j, &c);
+  const struct memo *m = memo_bash(e, p, j);
+  size_t tn = m ? m->a[j].bash.tn : SIZE_MAX;
+  gather(p, list, a, false, m, j, &c);
   *yes = *maybe = UINT32_MAX;
   for (uint32_t k = cands_next(p, list, &c);
        k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
        k = cands_next(p, list, &c)) {
-    enum shell_match h = hit(&p->rules[k], a);
+    enum shell_match h = hit(&p->rules[k], a, tn);
     if (h == SHELL_YES && *yes == UINT32_MAX)
       *yes = k;
     else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
@@ -1686,7 +1689,7 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     for (size_t i = 0; i < p->nof_list[list]; i++) {
       const struct prule *pr = &p->rules[p->of_list[list][i]];
       for (size_t j = 0; j < r->natoms; j++) {
-        if (hit(pr, &r->atoms[j]) == want) {
+        if (hit(pr, &r->atoms[j], SIZE_MAX) == want) {
           *atom = &r->atoms[j];
           return pr;
         }
@@ -1694,6 +1697,8 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     }
     return NULL;
   }
+  if (!p)
+    return NULL;
   uint32_t best = UINT32_MAX;
   int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
   for (size_t j = 0; p && j < r->natoms; j++) {
@@ -1724,11 +1729,11 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
 // A deny or ask rule against an atom: the wide semantics (every atom,
 // either path of a symlink, case folded, unknown paths "maybe").
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a) {
+                            const struct request_atom *a, size_t tn) {
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false))
+    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false, tn))
       return SHELL_NO;
     return shell_pattern_match(spec ? spec : "*", a->cmd, false);
   case RULES_READ:
@@ -1794,7 +1799,8 @@ static bool lit_rejects(const struct prule *pr, const struct shell_atom *a,
 }
 
 static bool bash_cannot_match(const struct prule *pr,
-                              const struct shell_atom *cmd, bool for_allow) {
+                              const struct shell_atom *cmd, bool for_allow,
+                              size_t tn) {
   if (!pr->lit || pr->nlit == 0 || !cmd || cmd->kind != SHELL_CMD ||
       cmd->nwords == 0 || cmd->words[0].dynamic)
     return false;
@@ -1802,10 +1808,12 @@ static bool bash_cannot_match(const struct prule *pr,
   if (!lit_rejects(pr, cmd, name, !for_allow))
     return false;
   if (for_allow)
-    return true; // "maybe" (too much work) does not allow either
-  size_t tn = strlen(name);
-  for (size_t i = 1; i < cmd->nwords; i++)
-    tn += 1 + strlen(cmd->words[i].text);
+    return true;        // "maybe" (too much work) does not allow either
+  if (tn == SIZE_MAX) { // not measured by the caller (memo_bash)
+    tn = strlen(name);
+    for (size_t i = 1; i < cmd->nwords; i++)
+      tn += 1 + strlen(cmd->words[i].text);
+  }
   if (pr->npat + 1 > PREFILTER_WORK_MAX / (tn + 1))
     return false;
   const char *base = strrchr(name, '/');
@@ -1823,7 +1831,8 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true) &&
+    return a->cls == REQUEST_BASH &&
+           !bash_cannot_match(pr, a->cmd, true, SIZE_MAX) &&
            shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
