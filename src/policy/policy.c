@@ -1604,11 +1604,17 @@ static bool memo_text(struct memo *m, const struct shell_atom *cmd,
   // One pass: each byte folded, stored and hashed; a key ends before each
   // space, and at the end of the whole text (n < cap), when 1 <= n <= max.
   for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
-    const char *w = i ? cmd->words[i].text : name;
-    for (bool sep = i > 0; (sep || *w) && n < cap;) {
-      char c = sep ? ' ' : fold_c(*w++);
-      sep = false;
-      if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
+    if (i) { // the space between two words
+      if (n >= 1 && n <= max && !memo_end(m, v, n, h))
+        return false;
+      t[n++] = ' ';
+      h = ruleidx_hash_byte(h, ' ');
+    }
+    for (const char *w = i ? cmd->words[i].text : name; *w && n < cap; w++) {
+      char c = *w;
+      if ((unsigned char)(c - 'A') < 26)
+        c = (char)(c + ('a' - 'A'));
+      else if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
         return false;
       t[n++] = c;
       h = ruleidx_hash_byte(h, c);
