@@ -131,11 +131,7 @@ struct memo_bash {
 // What one decision learnt about one atom, so that no step asks twice
 // (policy_decide only; the reference asks every time).
 struct memo_atom {
-  uint8_t done; // MEMO_HITS << (2 * policy + list), MEMO_COV, ...
-  // The first candidate of a policy (0: the rules, 1: the session's
-  // memory) and list (0: deny, 1: ask) giving SHELL_YES and SHELL_MAYBE on
-  // the atom, UINT32_MAX for none; both found in one walk.
-  uint32_t yes[2][2], maybe[2][2];
+  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_BASH
   bool cov_mem; // covered()
   const struct prule *cov;
   int tier;              // tier_of()
@@ -143,10 +139,9 @@ struct memo_atom {
 };
 
 enum {
-  MEMO_HITS = 1, // .. 8: yes, maybe
-  MEMO_COV = 16,
-  MEMO_TIER = 32,
-  MEMO_BASH = 64,
+  MEMO_COV = 1,
+  MEMO_TIER = 2,
+  MEMO_BASH = 4,
 };
 
 #define MEMO_ATOMS 64  // atoms past this are looked up again at each step
@@ -154,6 +149,13 @@ enum {
 #define MEMO_ENDS 512  // keys' ends, then bash_text as before
 
 struct memo {
+  // first_hit per policy (0: the rules, 1: the session's memory) and list
+  // (0: deny, 1: ask): the lowest rule over the atoms giving SHELL_YES and
+  // SHELL_MAYBE (UINT32_MAX: none), and the first atom giving it; both
+  // found in one walk of each atom's candidates (atom_hits).
+  bool hits_done[2][2];
+  uint32_t best[2][2][2]; // [policy][list][0: yes, 1: maybe]
+  size_t best_atom[2][2][2];
   struct memo_atom a[MEMO_ATOMS];
   char text[MEMO_TEXT];
   uint32_t ntext;
@@ -560,6 +562,7 @@ static void decide(const struct policy *p, const struct policy *memory,
   for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
     memo.a[i].done = 0;
   memo.ntext = memo.nends = 0;
+  memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
@@ -1705,31 +1708,39 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
   }
   if (!p)
     return NULL;
-  uint32_t best = UINT32_MAX;
   int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
+  int wi = want == SHELL_YES ? 0 : 1;
+  if (e->memo && e->memo->hits_done[pi][li]) {
+    uint32_t k = e->memo->best[pi][li][wi];
+    if (k == UINT32_MAX)
+      return NULL;
+    *atom = &r->atoms[e->memo->best_atom[pi][li][wi]];
+    return &p->rules[k];
+  }
+  uint32_t best = UINT32_MAX, bests[2] = {UINT32_MAX, UINT32_MAX};
+  size_t at[2] = {0, 0};
   for (size_t j = 0; p && j < r->natoms; j++) {
-    const struct request_atom *a = &r->atoms[j];
-    struct memo_atom *m = e->memo && j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
     uint32_t yes, maybe;
-    uint8_t bit = (uint8_t)(MEMO_HITS << (2 * pi + li));
-    if (m && (m->done & bit)) {
-      yes = m->yes[pi][li];
-      maybe = m->maybe[pi][li];
-    } else {
-      atom_hits(e, p, list, a, j, &yes, &maybe);
-      if (m) {
-        m->done |= bit;
-        m->yes[pi][li] = yes;
-        m->maybe[pi][li] = maybe;
-      }
+    atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
+    if (yes < bests[0]) {
+      bests[0] = yes;
+      at[0] = j;
     }
-    uint32_t k = want == SHELL_YES ? yes : maybe;
-    if (k < best) {
-      best = k;
-      *atom = a;
+    if (maybe < bests[1]) {
+      bests[1] = maybe;
+      at[1] = j;
     }
   }
-  return best == UINT32_MAX ? NULL : &p->rules[best];
+  if (e->memo) {
+    e->memo->hits_done[pi][li] = true;
+    memcpy(e->memo->best[pi][li], bests, sizeof(bests));
+    memcpy(e->memo->best_atom[pi][li], at, sizeof(at));
+  }
+  best = bests[wi];
+  if (best == UINT32_MAX)
+    return NULL;
+  *atom = &r->atoms[at[wi]];
+  return &p->rules[best];
 }
 
 // A deny or ask rule against an atom: the wide semantics (every atom,
