@@ -27,7 +27,9 @@ struct prule {
   enum policy_list list;
   char *text;
   char *source;
-  char *pat; // READ, EDIT with a specifier: the absolute pattern
+  char *suffix; // " (" source as shown by owner (shown()) ")": a reason's end
+  const struct policy *owner;
+  char *pat;    // READ, EDIT with a specifier: the absolute pattern
   // BASH: the pattern's literal start (before its first `*`, a trailing
   // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
   char *lit;
@@ -314,6 +316,7 @@ void policy_free(struct policy *p) {
     rules_rule_free(&p->rules[i].r);
     free(p->rules[i].text);
     free(p->rules[i].source);
+    free(p->rules[i].suffix);
     free(p->rules[i].pat);
     free(p->rules[i].lit);
   }
@@ -680,6 +683,12 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
+  char buf[PATH_LEN_MAX + 1];
+  const char *sh = shown(p, src, buf, sizeof(buf));
+  size_t n = strlen(sh) + 4;
+  pr.suffix = xmalloc(n);
+  cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.owner = p;
   p->rules[p->nrules++] = pr;
 }
 
@@ -2293,7 +2302,10 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
       source ? source
       : pr   ? pr->source
              : "");
-  if (pr) {
+  if (pr && !e->naive && pr->owner == e->p) {
+    // The same text, built when the rule was compiled.
+    cat(out->reason, sizeof(out->reason), strlen(out->reason), pr->suffix);
+  } else if (pr) {
     char buf[PATH_LEN_MAX + 1];
     size_t n = strlen(out->reason), sz = sizeof(out->reason);
     n = cat(out->reason, sz, n, " (");
