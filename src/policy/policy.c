@@ -29,7 +29,7 @@ struct prule {
   char *source;
   char *suffix; // " (" source as shown by owner (shown()) ")": a reason's end
   const struct policy *owner;
-  char *pat;    // READ, EDIT with a specifier: the absolute pattern
+  char *pat; // READ, EDIT with a specifier: the absolute pattern
   // BASH: the pattern's literal start (before its first `*`, a trailing
   // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
   char *lit;
@@ -67,8 +67,9 @@ struct first_word {
 // that any atom of a class may meet. A superset of the rules that can
 // match an atom: they are still matched one by one, in their order.
 struct lindex {
-  struct ruleidx *keys;
-  struct ruleidx_vec bash_all;  // every Bash rule
+  struct ruleidx *keys;        // the policy's table (shared by the three lists)
+  int list;                    // this list's lists in it
+  struct ruleidx_vec bash_all; // every Bash rule
   struct ruleidx_vec bash_rest; // Bash rules without a literal first word
   // Bash rules whose literal start holds a space: by their first word
   // ('f'), by their complete words ('b', "git push"), and by first word in
@@ -103,8 +104,9 @@ struct policy {
   // cp -r evil/.acp .) could replace it, so it is protected too.
   struct protect *locs;
   size_t nlocs;
-  // The index of the rules (ruleidx.h), per list.
+  // The index of the rules (ruleidx.h), per list; their keys in one table.
   struct lindex idx[3];
+  struct ruleidx *keys;
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
   size_t bash_key_all;    // the longest 'b' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
@@ -163,7 +165,9 @@ struct memo {
   uint32_t ntext;
   struct {
     uint32_t j; // the key is text[at .. at + j)
+    bool found; // slot looked up (the three lists share the table)
     uint64_t h; // its hash (tag 'b')
+    const struct ruleidx_slot *slot;
   } ends[MEMO_ENDS];
   uint32_t nends;
 };
@@ -329,6 +333,7 @@ void policy_free(struct policy *p) {
     free(p->of_list[l]);
     index_free(&p->idx[l]);
   }
+  ruleidx_free(p->keys);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -900,8 +905,10 @@ static void index_rule(struct policy *p, uint32_t i) {
   // checked with one, each session's memory is one).
   if (p->nof_list[pr->list] <= SCAN_MAX)
     return;
-  if (!x->keys)
-    x->keys = ruleidx_new();
+  if (!p->keys)
+    p->keys = ruleidx_new();
+  x->keys = p->keys;
+  x->list = pr->list;
   switch (pr->r.cls) {
   case RULES_BASH: {
     ruleidx_vec_push(&x->bash_all, i);
@@ -914,9 +921,9 @@ static void index_rule(struct policy *p, uint32_t i) {
       k = pr->lit[j] == ' ' ? j : k; // the last space
     if (f > 0 && k < BASH_KEY_MAX) {
       fold_copy(key, pr->lit, k);
-      ruleidx_add(x->keys, 'b', key, k, i);
+      ruleidx_add(x->keys, x->list, 'b', key, k, i);
       x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
-      ruleidx_add(x->keys, 'f', key, f, i);
+      ruleidx_add(x->keys, x->list, 'f', key, f, i);
       x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
       x->first[x->nfirst++] =
           (struct first_word){xstrndup(key, f), f, (uint32_t)i};
@@ -933,14 +940,14 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_vec_push(&x->path_nospec[c], i);
     else {
       size_t n = pattern_key(pr->pat, key, sizeof(key));
-      ruleidx_add(x->keys, c ? 'e' : 'r', key, n, i);
+      ruleidx_add(x->keys, x->list, c ? 'e' : 'r', key, n, i);
       x->path_key_max[c] = n > x->path_key_max[c] ? n : x->path_key_max[c];
     }
     return;
   }
   case RULES_WEBFETCH:
     if (spec && !strchr(spec, '*'))
-      ruleidx_add(x->keys, 'h', spec, strlen(spec), i);
+      ruleidx_add(x->keys, x->list, 'h', spec, strlen(spec), i);
     else
       ruleidx_vec_push(&x->host_rest, i);
     return;
@@ -956,11 +963,11 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_vec_push(&x->tool_glob, i);
     } else {
       fold_copy(key, spec, strlen(spec));
-      ruleidx_add(x->keys, 't', key, strlen(spec), i);
+      ruleidx_add(x->keys, x->list, 't', key, strlen(spec), i);
     }
     return;
   case RULES_KIND:
-    ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
+    ruleidx_add(x->keys, x->list, 'k', spec, strlen(spec), i);
     x->nkind++;
     return;
   }
@@ -985,7 +992,6 @@ static void index_free(struct lindex *x) {
   for (size_t i = 0; i < x->nfirst; i++)
     free(x->first[i].w);
   free(x->first);
-  ruleidx_free(x->keys);
   struct ruleidx_vec *v[] = {
       &x->bash_all,       &x->bash_rest,      &x->path_all[0], &x->path_all[1],
       &x->path_nospec[0], &x->path_nospec[1], &x->host_rest,   &x->search,
@@ -1027,7 +1033,7 @@ static void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
 
 static void cands_key(struct cands *c, const struct lindex *x, char tag,
                       const char *key, size_t n) {
-  cands_add(c, ruleidx_get(x->keys, tag, key, n));
+  cands_add(c, ruleidx_get(x->keys, x->list, tag, key, n));
 }
 
 // The next candidate (ascending, each once), or UINT32_MAX.
@@ -1142,7 +1148,7 @@ static void bash_text(const struct lindex *x, const struct shell_atom *cmd,
     if (j == n ? !cut : t[j] == ' ') {
       h = ruleidx_hash_more(h, t + done, j - done);
       done = j;
-      cands_add(c, ruleidx_get_hashed(x->keys, h, 'b', t, j));
+      cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, 'b', t, j));
     }
   }
 }
@@ -1178,8 +1184,9 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
 }
 
 // bash_cands from the atom's text built once (memo_bash): the same keys.
+// Each key is looked up once for the three lists (the table is shared).
 static void bash_memo_cands(const struct policy *p, const struct lindex *x,
-                            const struct memo *m, const struct memo_bash *b,
+                            struct memo *m, const struct memo_bash *b,
                             bool for_allow, struct cands *c) {
   if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (b->tn + 1)) {
     cands_vec(c, &x->bash_all);
@@ -1190,8 +1197,12 @@ static void bash_memo_cands(const struct policy *p, const struct lindex *x,
     for (uint32_t k = t->b; k < t->b + t->nb; k++) {
       if (m->ends[k].j > x->bash_key_max)
         break;
-      cands_add(c, ruleidx_get_hashed(x->keys, m->ends[k].h, 'b',
-                                      m->text + t->at, m->ends[k].j));
+      if (!m->ends[k].found) {
+        m->ends[k].slot = ruleidx_find_hashed(x->keys, m->ends[k].h, 'b',
+                                              m->text + t->at, m->ends[k].j);
+        m->ends[k].found = true;
+      }
+      cands_add(c, ruleidx_slot_list(m->ends[k].slot, x->list));
     }
   }
   cands_vec(c, &x->bash_rest);
@@ -1204,7 +1215,7 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
   char buf[PATH_LEN_MAX + 1];
   size_t n = 0, max = x->path_key_max[tag == 'e'];
   uint64_t h = ruleidx_hash_start(tag);
-  cands_add(c, ruleidx_get_hashed(x->keys, h, tag, "", 0));
+  cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, "", 0));
   for (const char *s = path; *s;) {
     while (*s == '/')
       s++;
@@ -1216,14 +1227,14 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
     h = ruleidx_hash_more(h, buf + n, len + 1);
     n += len + 1;
     s += len;
-    cands_add(c, ruleidx_get_hashed(x->keys, h, tag, buf, n));
+    cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, buf, n));
   }
 }
 
 // The rules of list that can match atom a (a superset, see lindex).
 static void gather(const struct policy *p, enum policy_list list,
-                   const struct request_atom *a, bool for_allow,
-                   const struct memo *m, size_t j, struct cands *c) {
+                   const struct request_atom *a, bool for_allow, struct memo *m,
+                   size_t j, struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
   c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
@@ -1593,6 +1604,7 @@ static bool memo_end(struct memo *m, struct memo_text *v, size_t n,
   if (m->nends == MEMO_ENDS)
     return false;
   m->ends[m->nends].j = (uint32_t)n;
+  m->ends[m->nends].found = false;
   m->ends[m->nends++].h = h;
   v->nb++;
   return true;
@@ -1642,8 +1654,8 @@ static bool memo_text(struct memo *m, const struct shell_atom *cmd,
 // The memo of atom j's Bash text for p's index, built at its first use;
 // NULL when there is none (no memo, another policy, an atom bash_text
 // reads otherwise: a dynamic word, a name too long, the memo full).
-static const struct memo *memo_bash(const struct eval *e,
-                                    const struct policy *p, size_t j) {
+static struct memo *memo_bash(const struct eval *e, const struct policy *p,
+                              size_t j) {
   if (!e->memo || p != e->p || j >= MEMO_ATOMS)
     return NULL;
   struct memo_atom *ma = &e->memo->a[j];
@@ -1681,7 +1693,7 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t *yes, uint32_t *maybe) {
   struct cands c;
-  const struct memo *m = memo_bash(e, p, j);
+  struct memo *m = memo_bash(e, p, j);
   size_t tn = m ? m->a[j].bash.tn : SIZE_MAX;
   gather(p, list, a, false, m, j, &c);
   *yes = *maybe = UINT32_MAX;

@@ -29,7 +29,8 @@ void ruleidx_free(struct ruleidx *t) {
     return;
   for (size_t i = 0; i < t->cap; i++) {
     free(t->s[i].key);
-    ruleidx_vec_free(&t->s[i].rules);
+    for (int l = 0; l < RULEIDX_LISTS; l++)
+      ruleidx_vec_free(&t->s[i].rules[l]);
   }
   free(t->s);
   free(t);
@@ -61,8 +62,8 @@ static void grow(struct ruleidx *t) {
   free(old);
 }
 
-void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
-                 uint32_t pos) {
+void ruleidx_add(struct ruleidx *t, int list, char tag, const char *key,
+                 size_t n, uint32_t pos) {
   if (2 * (t->n + 1) > t->cap)
     grow(t);
   uint64_t h = hash_of(tag, key, n);
@@ -75,15 +76,12 @@ void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
     memcpy(s->key + 1, key, n);
     t->n++;
   }
-  ruleidx_vec_push(&s->rules, pos);
+  ruleidx_vec_push(&s->rules[list], pos);
 }
 
-struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
+struct ruleidx_list ruleidx_get(const struct ruleidx *t, int list, char tag,
                                 const char *key, size_t n) {
-  if (!t || !t->n)
-    return (struct ruleidx_list){NULL, 0};
-  const struct ruleidx_slot *s = find(t, hash_of(tag, key, n), tag, key, n);
-  return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
+  return ruleidx_get_hashed(t, list, hash_of(tag, key, n), tag, key, n);
 }
 
 size_t ruleidx_keys(const struct ruleidx *t) {
