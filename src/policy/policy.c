@@ -34,6 +34,7 @@ struct prule {
   // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
   char *lit;
   size_t nlit, npat;
+  char *mpat; // BASH: the pattern ("*" without one), a trailing `:*` as ` *`
 };
 
 struct protect {
@@ -233,7 +234,7 @@ static bool bash_cannot_match(const struct prule *pr,
                               const struct shell_atom *cmd, bool for_allow,
                               size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path);
+                   const char *path, size_t tn);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
                                       const char *const *paths, size_t np,
@@ -323,6 +324,7 @@ void policy_free(struct policy *p) {
     free(p->rules[i].suffix);
     free(p->rules[i].pat);
     free(p->rules[i].lit);
+    free(p->rules[i].mpat);
   }
   for (size_t i = 0; i < p->nprot; i++)
     free(p->prot[i].pat);
@@ -685,6 +687,9 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
     pr.lit = xstrndup(pat, pr.nlit);
     if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
       pr.lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
+    pr.mpat = xstrdup(pat);
+    if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
+      pr.mpat[pr.npat - 2] = ' '; // as shell_pattern_match reads it
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
@@ -1773,7 +1778,7 @@ static enum shell_match hit(const struct prule *pr,
   case RULES_BASH:
     if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false, tn))
       return SHELL_NO;
-    return shell_pattern_match(spec ? spec : "*", a->cmd, false);
+    return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -1861,7 +1866,7 @@ static bool bash_cannot_match(const struct prule *pr,
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path) {
+                   const char *path, size_t tn) {
   const char *spec = pr->r.spec;
   if (pr->list != POLICY_LIST_ALLOW)
     return false;
@@ -1869,9 +1874,9 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH &&
-           !bash_cannot_match(pr, a->cmd, true, SIZE_MAX) &&
-           shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
+    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true, tn) &&
+           shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true, tn) ==
+               SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -1911,19 +1916,20 @@ static const struct prule *find_allow(const struct eval *e,
     for (int i = 0; i < 2 && !found; i++) {
       if (!ps[i])
         continue;
+      struct memo *mb = e->naive ? NULL : memo_bash(e, ps[i], j);
       if (have[i])
         cands_rewind(&c[i]);
       else if (e->naive)
         c[i] = (struct cands){.all = true};
       else
-        gather(ps[i], POLICY_LIST_ALLOW, a, true, memo_bash(e, ps[i], j), j,
-               &c[i]);
+        gather(ps[i], POLICY_LIST_ALLOW, a, true, mb, j, &c[i]);
       have[i] = true;
+      size_t tn = mb ? mb->a[j].bash.tn : SIZE_MAX;
       for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i]);
            k != UINT32_MAX && !found;
            k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
         const struct prule *pr = &ps[i]->rules[k];
-        if (allows(pr, a, paths[n])) {
+        if (allows(pr, a, paths[n], tn)) {
           *memory = *memory || i == 1;
           found = pr;
         }
