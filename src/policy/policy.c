@@ -1659,14 +1659,23 @@ static bool memo_text(struct memo *m, const struct shell_atom *cmd,
 // The memo of atom j's Bash text for p's index, built at its first use;
 // NULL when there is none (no memo, another policy, an atom bash_text
 // reads otherwise: a dynamic word, a name too long, the memo full).
-static struct memo *memo_bash(const struct eval *e, const struct policy *p,
-                              size_t j) {
+static struct memo *memo_bash_build(const struct eval *e,
+                                    const struct policy *p, size_t j);
+
+static inline struct memo *memo_bash(const struct eval *e,
+                                     const struct policy *p, size_t j) {
   if (!e->memo || p != e->p || j >= MEMO_ATOMS)
     return NULL;
+  const struct memo_atom *ma = &e->memo->a[j];
+  if (ma->done & MEMO_BASH)
+    return ma->bash.ok ? e->memo : NULL;
+  return memo_bash_build(e, p, j);
+}
+
+static struct memo *memo_bash_build(const struct eval *e,
+                                    const struct policy *p, size_t j) {
   struct memo_atom *ma = &e->memo->a[j];
   struct memo_bash *b = &ma->bash;
-  if (ma->done & MEMO_BASH)
-    return b->ok ? e->memo : NULL;
   ma->done |= MEMO_BASH;
   b->ok = false;
   const struct request_atom *a = &e->r->atoms[j];
