@@ -28,11 +28,14 @@ struct prule {
   enum policy_list list;
   char *text;
   char *source;
+  char *suffix; // " (" source as shown by owner (shown()) ")": a reason's end
+  const struct policy *owner;
   char *pat; // READ, EDIT with a specifier: the absolute pattern
   // BASH: the pattern's literal start (before its first `*`, a trailing
   // `:*` read as ` *`) and the pattern's length, for bash_cannot_match.
   char *lit;
   size_t nlit, npat;
+  char *mpat; // BASH: the pattern ("*" without one), a trailing `:*` as ` *`
 };
 
 struct protect {
@@ -47,7 +50,8 @@ struct protect {
   // a directory in home, the broker's own files): the length of its
   // literal part, matched segment by segment (tier_of_pattern), else 0.
   size_t nlit;
-  bool tree; // the literal part is followed by `/**`
+  bool tree;  // the literal part is followed by `/**`
+  bool plain; // nlit, and the literal part has single slashes, none last
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -65,8 +69,9 @@ struct first_word {
 // that any atom of a class may meet. A superset of the rules that can
 // match an atom: they are still matched one by one, in their order.
 struct lindex {
-  struct ruleidx *keys;
-  struct ruleidx_vec bash_all;  // every Bash rule
+  struct ruleidx *keys;        // the policy's table (shared by the three lists)
+  int list;                    // this list's lists in it
+  struct ruleidx_vec bash_all; // every Bash rule
   struct ruleidx_vec bash_rest; // Bash rules without a literal first word
   // Bash rules whose literal start holds a space: by their first word
   // ('f'), by their complete words ('b', "git push"), and by first word in
@@ -81,6 +86,7 @@ struct lindex {
   struct ruleidx_vec tool_cls[INDEX_CLASSES]; // tool globs a class may meet
   struct ruleidx_vec tool_glob;               // tool-name globs with a `*`
   struct ruleidx_vec tool_all;                // every tool-name rule
+  size_t nkind;                               // Kind rules ('k' keys)
 };
 
 struct policy {
@@ -100,9 +106,11 @@ struct policy {
   // cp -r evil/.acp .) could replace it, so it is protected too.
   struct protect *locs;
   size_t nlocs;
-  // The index of the rules (ruleidx.h), per list.
+  // The index of the rules (ruleidx.h), per list; their keys in one table.
   struct lindex idx[3];
+  struct ruleidx *keys;
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
+  size_t bash_key_all;    // the longest 'b' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
@@ -111,12 +119,68 @@ struct policy_request {
   struct request r;
 };
 
+// A Bash atom's text as bash_text looks it up (its name or the name's
+// basename, then the other words, case folded), with the hash of each key
+// it can meet: built once per decision for the three lists.
+struct memo_text {
+  uint32_t at, n; // the text: memo.text[at .. at + n)
+  uint32_t b, nb; // its keys' ends and hashes: memo.ends[b .. b + nb)
+};
+
+struct memo_bash {
+  bool ok;               // built (else: bash_text as before)
+  bool base;             // the name has a basename (v[1])
+  size_t tn;             // the length of the whole text (the prefilter)
+  struct memo_text v[2]; // the name, its basename
+};
+
+// What one decision learnt about one atom, so that no step asks twice
+// (policy_decide only; the reference asks every time).
+struct memo_atom {
+  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_BASH
+  bool cov_mem; // covered()
+  const struct prule *cov;
+  int tier;              // tier_of()
+  struct memo_bash bash; // the rules' index (gather), p only
+};
+
+enum {
+  MEMO_COV = 1,
+  MEMO_TIER = 2,
+  MEMO_BASH = 4,
+};
+
+#define MEMO_ATOMS 64  // atoms past this are looked up again at each step
+#define MEMO_TEXT 8192 // bytes of texts, then bash_text as before
+#define MEMO_ENDS 512  // keys' ends, then bash_text as before
+
+struct memo {
+  // first_hit per policy (0: the rules, 1: the session's memory) and list
+  // (0: deny, 1: ask): the lowest rule over the atoms giving SHELL_YES and
+  // SHELL_MAYBE (UINT32_MAX: none), and the first atom giving it; both
+  // found in one walk of each atom's candidates (atom_hits).
+  bool hits_done[2][2];
+  uint32_t best[2][2][2]; // [policy][list][0: yes, 1: maybe]
+  size_t best_atom[2][2][2];
+  struct memo_atom a[MEMO_ATOMS];
+  char text[MEMO_TEXT];
+  uint32_t ntext;
+  struct {
+    uint32_t j; // the key is text[at .. at + j)
+    bool found; // slot looked up (the three lists share the table)
+    uint64_t h; // its hash (tag 'b')
+    const struct ruleidx_slot *slot;
+  } ends[MEMO_ENDS];
+  uint32_t nends;
+};
+
 // One decision in progress.
 struct eval {
   const struct policy *p, *mem;
   const struct request *r;
   struct policy_result *out;
-  bool naive; // every rule looked at (policy_decide_reference)
+  bool naive;        // every rule looked at (policy_decide_reference)
+  struct memo *memo; // NULL: nothing kept (the reference, narrow_covers)
 };
 
 struct warnings {
@@ -166,16 +230,20 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a);
+                            const struct request_atom *a, size_t tn);
 static bool bash_cannot_match(const struct prule *pr,
-                              const struct shell_atom *cmd, bool for_allow);
+                              const struct shell_atom *cmd, bool for_allow,
+                              size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path);
+                   const char *path, size_t tn);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
-                                      const char *path, bool *memory);
+                                      const char *const *paths, size_t np,
+                                      bool *memory);
 static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory);
+static const struct prule *cover(const struct eval *e,
+                                 const struct request_atom *a, bool *memory);
 static bool mode_covers(const struct eval *e, const struct request_atom *a);
 static bool needs_cover(const struct request_atom *a);
 static bool names_match(const char *glob, const struct request_atom *a,
@@ -229,8 +297,11 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   }
   for (size_t i = 0; i < p->nrules; i++)
     index_rule(p, (uint32_t)i);
-  for (int l = 0; l < 3; l++)
+  for (int l = 0; l < 3; l++) {
     index_done(&p->idx[l]);
+    if (p->idx[l].bash_key_max > p->bash_key_all)
+      p->bash_key_all = p->idx[l].bash_key_max;
+  }
   compile_protect(p, in);
   if (warnings)
     *warnings = w.v;
@@ -251,8 +322,10 @@ void policy_free(struct policy *p) {
     rules_rule_free(&p->rules[i].r);
     free(p->rules[i].text);
     free(p->rules[i].source);
+    free(p->rules[i].suffix);
     free(p->rules[i].pat);
     free(p->rules[i].lit);
+    free(p->rules[i].mpat);
   }
   for (size_t i = 0; i < p->nprot; i++)
     free(p->prot[i].pat);
@@ -263,6 +336,7 @@ void policy_free(struct policy *p) {
     free(p->of_list[l]);
     index_free(&p->idx[l]);
   }
+  ruleidx_free(p->keys);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -512,17 +586,24 @@ static void decide(const struct policy *p, const struct policy *memory,
                    const struct policy_request *r, struct policy_result *out,
                    bool naive) {
   static const struct policy none = {0}; // read-only: a policy of no rules
-  *out =
-      (struct policy_result){.decision = POLICY_ASK, .by = POLICY_BY_DEFAULT};
+  out->decision = POLICY_ASK;
+  out->by = POLICY_BY_DEFAULT;
+  out->reason[0] = out->rule[0] = out->source[0] = '\0';
   if (!r) {
     snprintf(out->reason, sizeof(out->reason), "no request");
     return;
   }
+  struct memo memo;
   struct eval e = {.p = p ? p : &none,
                    .mem = memory,
                    .r = &r->r,
                    .out = out,
-                   .naive = naive};
+                   .naive = naive,
+                   .memo = naive ? NULL : &memo};
+  for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
+    memo.a[i].done = 0;
+  memo.ntext = memo.nends = 0;
+  memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
@@ -637,9 +718,18 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
     pr.lit = xstrndup(pat, pr.nlit);
     if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
       pr.lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
+    pr.mpat = xstrdup(pat);
+    if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
+      pr.mpat[pr.npat - 2] = ' '; // as shell_pattern_match reads it
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
+  char buf[PATH_LEN_MAX + 1];
+  const char *sh = shown(p, src, buf, sizeof(buf));
+  size_t n = strlen(sh) + 4;
+  pr.suffix = xmalloc(n);
+  cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.owner = p;
   p->rules[p->nrules++] = pr;
 }
 
@@ -733,6 +823,9 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
         !memchr(pr->pat, '?', n) && !memchr(pr->pat, '[', n) &&
         !memchr(pr->pat, '\\', n))
       pr->nlit = n;
+    pr->plain = pr->nlit > 1 && pr->pat[pr->nlit - 1] != '/';
+    for (size_t k = 1; pr->plain && k < pr->nlit; k++)
+      pr->plain = !(pr->pat[k] == '/' && pr->pat[k - 1] == '/');
   }
 }
 
@@ -848,8 +941,10 @@ static void index_rule(struct policy *p, uint32_t i) {
   // checked with one, each session's memory is one).
   if (p->nof_list[pr->list] <= SCAN_MAX)
     return;
-  if (!x->keys)
-    x->keys = ruleidx_new();
+  if (!p->keys)
+    p->keys = ruleidx_new();
+  x->keys = p->keys;
+  x->list = pr->list;
   switch (pr->r.cls) {
   case RULES_BASH: {
     ruleidx_vec_push(&x->bash_all, i);
@@ -862,9 +957,9 @@ static void index_rule(struct policy *p, uint32_t i) {
       k = pr->lit[j] == ' ' ? j : k; // the last space
     if (f > 0 && k < BASH_KEY_MAX) {
       fold_copy(key, pr->lit, k);
-      ruleidx_add(x->keys, 'b', key, k, i);
+      ruleidx_add(x->keys, x->list, 'b', key, k, i);
       x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
-      ruleidx_add(x->keys, 'f', key, f, i);
+      ruleidx_add(x->keys, x->list, 'f', key, f, i);
       x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
       x->first[x->nfirst++] =
           (struct first_word){xstrndup(key, f), f, (uint32_t)i};
@@ -881,14 +976,14 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_vec_push(&x->path_nospec[c], i);
     else {
       size_t n = pattern_key(pr->pat, key, sizeof(key));
-      ruleidx_add(x->keys, c ? 'e' : 'r', key, n, i);
+      ruleidx_add(x->keys, x->list, c ? 'e' : 'r', key, n, i);
       x->path_key_max[c] = n > x->path_key_max[c] ? n : x->path_key_max[c];
     }
     return;
   }
   case RULES_WEBFETCH:
     if (spec && !strchr(spec, '*'))
-      ruleidx_add(x->keys, 'h', spec, strlen(spec), i);
+      ruleidx_add(x->keys, x->list, 'h', spec, strlen(spec), i);
     else
       ruleidx_vec_push(&x->host_rest, i);
     return;
@@ -904,11 +999,12 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_vec_push(&x->tool_glob, i);
     } else {
       fold_copy(key, spec, strlen(spec));
-      ruleidx_add(x->keys, 't', key, strlen(spec), i);
+      ruleidx_add(x->keys, x->list, 't', key, strlen(spec), i);
     }
     return;
   case RULES_KIND:
-    ruleidx_add(x->keys, 'k', spec, strlen(spec), i);
+    ruleidx_add(x->keys, x->list, 'k', spec, strlen(spec), i);
+    x->nkind++;
     return;
   }
 }
@@ -932,7 +1028,6 @@ static void index_free(struct lindex *x) {
   for (size_t i = 0; i < x->nfirst; i++)
     free(x->first[i].w);
   free(x->first);
-  ruleidx_free(x->keys);
   struct ruleidx_vec *v[] = {
       &x->bash_all,       &x->bash_rest,      &x->path_all[0], &x->path_all[1],
       &x->path_nospec[0], &x->path_nospec[1], &x->host_rest,   &x->search,
@@ -974,7 +1069,7 @@ static void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
 
 static void cands_key(struct cands *c, const struct lindex *x, char tag,
                       const char *key, size_t n) {
-  cands_add(c, ruleidx_get(x->keys, tag, key, n));
+  cands_add(c, ruleidx_get(x->keys, x->list, tag, key, n));
 }
 
 // The next candidate (ascending, each once), or UINT32_MAX.
@@ -991,6 +1086,13 @@ static uint32_t cands_next(const struct policy *p, enum policy_list list,
     if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] == min)
       c->at[i]++;
   return min;
+}
+
+// Back to the first candidate.
+static void cands_rewind(struct cands *c) {
+  c->pos = 0;
+  for (size_t i = 0; i < c->n; i++)
+    c->at[i] = 0;
 }
 
 static int u32_cmp(const void *a, const void *b) {
@@ -1082,7 +1184,7 @@ static void bash_text(const struct lindex *x, const struct shell_atom *cmd,
     if (j == n ? !cut : t[j] == ' ') {
       h = ruleidx_hash_more(h, t + done, j - done);
       done = j;
-      cands_add(c, ruleidx_get_hashed(x->keys, h, 'b', t, j));
+      cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, 'b', t, j));
     }
   }
 }
@@ -1117,6 +1219,31 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
   cands_vec(c, &x->bash_rest);
 }
 
+// bash_cands from the atom's text built once (memo_bash): the same keys.
+// Each key is looked up once for the three lists (the table is shared).
+static void bash_memo_cands(const struct policy *p, const struct lindex *x,
+                            struct memo *m, const struct memo_bash *b,
+                            bool for_allow, struct cands *c) {
+  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (b->tn + 1)) {
+    cands_vec(c, &x->bash_all);
+    return;
+  }
+  for (int v = 0; x->nfirst && v < (for_allow || !b->base ? 1 : 2); v++) {
+    const struct memo_text *t = &b->v[v];
+    for (uint32_t k = t->b; k < t->b + t->nb; k++) {
+      if (m->ends[k].j > x->bash_key_max)
+        break;
+      if (!m->ends[k].found) {
+        m->ends[k].slot = ruleidx_find_hashed(x->keys, m->ends[k].h, 'b',
+                                              m->text + t->at, m->ends[k].j);
+        m->ends[k].found = true;
+      }
+      cands_add(c, ruleidx_slot_list(m->ends[k].slot, x->list));
+    }
+  }
+  cands_vec(c, &x->bash_rest);
+}
+
 // Read/Edit rules by the literal start of their pattern: one key per
 // leading run of the path's segments (and the empty one).
 static void path_cands(const struct lindex *x, char tag, const char *path,
@@ -1124,7 +1251,7 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
   char buf[PATH_LEN_MAX + 1];
   size_t n = 0, max = x->path_key_max[tag == 'e'];
   uint64_t h = ruleidx_hash_start(tag);
-  cands_add(c, ruleidx_get_hashed(x->keys, h, tag, "", 0));
+  cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, "", 0));
   for (const char *s = path; *s;) {
     while (*s == '/')
       s++;
@@ -1136,14 +1263,14 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
     h = ruleidx_hash_more(h, buf + n, len + 1);
     n += len + 1;
     s += len;
-    cands_add(c, ruleidx_get_hashed(x->keys, h, tag, buf, n));
+    cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, buf, n));
   }
 }
 
 // The rules of list that can match atom a (a superset, see lindex).
 static void gather(const struct policy *p, enum policy_list list,
-                   const struct request_atom *a, bool for_allow,
-                   struct cands *c) {
+                   const struct request_atom *a, bool for_allow, struct memo *m,
+                   size_t j, struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
   c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
@@ -1151,7 +1278,7 @@ static void gather(const struct policy *p, enum policy_list list,
   c->nscratch = 0;
   if (c->all)
     return;
-  if (a->kind)
+  if (a->kind && x->nkind)
     cands_key(c, x, 'k', a->kind, strlen(a->kind));
   if (a->cls < INDEX_CLASSES)
     cands_vec(c, &x->tool_cls[a->cls]);
@@ -1159,7 +1286,10 @@ static void gather(const struct policy *p, enum policy_list list,
   size_t n = a->name ? strlen(a->name) : 0;
   switch (a->cls) {
   case REQUEST_BASH:
-    bash_cands(p, x, a->cmd, for_allow, c);
+    if (m && m->a[j].bash.ok)
+      bash_memo_cands(p, x, m, &m->a[j].bash, for_allow, c);
+    else
+      bash_cands(p, x, a->cmd, for_allow, c);
     return;
   case REQUEST_READ:
   case REQUEST_EDIT: {
@@ -1170,7 +1300,7 @@ static void gather(const struct policy *p, enum policy_list list,
     }
     cands_vec(c, &x->path_nospec[k]);
     path_cands(x, k ? 'e' : 'r', a->lex, c);
-    if (a->res)
+    if (a->res && strcmp(a->res, a->lex) != 0) // the same keys otherwise
       path_cands(x, k ? 'e' : 'r', a->res, c);
     return;
   }
@@ -1264,6 +1394,20 @@ static bool breaker_fires(const struct eval *e) {
   return step_breaker(&probe);
 }
 
+// tier_of the request's atom i, asked once per decision.
+static int atom_tier(const struct eval *e, size_t i) {
+  const struct request_atom *a = &e->r->atoms[i];
+  struct memo_atom *m = e->memo && i < MEMO_ATOMS ? &e->memo->a[i] : NULL;
+  if (m && (m->done & MEMO_TIER))
+    return m->tier;
+  int t = tier_of(e->p, a, e->naive);
+  if (m) {
+    m->done |= MEMO_TIER;
+    m->tier = t;
+  }
+  return t;
+}
+
 // An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
 static bool step_protected(struct eval *e) {
   for (int tier = 1; tier <= 2; tier++) {
@@ -1271,7 +1415,7 @@ static bool step_protected(struct eval *e) {
       break;
     for (size_t i = 0; i < e->r->natoms; i++) {
       const struct request_atom *a = &e->r->atoms[i];
-      if (a->cls != REQUEST_EDIT || tier_of(e->p, a, e->naive) != tier)
+      if (a->cls != REQUEST_EDIT || atom_tier(e, i) != tier)
         continue;
       // Only protected because it holds a protected place (rm -rf ~): when
       // the circuit breaker asks anyway, its reason says more, and plan
@@ -1490,6 +1634,125 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
+// Records a key's end (text[0..n), hash h) for v; false when full.
+static bool memo_end(struct memo *m, struct memo_text *v, size_t n,
+                     uint64_t h) {
+  if (m->nends == MEMO_ENDS)
+    return false;
+  m->ends[m->nends].j = (uint32_t)n;
+  m->ends[m->nends].found = false;
+  m->ends[m->nends++].h = h;
+  v->nb++;
+  return true;
+}
+
+// Appends to the memo the text bash_text looks up for a command named name
+// (its first word or the basename of it): name, then a space and each
+// other word, case folded, up to max + 1 bytes (max: the longest key), and
+// the end and hash of each key it can meet (at a space, or the text's
+// end). False when the memo is full.
+static bool memo_text(struct memo *m, const struct shell_atom *cmd,
+                      const char *name, size_t max, struct memo_text *v) {
+  size_t cap = max + 1, n = 0;
+  if (cap > MEMO_TEXT - m->ntext)
+    return false;
+  char *t = m->text + m->ntext;
+  uint64_t h = ruleidx_hash_start('b');
+  v->at = m->ntext;
+  v->b = m->nends;
+  v->nb = 0;
+  // One pass: each byte folded, stored and hashed; a key ends before each
+  // space, and at the end of the whole text (n < cap), when 1 <= n <= max.
+  for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
+    if (i) { // the space between two words
+      if (n >= 1 && n <= max && !memo_end(m, v, n, h))
+        return false;
+      t[n++] = ' ';
+      h = ruleidx_hash_byte(h, ' ');
+    }
+    for (const char *w = i ? cmd->words[i].text : name; *w && n < cap; w++) {
+      char c = *w;
+      if ((unsigned char)(c - 'A') < 26)
+        c = (char)(c + ('a' - 'A'));
+      else if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
+        return false;
+      t[n++] = c;
+      h = ruleidx_hash_byte(h, c);
+    }
+  }
+  if (n < cap && n >= 1 && n <= max && !memo_end(m, v, n, h))
+    return false;
+  v->n = (uint32_t)n;
+  m->ntext += (uint32_t)n;
+  return true;
+}
+
+// The memo of atom j's Bash text for p's index, built at its first use;
+// NULL when there is none (no memo, another policy, an atom bash_text
+// reads otherwise: a dynamic word, a name too long, the memo full).
+static struct memo *memo_bash_build(const struct eval *e,
+                                    const struct policy *p, size_t j);
+
+static inline struct memo *memo_bash(const struct eval *e,
+                                     const struct policy *p, size_t j) {
+  if (!e->memo || p != e->p || j >= MEMO_ATOMS)
+    return NULL;
+  const struct memo_atom *ma = &e->memo->a[j];
+  if (ma->done & MEMO_BASH)
+    return ma->bash.ok ? e->memo : NULL;
+  return memo_bash_build(e, p, j);
+}
+
+static struct memo *memo_bash_build(const struct eval *e,
+                                    const struct policy *p, size_t j) {
+  struct memo_atom *ma = &e->memo->a[j];
+  struct memo_bash *b = &ma->bash;
+  ma->done |= MEMO_BASH;
+  b->ok = false;
+  const struct request_atom *a = &e->r->atoms[j];
+  const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
+  if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
+      cmd->words[0].dynamic || p->bash_key_all >= BASH_KEY_MAX)
+    return NULL;
+  size_t tn = 0;
+  for (size_t i = 0; i < cmd->nwords; i++) {
+    if (i && cmd->words[i].dynamic)
+      return NULL; // bash_text's other ways (first word, prefix)
+    tn += (i ? 1 : 0) + strlen(cmd->words[i].text);
+  }
+  const char *name = cmd->words[0].text, *base = strrchr(name, '/');
+  b->tn = tn;
+  b->base = base && base[1];
+  if (!memo_text(e->memo, cmd, name, p->bash_key_all, &b->v[0]) ||
+      (b->base &&
+       !memo_text(e->memo, cmd, base + 1, p->bash_key_all, &b->v[1])))
+    return NULL;
+  b->ok = true;
+  return e->memo;
+}
+
+// The first candidate of list (the index) giving SHELL_YES on a, and the
+// first giving SHELL_MAYBE (UINT32_MAX: none), in one walk: deny and ask
+// lists are asked both (step_deny, then step_ask).
+static void atom_hits(const struct eval *e, const struct policy *p,
+                      enum policy_list list, const struct request_atom *a,
+                      size_t j, uint32_t *yes, uint32_t *maybe) {
+  struct cands c;
+  struct memo *m = memo_bash(e, p, j);
+  size_t tn = m ? m->a[j].bash.tn : SIZE_MAX;
+  gather(p, list, a, false, m, j, &c);
+  *yes = *maybe = UINT32_MAX;
+  for (uint32_t k = cands_next(p, list, &c);
+       k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
+       k = cands_next(p, list, &c)) {
+    enum shell_match h = hit(&p->rules[k], a, tn);
+    if (h == SHELL_YES && *yes == UINT32_MAX)
+      *yes = k;
+    else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
+      *maybe = k;
+  }
+}
+
 // The first rule of list (in order) that gives want on some atom: for each
 // atom the first of its candidates (the index) that does, the lowest of
 // them over the atoms (for one rule, the first atom).
@@ -1501,7 +1764,7 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     for (size_t i = 0; i < p->nof_list[list]; i++) {
       const struct prule *pr = &p->rules[p->of_list[list][i]];
       for (size_t j = 0; j < r->natoms; j++) {
-        if (hit(pr, &r->atoms[j]) == want) {
+        if (hit(pr, &r->atoms[j], SIZE_MAX) == want) {
           *atom = &r->atoms[j];
           return pr;
         }
@@ -1509,33 +1772,53 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     }
     return NULL;
   }
-  uint32_t best = UINT32_MAX;
+  if (!p)
+    return NULL;
+  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
+  int wi = want == SHELL_YES ? 0 : 1;
+  if (e->memo && e->memo->hits_done[pi][li]) {
+    uint32_t k = e->memo->best[pi][li][wi];
+    if (k == UINT32_MAX)
+      return NULL;
+    *atom = &r->atoms[e->memo->best_atom[pi][li][wi]];
+    return &p->rules[k];
+  }
+  uint32_t best = UINT32_MAX, bests[2] = {UINT32_MAX, UINT32_MAX};
+  size_t at[2] = {0, 0};
   for (size_t j = 0; p && j < r->natoms; j++) {
-    const struct request_atom *a = &r->atoms[j];
-    struct cands c;
-    gather(p, list, a, false, &c);
-    for (uint32_t k = cands_next(p, list, &c); k < best;
-         k = cands_next(p, list, &c)) {
-      if (hit(&p->rules[k], a) == want) {
-        best = k;
-        *atom = a;
-        break;
-      }
+    uint32_t yes, maybe;
+    atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
+    if (yes < bests[0]) {
+      bests[0] = yes;
+      at[0] = j;
+    }
+    if (maybe < bests[1]) {
+      bests[1] = maybe;
+      at[1] = j;
     }
   }
-  return best == UINT32_MAX ? NULL : &p->rules[best];
+  if (e->memo) {
+    e->memo->hits_done[pi][li] = true;
+    memcpy(e->memo->best[pi][li], bests, sizeof(bests));
+    memcpy(e->memo->best_atom[pi][li], at, sizeof(at));
+  }
+  best = bests[wi];
+  if (best == UINT32_MAX)
+    return NULL;
+  *atom = &r->atoms[at[wi]];
+  return &p->rules[best];
 }
 
 // A deny or ask rule against an atom: the wide semantics (every atom,
 // either path of a symlink, case folded, unknown paths "maybe").
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a) {
+                            const struct request_atom *a, size_t tn) {
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false))
+    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false, tn))
       return SHELL_NO;
-    return shell_pattern_match(spec ? spec : "*", a->cmd, false);
+    return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -1599,7 +1882,8 @@ static bool lit_rejects(const struct prule *pr, const struct shell_atom *a,
 }
 
 static bool bash_cannot_match(const struct prule *pr,
-                              const struct shell_atom *cmd, bool for_allow) {
+                              const struct shell_atom *cmd, bool for_allow,
+                              size_t tn) {
   if (!pr->lit || pr->nlit == 0 || !cmd || cmd->kind != SHELL_CMD ||
       cmd->nwords == 0 || cmd->words[0].dynamic)
     return false;
@@ -1607,10 +1891,12 @@ static bool bash_cannot_match(const struct prule *pr,
   if (!lit_rejects(pr, cmd, name, !for_allow))
     return false;
   if (for_allow)
-    return true; // "maybe" (too much work) does not allow either
-  size_t tn = strlen(name);
-  for (size_t i = 1; i < cmd->nwords; i++)
-    tn += 1 + strlen(cmd->words[i].text);
+    return true;        // "maybe" (too much work) does not allow either
+  if (tn == SIZE_MAX) { // not measured by the caller (memo_bash)
+    tn = strlen(name);
+    for (size_t i = 1; i < cmd->nwords; i++)
+      tn += 1 + strlen(cmd->words[i].text);
+  }
   if (pr->npat + 1 > PREFILTER_WORK_MAX / (tn + 1))
     return false;
   const char *base = strrchr(name, '/');
@@ -1620,7 +1906,7 @@ static bool bash_cannot_match(const struct prule *pr,
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path) {
+                   const char *path, size_t tn) {
   const char *spec = pr->r.spec;
   if (pr->list != POLICY_LIST_ALLOW)
     return false;
@@ -1628,8 +1914,9 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true) &&
-           shell_pattern_match(spec ? spec : "*", a->cmd, true) == SHELL_YES;
+    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true, tn) &&
+           shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true, tn) ==
+               SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -1651,40 +1938,79 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
   return false;
 }
 
+// The first allow rule (the rules', then the memory's) that allows a with
+// each of paths[0..np) (a Read/Edit atom's paths, else one NULL), or NULL
+// when one has none; the rule returned is the first path's. Each policy's
+// candidates are gathered once for all the paths.
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
-                                      const char *path, bool *memory) {
+                                      const char *const *paths, size_t np,
+                                      bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
-  for (int i = 0; i < 2; i++) {
-    if (!ps[i])
-      continue;
-    struct cands c;
-    if (e->naive)
-      c = (struct cands){.all = true};
-    else
-      gather(ps[i], POLICY_LIST_ALLOW, a, true, &c);
-    for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c); k != UINT32_MAX;
-         k = cands_next(ps[i], POLICY_LIST_ALLOW, &c)) {
-      const struct prule *pr = &ps[i]->rules[k];
-      if (allows(pr, a, path)) {
-        *memory = *memory || i == 1;
-        return pr;
+  size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct cands c[2];
+  bool have[2] = {false, false};
+  const struct prule *first = NULL;
+  for (size_t n = 0; n < np; n++) {
+    const struct prule *found = NULL;
+    for (int i = 0; i < 2 && !found; i++) {
+      if (!ps[i])
+        continue;
+      struct memo *mb = e->naive ? NULL : memo_bash(e, ps[i], j);
+      if (have[i])
+        cands_rewind(&c[i]);
+      else if (e->naive)
+        c[i] = (struct cands){.all = true};
+      else
+        gather(ps[i], POLICY_LIST_ALLOW, a, true, mb, j, &c[i]);
+      have[i] = true;
+      size_t tn = mb ? mb->a[j].bash.tn : SIZE_MAX;
+      for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i]);
+           k != UINT32_MAX && !found;
+           k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
+        const struct prule *pr = &ps[i]->rules[k];
+        if (allows(pr, a, paths[n], tn)) {
+          *memory = *memory || i == 1;
+          found = pr;
+        }
       }
     }
+    if (!found)
+      return NULL;
+    first = n ? first : found;
   }
-  return NULL;
+  return first;
 }
 
 // The allow rule that covers an atom, or NULL. A known path needs both its
 // lexical and its resolved form allowed (a symlink and its target).
 static const struct prule *covered(const struct eval *e,
                                    const struct request_atom *a, bool *memory) {
+  size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct memo_atom *m = j < MEMO_ATOMS ? &e->memo->a[j] : NULL;
+  if (m && (m->done & MEMO_COV)) {
+    *memory = m->cov_mem;
+    return m->cov;
+  }
+  const struct prule *pr = cover(e, a, memory);
+  if (m) {
+    m->done |= MEMO_COV;
+    m->cov = pr;
+    m->cov_mem = *memory;
+  }
+  return pr;
+}
+
+static const struct prule *cover(const struct eval *e,
+                                 const struct request_atom *a, bool *memory) {
   *memory = false;
   bool path = a->cls == REQUEST_READ || a->cls == REQUEST_EDIT;
+  const char *paths[2] = {NULL, NULL};
   if (!path || a->where != REQUEST_KNOWN)
-    return find_allow(e, a, NULL, memory);
-  const struct prule *lex = find_allow(e, a, a->lex, memory);
-  return lex && find_allow(e, a, a->res, memory) ? lex : NULL;
+    return find_allow(e, a, paths, 1, memory);
+  paths[0] = a->lex;
+  paths[1] = a->res;
+  return find_allow(e, a, paths, 2, memory);
 }
 
 // Reads inside the project, in every mode; edits inside it in acceptEdits.
@@ -1770,10 +2096,21 @@ static int tier_of(const struct policy *p, const struct request_atom *a,
 
 static int tier_of_path(const struct policy *p, const char *path, bool naive) {
   int best = tier_of_pattern(p, path, naive);
-  // A directory holding a protected place, up to the filesystem root.
-  for (size_t i = 0; path && i < p->nlocs; i++)
-    if ((!best || p->locs[i].tier < best) && path_within(p->locs[i].pat, path))
+  // A directory holding a protected place, up to the filesystem root:
+  // path_within(loc, path), path's length measured once.
+  size_t n = path ? strlen(path) : 0;
+  while (n > 1 && path[n - 1] == '/')
+    n--;
+  for (size_t i = 0; path && i < p->nlocs; i++) {
+    const char *loc = p->locs[i].pat;
+    if (best && p->locs[i].tier >= best)
+      continue;
+    if (naive ? path_within(loc, path)
+        : n == 1 && path[0] == '/'
+            ? loc[0] == '/'
+            : strncmp(loc, path, n) == 0 && (loc[n] == '\0' || loc[n] == '/'))
       best = p->locs[i].tier;
+  }
   return best;
 }
 
@@ -1815,13 +2152,22 @@ static int tier_of_pattern(const struct policy *p, const char *path,
     k++;
     r += len;
   }
+  // A path with single slashes and no trailing one: a literal pattern of
+  // the same kind (plain) matches it when their bytes are the same, case
+  // folded, up to the pattern's end, then the path ends (or goes on, for
+  // a tree): literal_match's answer without splitting segments.
+  bool plain = !naive && path && path[0] == '/' && path[1] &&
+               !strstr(path, "//") && path[strlen(path) - 1] != '/';
   int best = 0;
   for (size_t i = 0; path && i < p->nprot; i++) {
     const struct protect *pr = &p->prot[i];
     if (best && pr->tier >= best)
       continue;
     bool m = false;
-    if (fast && pr->name) {
+    if (plain && pr->plain) {
+      m = strncasecmp(path, pr->pat, pr->nlit) == 0 &&
+          (path[pr->nlit] == '\0' || (pr->tree && path[pr->nlit] == '/'));
+    } else if (fast && pr->name) {
       size_t nl = strlen(pr->name);
       for (size_t j = pr->dir ? k
                       : nseg  ? nseg - 1
@@ -1957,6 +2303,45 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str) {
   return at + len;
 }
 
+// vsnprintf(buf, n, fmt, ap) for a format whose only conversions are %s
+// (every reason's), without the printf machinery; any other conversion
+// goes to vsnprintf.
+static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
+  va_list all;
+  va_copy(all, ap);
+  size_t at = 0;
+  for (const char *f = fmt; *f;) {
+    const char *pc = strchr(f, '%');
+    if (pc && pc[1] != 's') {
+      // Not ours: the whole reason as printf writes it (no reason of this
+      // file takes this way).
+      vsnprintf(buf, n, fmt, all);
+      va_end(all);
+      return;
+    }
+    size_t lit = pc ? (size_t)(pc - f) : strlen(f);
+    if (at + 1 < n) {
+      size_t k = lit < n - 1 - at ? lit : n - 1 - at;
+      memcpy(buf + at, f, k);
+    }
+    at += lit;
+    if (!pc)
+      break;
+    const char *arg = va_arg(ap, const char *);
+    if (!arg)
+      arg = "(null)"; // as glibc's printf shows it
+    size_t len = strlen(arg);
+    if (at + 1 < n) {
+      size_t k = len < n - 1 - at ? len : n - 1 - at;
+      memcpy(buf + at, arg, k);
+    }
+    at += len;
+    f = pc + 2;
+  }
+  buf[at < n ? at : n - 1] = '\0';
+  va_end(all);
+}
+
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) {
@@ -1965,14 +2350,20 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   out->by = by;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  if (e->naive)
+    vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+  else
+    format_s(out->reason, sizeof(out->reason), fmt, ap);
   va_end(ap);
   cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
   cat(out->source, sizeof(out->source), 0,
       source ? source
       : pr   ? pr->source
              : "");
-  if (pr) {
+  if (pr && !e->naive && pr->owner == e->p) {
+    // The same text, built when the rule was compiled.
+    cat(out->reason, sizeof(out->reason), strlen(out->reason), pr->suffix);
+  } else if (pr) {
     char buf[PATH_LEN_MAX + 1];
     size_t n = strlen(out->reason), sz = sizeof(out->reason);
     n = cat(out->reason, sz, n, " (");

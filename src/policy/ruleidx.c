@@ -7,32 +7,12 @@
 #include "base/hash.h"
 #include "base/mem.h"
 
-struct slot {
-  uint64_t hash;
-  char *key; // tag byte, then the key; NULL: an empty slot
-  size_t len;
-  struct ruleidx_vec rules;
-};
-
-struct ruleidx {
-  struct slot *s;
-  size_t cap, n; // cap: a power of two, n <= cap / 2
-};
-
-uint64_t ruleidx_hash_start(char tag) {
-  return fnv64_byte(FNV64_OFFSET, (unsigned char)tag);
-}
-
-uint64_t ruleidx_hash_more(uint64_t h, const char *s, size_t n) {
-  return fnv64_more(h, s, n);
-}
-
 static uint64_t hash_of(char tag, const char *key, size_t n) {
   return ruleidx_hash_more(ruleidx_hash_start(tag), key, n);
 }
 
-static bool same(const struct slot *s, uint64_t h, char tag, const char *key,
-                 size_t n) {
+static bool same(const struct ruleidx_slot *s, uint64_t h, char tag,
+                 const char *key, size_t n) {
   return s->hash == h && s->len == n + 1 && s->key[0] == tag &&
          memcmp(s->key + 1, key, n) == 0;
 }
@@ -49,24 +29,25 @@ void ruleidx_free(struct ruleidx *t) {
     return;
   for (size_t i = 0; i < t->cap; i++) {
     free(t->s[i].key);
-    ruleidx_vec_free(&t->s[i].rules);
+    for (int l = 0; l < RULEIDX_LISTS; l++)
+      ruleidx_vec_free(&t->s[i].rules[l]);
   }
   free(t->s);
   free(t);
 }
 
-static struct slot *find(const struct ruleidx *t, uint64_t h, char tag,
-                         const char *key, size_t n) {
+static struct ruleidx_slot *find(const struct ruleidx *t, uint64_t h, char tag,
+                                 const char *key, size_t n) {
   size_t mask = t->cap - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    struct slot *s = &t->s[i];
+    struct ruleidx_slot *s = &t->s[i];
     if (!s->key || same(s, h, tag, key, n))
       return s;
   }
 }
 
 static void grow(struct ruleidx *t) {
-  struct slot *old = t->s;
+  struct ruleidx_slot *old = t->s;
   size_t ocap = t->cap;
   t->cap *= 2;
   t->s = xcalloc(t->cap, sizeof(*t->s));
@@ -81,12 +62,12 @@ static void grow(struct ruleidx *t) {
   free(old);
 }
 
-void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
-                 uint32_t pos) {
+void ruleidx_add(struct ruleidx *t, int list, char tag, const char *key,
+                 size_t n, uint32_t pos) {
   if (2 * (t->n + 1) > t->cap)
     grow(t);
   uint64_t h = hash_of(tag, key, n);
-  struct slot *s = find(t, h, tag, key, n);
+  struct ruleidx_slot *s = find(t, h, tag, key, n);
   if (!s->key) {
     s->hash = h;
     s->len = n + 1;
@@ -95,23 +76,12 @@ void ruleidx_add(struct ruleidx *t, char tag, const char *key, size_t n,
     memcpy(s->key + 1, key, n);
     t->n++;
   }
-  ruleidx_vec_push(&s->rules, pos);
+  ruleidx_vec_push(&s->rules[list], pos);
 }
 
-struct ruleidx_list ruleidx_get(const struct ruleidx *t, char tag,
+struct ruleidx_list ruleidx_get(const struct ruleidx *t, int list, char tag,
                                 const char *key, size_t n) {
-  if (!t || !t->n)
-    return (struct ruleidx_list){NULL, 0};
-  const struct slot *s = find(t, hash_of(tag, key, n), tag, key, n);
-  return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
-}
-
-struct ruleidx_list ruleidx_get_hashed(const struct ruleidx *t, uint64_t h,
-                                       char tag, const char *key, size_t n) {
-  if (!t || !t->n)
-    return (struct ruleidx_list){NULL, 0};
-  const struct slot *s = find(t, h, tag, key, n);
-  return s->key ? ruleidx_vec_list(&s->rules) : (struct ruleidx_list){NULL, 0};
+  return ruleidx_get_hashed(t, list, hash_of(tag, key, n), tag, key, n);
 }
 
 size_t ruleidx_keys(const struct ruleidx *t) {

@@ -792,6 +792,102 @@ static void test_index(void) {
   policy_free(p);
 }
 
+// One decision remembers what it learnt about each atom (the first deny
+// and ask rules, the allow rule, the tier, the command's folded text and
+// its keys' hashes) within fixed bounds: 64 atoms, 8 KiB of texts, 512
+// keys' ends. Past them it looks things up again, as the reference does:
+// decisions, reasons and rules stay the same.
+static char *repeat(const char *part, size_t n, const char *sep,
+                    const char *last) {
+  size_t len = n * (strlen(part) + strlen(sep)) + strlen(last) + 1;
+  char *s = calloc(1, len);
+  for (size_t i = 0; i < n; i++) {
+    strcat(s, part);
+    strcat(s, sep);
+  }
+  strcat(s, last);
+  return s;
+}
+
+static void memo_case(const char *rules, const char *command, int want,
+                      const char *reason, const char *desc) {
+  struct policy *p = compile_among(rules, 1000);
+  // Not request(): its text is cut at 7.5 KiB.
+  json_t *params = json_pack("{s:s,s:o,s:{s:s,s:{s:s},s:s,s:s}}", "sessionId",
+                             "s1", "options", opts(), "toolCall", "toolCallId",
+                             "toolu_1", "rawInput", "command", command, "title",
+                             command, "kind", "execute");
+  struct policy_request *r = policy_request_new(params, root, home);
+  json_decref(params);
+  struct policy_result res, ref;
+  policy_decide(p, NULL, r, &res);
+  policy_decide_reference(p, NULL, r, &ref);
+  bool good = (int)res.decision == want && strstr(res.reason, reason) &&
+              ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!ok(good, "memo bounds: %s", desc))
+    printf("#   got %s: %s\n#   reference %s: %s\n#   want %s: %s\n",
+           policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason,
+           policy_decision_name(want), reason);
+  policy_request_free(r);
+  policy_free(p);
+}
+
+static void test_memo(void) {
+  // More atoms than the memo holds: the last ones decide.
+  char *cmd = repeat("git status", 80, " && ", "git push --force origin");
+  memo_case("allow:Bash(git status *)|deny:Bash(git push --force*)", cmd, DENY,
+            "denied by Bash(git push --force*): git push --force origin",
+            "a deny on atom 81");
+  free(cmd);
+  cmd = repeat("git status", 80, " && ", "git diff");
+  memo_case("allow:Bash(git status *)|allow:Bash(git diff *)", cmd, ALLOW,
+            "allowed by Bash(git status *), Bash(git diff *)",
+            "81 atoms allowed");
+  free(cmd);
+  cmd = repeat("git status", 80, " && ", "make");
+  memo_case("allow:Bash(git status *)|ask:Bash(make)", cmd, ASK,
+            "ask rule Bash(make): make", "an ask on atom 81");
+  free(cmd);
+  // Keys longer than the texts the memo holds: 2,000 bytes each.
+  char *word = repeat("a", 2000, "", "");
+  char rule[4200], part[2100];
+  snprintf(rule, sizeof(rule), "allow:Bash(%s go *)|deny:Bash(%s rm *)", word,
+           word);
+  snprintf(part, sizeof(part), "%s go x", word);
+  char *last = repeat(word, 1, " rm ", "y");
+  cmd = repeat(part, 6, " && ", last);
+  memo_case(rule, cmd, DENY, "denied by Bash(", "texts past 8 KiB, a deny");
+  free(cmd);
+  cmd = repeat(part, 6, " && ", part);
+  memo_case(rule, cmd, ALLOW, "allowed by  (x)", "texts past 8 KiB, allowed");
+  free(cmd);
+  free(last);
+  free(word);
+  // A key of 600 words: more ends than the memo holds.
+  char *words = repeat("a", 600, " ", "b");
+  snprintf(rule, sizeof(rule), "allow:Bash(%s *)|deny:Bash(a a rm *)", words);
+  cmd = repeat(words, 1, " c && ", "a a rm z");
+  memo_case(rule, cmd, DENY, "denied by Bash(a a rm *)", "600 keys' ends");
+  free(cmd);
+  cmd = repeat(words, 3, " c && ", words);
+  // (a rule text past 256 bytes is not listed in the reason)
+  memo_case(rule, cmd, ALLOW, "allowed by  (x)", "600 keys' ends, allowed");
+  free(cmd);
+  free(words);
+  // A reason longer than its 256 bytes (a rule of 300), cut where
+  // vsnprintf cuts it.
+  char *args = repeat("f", 300, "", "");
+  snprintf(rule, sizeof(rule), "deny:Bash(deploy-x --%s*)", args);
+  snprintf(part, sizeof(part), "deploy-x --%s end", args);
+  memo_case(rule, part, DENY, "denied by Bash(deploy-x --fff",
+            "a reason cut at 255 bytes");
+  free(args);
+}
+
 static void test_result_fields(void) {
   struct policy *p = compile("deny:Bash(rm *)", D, 0, "/x/.acp/settings.json");
   struct policy_request *r = request(CB, "rm -rf build");
@@ -1233,6 +1329,7 @@ int main(void) {
   make_tree();
   test_table();
   test_index();
+  test_memo();
   test_result_fields();
   test_protect_input();
   test_memory();

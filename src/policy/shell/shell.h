@@ -75,6 +75,12 @@ enum shell_match {
 enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow);
+// The same for a pattern of pn bytes (strlen(pattern)) on an atom whose
+// text (its words joined by one space) is tn bytes long, or SIZE_MAX when
+// not measured: for the compiled policy, which knows both.
+enum shell_match shell_pattern_match_n(const char *pattern, size_t pn,
+                                       const struct shell_atom *atom,
+                                       bool for_allow, size_t tn);
 // The same, always through the glob (patterns with a `*` before their end
 // take it anyway; the others are matched byte by byte): for tests, which
 // check that both answer the same.

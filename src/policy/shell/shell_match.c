@@ -11,6 +11,7 @@
 
 #include "base/mem.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,13 +192,16 @@ static enum shell_match literal_run(const char *p, size_t pn, bool trail,
   return SHELL_MAYBE;
 }
 
+// tn: text_len(a, name), or SIZE_MAX when the caller did not measure it.
 static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
                                    const struct shell_atom *a, const char *name,
-                                   bool fold, bool glob_only) {
+                                   bool fold, bool glob_only, size_t tn) {
   if (!glob_only) {
     const char *star = memchr(pattern, '*', pn);
     if (!star || star == pattern + pn - 1) {
-      if (pn + 1 > WORK_LIMIT / (text_len(a, name) + 1))
+      if (tn == SIZE_MAX)
+        tn = text_len(a, name);
+      if (pn + 1 > WORK_LIMIT / (tn + 1))
         return SHELL_MAYBE; // too much work for run(): the same answer
       return literal_run(pattern, pn, trail, a, name, fold);
     }
@@ -220,33 +224,39 @@ static int rank(enum shell_match m) {
   return m == SHELL_YES ? 2 : m == SHELL_MAYBE ? 1 : 0;
 }
 
-static enum shell_match pattern_match(const char *pattern,
+static enum shell_match pattern_match(const char *pattern, size_t pn,
                                       const struct shell_atom *atom,
-                                      bool for_allow, bool glob_only) {
+                                      bool for_allow, bool glob_only,
+                                      size_t tn) {
   if (!pattern || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
     return SHELL_NO;
   const struct shell_word *cmd = &atom->words[0];
   if (for_allow && (atom->deny_only || atom->unsafe_assign ||
                     atom->never_allow || cmd->dynamic))
     return SHELL_NO;
-  size_t pn = strlen(pattern);
-  char p_s[SMALL];
-  char *p = pn < SMALL ? p_s : xmalloc(pn + 1);
-  memcpy(p, pattern, pn + 1);
-  bool trail =
-      pn >= 2 && p[pn - 1] == '*' && (p[pn - 2] == ' ' || p[pn - 2] == ':');
-  if (trail)
-    p[pn - 2] = ' ';
+  bool trail = pn >= 2 && pattern[pn - 1] == '*' &&
+               (pattern[pn - 2] == ' ' || pattern[pn - 2] == ':');
+  // A trailing `:*` is ` *`: on a copy (a pattern that already has the
+  // space is read as it is).
+  char p_s[SMALL], *own = NULL;
+  const char *p = pattern;
+  if (trail && pattern[pn - 2] == ':') {
+    own = pn < SMALL ? p_s : xmalloc(pn + 1);
+    memcpy(own, pattern, pn);
+    own[pn] = '\0';
+    own[pn - 2] = ' ';
+    p = own;
+  }
   enum shell_match r =
-      match_name(p, pn, trail, atom, cmd->text, !for_allow, glob_only);
+      match_name(p, pn, trail, atom, cmd->text, !for_allow, glob_only, tn);
   const char *base = strrchr(cmd->text, '/');
   if (!for_allow && r != SHELL_YES && !cmd->dynamic && base && base[1]) {
     enum shell_match b =
-        match_name(p, pn, trail, atom, base + 1, true, glob_only);
+        match_name(p, pn, trail, atom, base + 1, true, glob_only, SIZE_MAX);
     r = rank(b) > rank(r) ? b : r;
   }
-  if (p != p_s)
-    free(p);
+  if (own && own != p_s)
+    free(own);
   if (for_allow && r != SHELL_YES)
     return SHELL_NO;
   return r;
@@ -255,13 +265,21 @@ static enum shell_match pattern_match(const char *pattern,
 enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow) {
-  return pattern_match(pattern, atom, for_allow, false);
+  return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
+                       false, SIZE_MAX);
+}
+
+enum shell_match shell_pattern_match_n(const char *pattern, size_t pn,
+                                       const struct shell_atom *atom,
+                                       bool for_allow, size_t tn) {
+  return pattern_match(pattern, pn, atom, for_allow, false, tn);
 }
 
 enum shell_match shell_pattern_match_glob(const char *pattern,
                                           const struct shell_atom *atom,
                                           bool for_allow) {
-  return pattern_match(pattern, atom, for_allow, true);
+  return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
+                       true, SIZE_MAX);
 }
 
 bool shell_pattern_narrows(const char *p) {
