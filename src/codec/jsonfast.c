@@ -21,6 +21,8 @@ struct scratch {
 static struct scratch kbuf, vbuf;
 
 static bool put(struct scratch *b, const void *src, size_t n) {
+  if (n == 0)
+    return true; // an empty run (b->data may still be NULL)
   if (b->cap - b->len < n) {
     size_t want = b->len + n;
     if (want < n)
