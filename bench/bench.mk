@@ -36,3 +36,11 @@ $(BENCH_POLICY): bench/bench_policy.c $(BUILD)/libbroker.a
 $(BENCH_NODE): bench/node/package-lock.json bench/node/package.json
 	npm ci --prefix bench/node --ignore-scripts --no-audit --no-fund
 	@touch $@
+
+# An agent's line on its way in (jsonrpc_parse and jsonrpc_msg_free), for
+# callgrind: bench/bench_parse.c says how.
+BENCH_PARSE  := $(BUILD)/bench/bench_parse
+
+$(BENCH_PARSE): bench/bench_parse.c $(BUILD)/libbroker.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Isrc $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(PKG_LIBS)

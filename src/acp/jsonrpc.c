@@ -8,10 +8,17 @@
 #include "base/mem.h"
 #include "codec/jsonfast.h"
 
-static int classify_call(struct jsonrpc_msg *msg, json_t *method, char *err,
-                         size_t errlen);
-static int classify_response(struct jsonrpc_msg *msg, char *err, size_t errlen);
-static bool version_ok(const json_t *root);
+// The members of a message's top level that JSON-RPC names (NULL: absent).
+struct members {
+  json_t *jsonrpc, *id, *method, *params, *result, *error;
+};
+
+static void members(json_t *root, struct members *m);
+static int classify_call(struct jsonrpc_msg *msg, const struct members *m,
+                         char *err, size_t errlen);
+static int classify_response(struct jsonrpc_msg *msg, const struct members *m,
+                             char *err, size_t errlen);
+static bool version_ok(const json_t *v);
 static bool id_usable(const json_t *id);
 static json_t *id_copy(const json_t *id);
 static json_t *envelope(bool *ok);
@@ -30,16 +37,16 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *msg,
   // Batches are arrays: ACP does not use them, so they are invalid here.
   if (!json_is_object(msg->root))
     return fail(msg, err, errlen, "not a JSON object");
-  json_t *method = json_object_get(msg->root, "method");
-  json_t *id = json_object_get(msg->root, "id");
+  struct members m;
+  members(msg->root, &m);
   // Set early so that any invalid request can still be answered by id.
-  if (method && id_usable(id))
-    msg->id = id;
-  if (!version_ok(msg->root))
+  if (m.method && id_usable(m.id))
+    msg->id = m.id;
+  if (!version_ok(m.jsonrpc))
     return fail(msg, err, errlen, "jsonrpc is not \"2.0\"");
-  if (method)
-    return classify_call(msg, method, err, errlen);
-  return classify_response(msg, err, errlen);
+  if (m.method)
+    return classify_call(msg, &m, err, errlen);
+  return classify_response(msg, &m, err, errlen);
 }
 
 void jsonrpc_msg_free(struct jsonrpc_msg *msg) {
@@ -242,32 +249,65 @@ bool jsonrpc_id_equal(const json_t *a, const json_t *b) {
   return a && b && json_equal(a, b);
 }
 
+// One pass over the top level instead of a hashed lookup per name (a
+// message has a handful of members; a key appears once in a jansson
+// object, so this finds what json_object_get would).
+static void members(json_t *root, struct members *m) {
+  *m = (struct members){0};
+  for (void *it = json_object_iter(root); it;
+       it = json_object_iter_next(root, it)) {
+    const char *k = json_object_iter_key(it);
+    json_t **slot = NULL;
+    switch (k[0]) {
+    case 'j':
+      slot = strcmp(k, "jsonrpc") == 0 ? &m->jsonrpc : NULL;
+      break;
+    case 'i':
+      slot = strcmp(k, "id") == 0 ? &m->id : NULL;
+      break;
+    case 'm':
+      slot = strcmp(k, "method") == 0 ? &m->method : NULL;
+      break;
+    case 'p':
+      slot = strcmp(k, "params") == 0 ? &m->params : NULL;
+      break;
+    case 'r':
+      slot = strcmp(k, "result") == 0 ? &m->result : NULL;
+      break;
+    case 'e':
+      slot = strcmp(k, "error") == 0 ? &m->error : NULL;
+      break;
+    }
+    if (slot)
+      *slot = json_object_iter_value(it);
+  }
+}
+
 // A request or notification; msg->id is already set when usable.
-static int classify_call(struct jsonrpc_msg *msg, json_t *method, char *err,
-                         size_t errlen) {
-  if (!json_is_string(method))
+static int classify_call(struct jsonrpc_msg *msg, const struct members *m,
+                         char *err, size_t errlen) {
+  if (!json_is_string(m->method))
     return fail(msg, err, errlen, "method is not a string");
-  json_t *id = json_object_get(msg->root, "id");
-  if (id && !msg->id)
+  if (m->id && !msg->id)
     return fail(msg, err, errlen, "id is not an integer or a string");
-  json_t *params = json_object_get(msg->root, "params");
+  json_t *params = m->params;
   if (params && !json_is_object(params) && !json_is_array(params))
     return fail(msg, err, errlen, "params is not an object or an array");
-  msg->kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION;
-  msg->method = json_string_value(method);
+  msg->kind = m->id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION;
+  msg->method = json_string_value(m->method);
   msg->params = params;
   return 0;
 }
 
 // A response to one of our requests. msg->id stays NULL unless valid:
 // responses are never answered, so an invalid one needs no id.
-static int classify_response(struct jsonrpc_msg *msg, char *err,
-                             size_t errlen) {
-  json_t *id = json_object_get(msg->root, "id");
+static int classify_response(struct jsonrpc_msg *msg, const struct members *m,
+                             char *err, size_t errlen) {
+  json_t *id = m->id;
   if (!id_usable(id))
     return fail(msg, err, errlen, "no method and no usable id");
-  json_t *result = json_object_get(msg->root, "result");
-  json_t *error = json_object_get(msg->root, "error");
+  json_t *result = m->result;
+  json_t *error = m->error;
   if (!result == !error)
     return fail(msg, err, errlen, "response needs one of result or error");
   if (error && !json_is_integer(json_object_get(error, "code")))
@@ -280,8 +320,7 @@ static int classify_response(struct jsonrpc_msg *msg, char *err,
 }
 
 // "jsonrpc" may be absent (lenient), but when present it must be "2.0".
-static bool version_ok(const json_t *root) {
-  const json_t *v = json_object_get(root, "jsonrpc");
+static bool version_ok(const json_t *v) {
   return !v || (json_is_string(v) && json_string_length(v) == 3 &&
                 memcmp(json_string_value(v), "2.0", 3) == 0);
 }

@@ -1,17 +1,12 @@
 #include "json2mp.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/utf8.h"
+#include "jsonlex.h"
 #include "jsonpack.h"
-
-// Longest number token converted; longer ones (valid but absurd) go to the
-// slow path rather than through a heap copy.
-#define NUM_MAX 100
 
 // An open array or object. Its header is a 32-bit one written with a zero
 // count, patched when it closes.
@@ -72,108 +67,7 @@ static void put_be32(char *o, uint32_t v) {
 }
 
 static void skip_ws(struct j2m *j) {
-  // JSON's four whitespace characters, the ones jansson skips.
-  while (j->p < j->end &&
-         (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-    j->p++;
-}
-
-static bool is_digit(const struct j2m *j, const unsigned char *p) {
-  return p < j->end && *p >= '0' && *p <= '9';
-}
-
-// The four hex digits at p as a code unit, -1 when they are not.
-static int32_t hex4(const unsigned char *p, const unsigned char *end) {
-  if (end - p < 4)
-    return -1;
-  int32_t v = 0;
-  for (int i = 0; i < 4; i++) {
-    unsigned c = p[i];
-    if (c >= '0' && c <= '9')
-      c -= '0';
-    else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-      c = (c | 0x20) - 'a' + 10;
-    else
-      return -1;
-    v = v << 4 | (int32_t)c;
-  }
-  return v;
-}
-
-static size_t utf8_put(uint32_t cp, unsigned char *o) {
-  if (cp < 0x80) {
-    o[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (unsigned char)(0xC0 | cp >> 6);
-    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | cp >> 12);
-    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | cp >> 18);
-  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
-// Decodes the escape after a backslash at j->p into out; its length, or 0
-// when jansson would reject it (including \u0000, refused without
-// JSON_ALLOW_NUL, and lone or mismatched surrogates).
-static size_t unescape(struct j2m *j, unsigned char out[4]) {
-  const unsigned char *p = j->p;
-  if (j->end - p < 2)
-    return 0;
-  j->p += 2;
-  switch (p[1]) {
-  case '"':
-  case '\\':
-  case '/':
-    out[0] = p[1];
-    return 1;
-  case 'b':
-    out[0] = '\b';
-    return 1;
-  case 'f':
-    out[0] = '\f';
-    return 1;
-  case 'n':
-    out[0] = '\n';
-    return 1;
-  case 'r':
-    out[0] = '\r';
-    return 1;
-  case 't':
-    out[0] = '\t';
-    return 1;
-  case 'u':
-    break;
-  default:
-    return 0;
-  }
-  int32_t cp = hex4(j->p, j->end);
-  if (cp <= 0) // invalid, or \u0000
-    return 0;
-  j->p += 4;
-  if (cp >= 0xDC00 && cp <= 0xDFFF)
-    return 0; // a low surrogate first
-  if (cp >= 0xD800 && cp <= 0xDBFF) {
-    // A high surrogate needs a low one right after it.
-    if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
-      return 0;
-    int32_t lo = hex4(j->p + 2, j->end);
-    if (lo < 0xDC00 || lo > 0xDFFF)
-      return 0;
-    j->p += 6;
-    cp = ((cp - 0xD800) << 10) + (lo - 0xDC00) + 0x10000;
-  }
-  return utf8_put((uint32_t)cp, out);
+  j->p = jsonlex_ws(j->p, j->end);
 }
 
 // The string whose opening quote is at j->p, as a msgpack str. Its body ends
@@ -189,18 +83,11 @@ static bool string(struct j2m *j, size_t *off, uint32_t *len) {
     // A run of bytes copied as they are: printable ASCII but '"' and '\',
     // and valid UTF-8 sequences.
     const unsigned char *run = j->p, *p = j->p;
-    while (p < j->end) {
-      unsigned c = *p;
-      if (c - 0x20u < 0x60u && c != '"' && c != '\\') {
-        p++;
-      } else if (c >= 0x80) {
-        size_t n = utf8_len(p, j->end);
-        if (!n)
-          return false;
-        p += n;
-      } else {
-        break;
-      }
+    while ((p = jsonlex_plain(p, j->end)) < j->end && *p >= 0x80) {
+      size_t n = utf8_len(p, j->end);
+      if (!n)
+        return false;
+      p += n;
     }
     if (p > run && !append(sb, run, (size_t)(p - run)))
       return false;
@@ -212,7 +99,7 @@ static bool string(struct j2m *j, size_t *off, uint32_t *len) {
     if (*p != '\\')
       return false; // a raw control character
     unsigned char out[4];
-    size_t n = unescape(j, out);
+    size_t n = jsonlex_unescape(&j->p, j->end, out);
     if (!n || !append(sb, out, n))
       return false;
   }
@@ -250,57 +137,14 @@ static bool string(struct j2m *j, size_t *off, uint32_t *len) {
   return true;
 }
 
-// The number at j->p, with jansson's grammar and conversions: integers
-// through strtoll (overflow is an error), the rest through strtod (overflow
-// to infinity is an error, underflow is not).
+// The number at j->p (jsonlex_number says which jansson accepts).
 static bool number(struct j2m *j, msgpack_packer *pk) {
-  const unsigned char *s = j->p, *p = s;
-  bool real = false;
-  if (p < j->end && *p == '-')
-    p++;
-  if (!is_digit(j, p))
+  bool real;
+  long long i;
+  double d;
+  if (!jsonlex_number(&j->p, j->end, &real, &i, &d))
     return false;
-  if (*p == '0')
-    p++;
-  else
-    while (is_digit(j, p))
-      p++;
-  if (is_digit(j, p))
-    return false; // a leading zero
-  if (p < j->end && *p == '.') {
-    real = true;
-    if (!is_digit(j, ++p))
-      return false;
-    while (is_digit(j, p))
-      p++;
-  }
-  if (p < j->end && (*p == 'e' || *p == 'E')) {
-    real = true;
-    p++;
-    if (p < j->end && (*p == '+' || *p == '-'))
-      p++;
-    if (!is_digit(j, p))
-      return false;
-    while (is_digit(j, p))
-      p++;
-  }
-  size_t n = (size_t)(p - s);
-  if (n > NUM_MAX)
-    return false; // an integer that long overflows anyway
-  char buf[NUM_MAX + 1];
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  j->p = p;
-  errno = 0;
-  if (!real) {
-    long long v = strtoll(buf, NULL, 10);
-    return errno != ERANGE && msgpack_pack_int64(pk, v) == 0;
-  }
-  // The broker keeps the C locale, so strtod's decimal point is jansson's.
-  double d = strtod(buf, NULL);
-  if ((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE)
-    return false;
-  return msgpack_pack_double(pk, d) == 0;
+  return (real ? msgpack_pack_double(pk, d) : msgpack_pack_int64(pk, i)) == 0;
 }
 
 static bool literal(struct j2m *j, const char *word, size_t n) {

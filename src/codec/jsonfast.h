@@ -1,14 +1,22 @@
 #pragma once
 // JSON text to a jansson tree, the same tree json_loadb(text, len, 0)
-// builds, several times faster: the text is checked and decoded by json2mp
-// in one pass and the tree built from that without checking again. What the
-// fast path leaves alone (json2mp.h) and every error go through json_loadb,
-// so errors read as jansson's.
+// builds, several times faster: one pass over the text, checked as jansson
+// checks it (jsonlex.h), building the tree as it goes with jansson's
+// unchecked constructors. What the fast path leaves alone (a value nested
+// deeper than JSONFAST_MAX_DEPTH, a number token longer than 100 bytes) and
+// every error go through json_loadb, so errors read as jansson's.
 
 #include <jansson.h>
 #include <stddef.h>
 
+// A value inside more containers than this goes to json_loadb (the deepest
+// one may hold an empty container: that is still one more open).
+#define JSONFAST_MAX_DEPTH 64
+
 // As json_loadb(text, len, 0, err).
 json_t *jsonfast_load(const char *text, size_t len, json_error_t *err);
-// Gives back the buffer kept between calls (at exit, for leak checkers).
+// The fast path alone: json_loadb's tree, or NULL when json_loadb would
+// refuse the text or the fast path leaves it to json_loadb.
+json_t *jsonfast_tree(const char *text, size_t len);
+// Gives back the buffers kept between calls (at exit, for leak checkers).
 void jsonfast_release(void);

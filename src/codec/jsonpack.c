@@ -1,64 +1,174 @@
 #include "jsonpack.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
-static void pack(msgpack_packer *pk, const json_t *v, int depth);
+// Packed bytes are gathered here and handed to the packer's callback a few
+// KiB at a time, instead of once per header and once per body as the
+// msgpack_pack_* functions do: the same bytes (msgpack-c's encodings, the
+// smallest form of each header), far fewer calls.
+#define OUT_BYTES 4096
 
-static void pack_object(msgpack_packer *pk, const json_t *v, int depth) {
-  msgpack_pack_map(pk, json_object_size(v));
-  const char *key;
-  json_t *val;
-  // json_object_foreach needs a non-const object; jansson does not modify
-  // it while iterating.
-  void *it = json_object_iter((json_t *)(uintptr_t)v);
-  for (; it; it = json_object_iter_next((json_t *)(uintptr_t)v, it)) {
-    key = json_object_iter_key(it);
-    val = json_object_iter_value(it);
-    msgpack_pack_str_with_body(pk, key, strlen(key));
-    pack(pk, val, depth + 1);
+struct out {
+  msgpack_packer *pk;
+  size_t n;
+  unsigned char buf[OUT_BYTES];
+};
+
+static void flush(struct out *o) {
+  if (o->n) {
+    o->pk->callback(o->pk->data, (const char *)o->buf, o->n);
+    o->n = 0;
   }
 }
 
-static void pack(msgpack_packer *pk, const json_t *v, int depth) {
+// Room for k bytes (a header: at most 9) at o->buf + o->n.
+static unsigned char *room(struct out *o, size_t k) {
+  if (OUT_BYTES - o->n < k)
+    flush(o);
+  return o->buf + o->n;
+}
+
+static void bytes(struct out *o, const void *p, size_t k) {
+  if (OUT_BYTES - o->n < k) {
+    flush(o);
+    if (k >= OUT_BYTES / 2) { // a long string goes as it is
+      o->pk->callback(o->pk->data, p, k);
+      return;
+    }
+  }
+  memcpy(o->buf + o->n, p, k);
+  o->n += k;
+}
+
+static void be(unsigned char *d, uint64_t v, int k) {
+  for (int i = k - 1; i >= 0; i--, v >>= 8)
+    d[i] = (unsigned char)v;
+}
+
+// A header: one byte, or the byte then k bytes of v.
+static void head(struct out *o, unsigned char b, uint64_t v, int k) {
+  unsigned char *d = room(o, 9);
+  d[0] = b;
+  be(d + 1, v, k);
+  o->n += 1 + (size_t)k;
+}
+
+// Arrays (fix 0x90), maps (fix 0x80) and strings (fix 0xa0, then str8).
+static void head_array(struct out *o, size_t n) {
+  if (n < 16)
+    head(o, (unsigned char)(0x90 | n), 0, 0);
+  else if (n < 65536)
+    head(o, 0xdc, n, 2);
+  else
+    head(o, 0xdd, n, 4);
+}
+
+static void head_map(struct out *o, size_t n) {
+  if (n < 16)
+    head(o, (unsigned char)(0x80 | n), 0, 0);
+  else if (n < 65536)
+    head(o, 0xde, n, 2);
+  else
+    head(o, 0xdf, n, 4);
+}
+
+static void str(struct out *o, const char *s, size_t n) {
+  if (n < 32)
+    head(o, (unsigned char)(0xa0 | n), 0, 0);
+  else if (n < 256)
+    head(o, 0xd9, n, 1);
+  else if (n < 65536)
+    head(o, 0xda, n, 2);
+  else
+    head(o, 0xdb, n, 4);
+  bytes(o, s, n);
+}
+
+// msgpack_pack_int64's choice of encoding.
+static void int64(struct out *o, int64_t d) {
+  uint64_t u = (uint64_t)d;
+  if (d < -(1LL << 5)) {
+    if (d < -(1LL << 15))
+      head(o, d < -(1LL << 31) ? 0xd3 : 0xd2, u, d < -(1LL << 31) ? 8 : 4);
+    else
+      head(o, d < -(1 << 7) ? 0xd1 : 0xd0, u, d < -(1 << 7) ? 2 : 1);
+  } else if (d < (1 << 7)) {
+    head(o, (unsigned char)d, 0, 0);
+  } else if (d < (1LL << 16)) {
+    head(o, d < (1 << 8) ? 0xcc : 0xcd, u, d < (1 << 8) ? 1 : 2);
+  } else {
+    head(o, d < (1LL << 32) ? 0xce : 0xcf, u, d < (1LL << 32) ? 4 : 8);
+  }
+}
+
+static void pack(struct out *o, const json_t *v, int depth);
+
+static void pack_object(struct out *o, const json_t *v, int depth) {
+  head_map(o, json_object_size(v));
+  // json_object_foreach needs a non-const object; jansson does not modify
+  // it while iterating.
+  json_t *obj = (json_t *)(uintptr_t)v;
+  for (void *it = json_object_iter(obj); it;
+       it = json_object_iter_next(obj, it)) {
+#if JANSSON_VERSION_HEX >= 0x020e00
+    str(o, json_object_iter_key(it), json_object_iter_key_len(it));
+#else
+    const char *key = json_object_iter_key(it);
+    str(o, key, strlen(key));
+#endif
+    pack(o, json_object_iter_value(it), depth + 1);
+  }
+}
+
+static void pack(struct out *o, const json_t *v, int depth) {
   if (!v || depth > JSONPACK_MAX_DEPTH) {
-    msgpack_pack_nil(pk);
+    head(o, 0xc0, 0, 0);
     return;
   }
   switch (json_typeof(v)) {
   case JSON_OBJECT:
-    pack_object(pk, v, depth);
+    pack_object(o, v, depth);
     break;
   case JSON_ARRAY: {
     size_t n = json_array_size(v);
-    msgpack_pack_array(pk, n);
+    head_array(o, n);
     for (size_t i = 0; i < n; i++)
-      pack(pk, json_array_get(v, i), depth + 1);
+      pack(o, json_array_get(v, i), depth + 1);
     break;
   }
   case JSON_STRING:
-    msgpack_pack_str_with_body(pk, json_string_value(v), json_string_length(v));
+    str(o, json_string_value(v), json_string_length(v));
     break;
   case JSON_INTEGER:
-    msgpack_pack_int64(pk, json_integer_value(v));
+    int64(o, json_integer_value(v));
     break;
-  case JSON_REAL:
-    msgpack_pack_double(pk, json_real_value(v));
+  case JSON_REAL: {
+    double d = json_real_value(v);
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof(bits));
+    head(o, 0xcb, bits, 8);
     break;
+  }
   case JSON_TRUE:
-    msgpack_pack_true(pk);
+    head(o, 0xc3, 0, 0);
     break;
   case JSON_FALSE:
-    msgpack_pack_false(pk);
+    head(o, 0xc2, 0, 0);
     break;
   case JSON_NULL:
-    msgpack_pack_nil(pk);
+    head(o, 0xc0, 0, 0);
     break;
   }
 }
 
 void jsonpack_pack(msgpack_packer *pk, const json_t *v) {
-  pack(pk, v, 0);
+  struct out o;
+  o.pk = pk;
+  o.n = 0;
+  pack(&o, v, 0);
+  flush(&o);
 }
 
 void jsonpack_str(msgpack_packer *pk, const char *s) {

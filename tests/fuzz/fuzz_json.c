@@ -3,6 +3,10 @@
 // Input: any bytes, as an agent might write them on one line. Properties:
 //  * jsonfast_load gives what json_loadb(text, 0) gives: the same tree with
 //    keys in the same order, or NULL with the same error text and position;
+//  * its fast path (jsonfast_tree) builds a tree only where jansson accepts
+//    the text, and then the same one;
+//  * every tree is allocated through mem_cache (as in the broker), whose
+//    cache stays within its bound;
 //  * json2mp succeeds only on text jansson accepts, leaves the buffer as it
 //    was when it fails, and its output is one msgpack value whose compact
 //    JSON is that of jansson's tree.
@@ -12,11 +16,13 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "base/mem.h"
 #include "codec/json2mp.h"
 #include "codec/jsonfast.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
+  json_set_alloc_funcs(mem_cache_malloc, mem_cache_free);
   return 0;
 }
 
@@ -65,7 +71,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = (const char *)data;
   json_error_t e1, e2;
   json_t *slow = json_loadb(text, size, 0, &e1);
-  json_t *fast = jsonfast_load(text, size, &e2);
+  json_t *tree = jsonfast_tree(text, size);
+  FUZZ_CHECK(!tree || slow, "jsonfast_tree accepted what jansson refuses");
+  json_t *fast = tree ? tree : jsonfast_load(text, size, &e2);
   char *ds = slow ? dump(slow) : NULL, *df = fast ? dump(fast) : NULL;
   if (slow || fast) {
     FUZZ_CHECK(slow && fast && ds && df && strcmp(ds, df) == 0,
@@ -104,5 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(df);
   json_decref(slow);
   json_decref(fast);
+  FUZZ_CHECK(mem_cache_bytes() <= MEM_CACHE_MAX_BYTES, "the cache holds %zu",
+             mem_cache_bytes());
   return 0;
 }

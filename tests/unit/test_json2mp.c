@@ -1,11 +1,15 @@
 // json2mp: differential against the slow path (json_loadb, flags 0, then
 // jsonpack_pack) on hand-written edge cases and on seeded random documents;
 // the output buffer is left as it was on failure and appended to otherwise.
-// jsonfast_load (built on it) against json_loadb on the same documents: the
-// same tree, keys in the same order, or the same error.
+// jsonfast_load against json_loadb on the same documents: the same tree,
+// keys in the same order, or the same error; its fast path (jsonfast_tree,
+// one pass from the text to the tree) must take every document jansson
+// accepts up to JSONFAST_MAX_DEPTH deep (duplicate keys too), and none that
+// jansson refuses.
 
 #include "codec/json2mp.h"
 #include "codec/jsonfast.h"
+#include "codec/jsonlex.h"
 #include "codec/jsonpack.h"
 
 #include <jansson.h>
@@ -233,18 +237,24 @@ static int json_depth(const json_t *v) {
 
 struct outcome {
   bool slow_ok, fast_ok;
-  bool fallback; // jansson accepts, but json2mp must leave it to the slow path
-  bool same;     // both succeeded with equal values
-  bool dirty;    // json2mp failed but left bytes in the buffer
-  bool tree;     // jsonfast_load gave json_loadb's tree (or its error)
+  bool fallback;  // jansson accepts, but json2mp must leave it to the slow path
+  bool same;      // both succeeded with equal values
+  bool dirty;     // json2mp failed but left bytes in the buffer
+  bool tree;      // jsonfast_load gave json_loadb's tree (or its error)
+  bool deep;      // jansson accepts, deeper than JSONFAST_MAX_DEPTH
+  bool tree_fast; // jsonfast_tree built it (not left to json_loadb)
 };
 
 // jsonfast_load(text) is json_loadb(text, 0): equal values with keys in the
 // same order (compared as compact text), or both NULL with the same error.
-static bool tree_same(const char *text, size_t len) {
+// *fast tells whether jsonfast_tree built it.
+static bool tree_same(const char *text, size_t len, bool *fast) {
   json_error_t e1, e2;
   json_t *a = json_loadb(text, len, 0, &e1);
-  json_t *b = jsonfast_load(text, len, &e2);
+  json_t *b = jsonfast_tree(text, len);
+  *fast = b != NULL;
+  if (!b)
+    b = jsonfast_load(text, len, &e2);
   bool same;
   if (!a || !b) {
     same =
@@ -275,6 +285,7 @@ static struct outcome run_both(const char *text, size_t len) {
     jsonpack_pack(&pk, v);
     json_t *strict = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
     o.fallback = json_depth(v) > JSONPACK_MAX_DEPTH || !strict;
+    o.deep = json_depth(v) > JSONFAST_MAX_DEPTH;
     json_decref(strict);
     json_decref(v);
   }
@@ -282,13 +293,15 @@ static struct outcome run_both(const char *text, size_t len) {
   o.dirty = !o.fast_ok && fast.size != 0;
   if (o.slow_ok && o.fast_ok)
     o.same = mp_same(slow.data, slow.size, fast.data, fast.size);
-  o.tree = tree_same(text, len);
+  o.tree = tree_same(text, len, &o.tree_fast);
   msgpack_sbuffer_destroy(&slow);
   msgpack_sbuffer_destroy(&fast);
   return o;
 }
 
 // --- Hand-written cases ---------------------------------------------------
+
+static void print_escaped(const char *s, size_t n);
 
 struct tcase {
   const char *json;
@@ -461,15 +474,30 @@ static char *repeat(const char *open, int n, const char *mid,
   return s;
 }
 
+// A number token longer than JSONLEX_NUM_MAX: jsonfast leaves it to
+// json_loadb (the hand-written cases have no such run inside a string).
+static bool long_number(const char *s, size_t n) {
+  size_t run = 0;
+  for (size_t i = 0; i < n; i++) {
+    run = s[i] && strchr("0123456789+-.eE", s[i]) ? run + 1 : 0;
+    if (run > JSONLEX_NUM_MAX)
+      return true;
+  }
+  return false;
+}
+
 static void check_case(const char *desc, const char *json, size_t len,
                        bool jansson, bool fast) {
   struct outcome o = run_both(json, len);
+  bool want_tree = o.slow_ok && !o.deep && !long_number(json, len);
   bool good = o.slow_ok == jansson && o.fast_ok == fast && !o.dirty &&
-              (!o.slow_ok || !o.fast_ok || o.same) && o.tree;
+              (!o.slow_ok || !o.fast_ok || o.same) && o.tree &&
+              o.tree_fast == want_tree;
   if (!ok(good, "%s", desc))
     printf("#   jansson %d (want %d), json2mp %d (want %d), same %d, "
-           "jsonfast %d\n",
-           o.slow_ok, jansson, o.fast_ok, fast, o.same, o.tree);
+           "jsonfast %d, its fast path %d (want %d)\n",
+           o.slow_ok, jansson, o.fast_ok, fast, o.same, o.tree, o.tree_fast,
+           want_tree);
 }
 
 static void test_cases(void) {
@@ -531,6 +559,29 @@ static void test_cases(void) {
   p += sprintf(p, "\"}");
   check_case("a 70000-byte string with escapes", s, (size_t)(p - s), Y, Y);
   free(s);
+
+  // Every byte value at every offset of a string and of a key, and before
+  // an escape: the strings are scanned sixteen and eight bytes at a time,
+  // so each byte must be caught in every lane and in the tail.
+  int bad = 0;
+  for (int at = 0; at < 40; at++)
+    for (int c = 0; c < 256; c++)
+      for (int form = 0; form < 3; form++) {
+        char t[64];
+        size_t n = 0;
+        n += (size_t)sprintf(t, form == 1 ? "{\"" : "[\"");
+        for (int i = 0; i < 40; i++)
+          t[n++] = i == at ? (char)c : (char)('a' + i % 26);
+        if (form == 2)
+          n += (size_t)sprintf(t + n, "\\n");
+        n += (size_t)sprintf(t + n, form == 1 ? "\":1}" : "\"]");
+        struct outcome o = run_both(t, n);
+        if (!(o.tree && o.tree_fast == o.slow_ok && !o.dirty &&
+              (!o.fast_ok || o.same)) &&
+            bad++ == 0)
+          print_escaped(t, n);
+      }
+  ok(bad == 0, "every byte at every offset of a string: %d mismatches", bad);
 
   // More keys than json2mp remembers: valid, left to the slow path.
   s = malloc(JSON2MP_MAX_KEYS * 16 + 16);
@@ -845,15 +896,16 @@ static void test_random(void) {
         mutate(&b);
     struct outcome o = run_both(b.data, b.len);
     bool want_fast = o.slow_ok && !o.fallback;
-    bool good =
-        o.fast_ok == want_fast && !o.dirty && (!o.fast_ok || o.same) && o.tree;
+    bool good = o.fast_ok == want_fast && !o.dirty && (!o.fast_ok || o.same) &&
+                o.tree && o.tree_fast == (o.slow_ok && !o.deep);
     accepted += o.slow_ok;
     fast += o.fast_ok;
     fallback += o.slow_ok && o.fallback;
     if (!good && bad++ == 0) {
       printf("# first mismatch: jansson %d (fallback %d), json2mp %d, same "
-             "%d, jsonfast %d\n",
-             o.slow_ok, o.fallback, o.fast_ok, o.same, o.tree);
+             "%d, jsonfast %d (fast path %d, deep %d)\n",
+             o.slow_ok, o.fallback, o.fast_ok, o.same, o.tree, o.tree_fast,
+             o.deep);
       print_escaped(b.data, b.len);
     }
   }
