@@ -396,9 +396,9 @@ function H.same(a, b)
       return false
     end
   end
+  local ah = a.hls
   for i, h in ipairs(b.hls) do
-    local g = a.hls[i]
-    if g[1] ~= h[1] or g[2] ~= h[2] or g[3] ~= h[3] or g[4] ~= h[4] then
+    if ah[i] ~= h then
       return false
     end
   end
@@ -419,8 +419,9 @@ function H.fill(v, req)
     compat.set_buf(buf, 'modifiable', false)
     compat.set_buf(buf, 'modified', false)
     vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
-    for _, hl in ipairs(r.hls) do
-      local row, s, e, group = hl[1], hl[2], hl[3], hl[4]
+    local hls = r.hls
+    for i = 1, #hls, 4 do
+      local row, s, e, group = hls[i], hls[i + 1], hls[i + 2], hls[i + 3]
       pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
     end
     v.drawn, v.tick = r, vim.api.nvim_buf_get_changedtick(buf)
@@ -1019,8 +1020,9 @@ function H.render(req, o)
   for i, l in ipairs(r.lines) do
     r.lines[i] = ' ' .. l
   end
-  for _, hl in ipairs(r.hls) do
-    hl[2], hl[3] = hl[2] + 1, hl[3] + 1
+  local hls = r.hls
+  for i = 1, #hls, 4 do
+    hls[i + 1], hls[i + 2] = hls[i + 1] + 1, hls[i + 2] + 1
   end
   local c = H.cache[req]
   H.memo = (c ~= nil and #c.diffs == 0) and { key = key, r = r } or nil
