@@ -399,7 +399,9 @@ function H.handlers.permission(d)
   -- The request's toolCall is an upsert too (agents ask about calls they
   -- never announced).
   local s = state.session(req.session, req.agent)
-  state.upsert_tool(s, vim.tbl_extend('force', tc, { toolCallId = req.toolCallId }))
+  -- upsert_tool copies the fields: a copy with the id is made only when
+  -- the request's id is not the tool call's own.
+  state.upsert_tool(s, tc.toolCallId == req.toolCallId and tc or vim.tbl_extend('force', tc, { toolCallId = req.toolCallId }))
   local data = {
     id = id,
     session = req.session,
