@@ -463,7 +463,13 @@ function H.place_cursor(v, index)
       row = r
     end
   end
-  if row ~= nil then
+  if row == nil then
+    return
+  end
+  -- Already there (a redraw): setting it makes Neovim work out the
+  -- window's view again (~90,000 instructions with wrapped rows).
+  local ok, cur = pcall(vim.api.nvim_win_get_cursor, v.win)
+  if not (ok and cur[1] == row and cur[2] == 0) then
     pcall(vim.api.nvim_win_set_cursor, v.win, { row, 0 })
   end
 end
