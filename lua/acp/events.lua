@@ -26,11 +26,17 @@ M.log_path = config.log_path
 ---@type string|nil
 M.view_error = nil
 
+--- Counts the events handled (and agents gone): the views' inputs change
+--- only with it (the prompt reuses a layout while it stays the same).
+---@type integer
+M.seq = 0
+
 --- Updates the mirror for one broker event and schedules its effects.
 ---@param name string
 ---@param data table
 ---@return boolean
 function M.handle(name, data)
+  M.seq = M.seq + 1
   if not H.is_chunk(name, data) then
     state.log(name, data)
   end
@@ -113,6 +119,7 @@ end
 --- The broker died: clean up as if every agent exited.
 ---@param code integer
 function M.broker_exited(code)
+  M.seq = M.seq + 1
   local names = vim.tbl_keys(state.agents)
   table.sort(names)
   for _, name in ipairs(names) do
@@ -361,26 +368,30 @@ function H.handlers.permission(d)
     end
   end
   local tc = type(d.toolCall) == 'table' and d.toolCall or {}
+  -- Kept while the prompt waits (10,000 may wait): the fields that are
+  -- absent are left out of the constructor, which would size the table
+  -- for every key named in it, nil or not.
   local req = {
     id = id,
     agent = compat.str(d.agent) or '?',
     session = compat.str(d.session) or '',
     toolCallId = compat.str(d.toolCallId) or compat.str(tc.toolCallId) or '',
-    title = d.title,
-    kind = d.kind,
     options = options,
     toolCall = tc,
-    reason = compat.str(d.reason),
-    rule = compat.str(d.rule),
-    source = compat.str(d.source),
     narrow = H.strings(d.narrow),
     broad = H.strings(d.broad),
-    command = compat.str(d.command),
-    atoms = H.atoms(d.atoms),
-    allowOption = compat.str(d.allowOption),
-    rejectOption = compat.str(d.rejectOption),
     t = compat.now_ms(),
   }
+  req.title, req.kind = d.title, d.kind
+  req.reason, req.rule, req.source = compat.str(d.reason), compat.str(d.rule), compat.str(d.source)
+  req.command = compat.str(d.command)
+  req.allowOption, req.rejectOption = compat.str(d.allowOption), compat.str(d.rejectOption)
+  -- The atoms matter (the prompt's "Judged:" line) unless they are the
+  -- command alone.
+  local atoms = H.atoms(d.atoms)
+  if #atoms > 1 or (atoms[1] ~= nil and (atoms[1].inner or atoms[1].text ~= req.command)) then
+    req.atoms = atoms
+  end
   if state.pending[id] == nil then
     table.insert(state.order, id)
   end
@@ -388,7 +399,9 @@ function H.handlers.permission(d)
   -- The request's toolCall is an upsert too (agents ask about calls they
   -- never announced).
   local s = state.session(req.session, req.agent)
-  state.upsert_tool(s, vim.tbl_extend('force', tc, { toolCallId = req.toolCallId }))
+  -- upsert_tool copies the fields: a copy with the id is made only when
+  -- the request's id is not the tool call's own.
+  state.upsert_tool(s, tc.toolCallId == req.toolCallId and tc or vim.tbl_extend('force', tc, { toolCallId = req.toolCallId }))
   local data = {
     id = id,
     session = req.session,

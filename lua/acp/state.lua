@@ -46,7 +46,7 @@ M.current = nil
 ---@field narrow string[] rules "allow for the session/project" would record
 ---@field broad string[] the broader alternative (`respond(..., {broad = true})`), or {}
 ---@field command string|nil the shell command the policy analysed
----@field atoms {kind: string, text: string, inner: boolean|nil}[] what it judged
+---@field atoms {kind: string, text: string, inner: boolean|nil}[]|nil what it judged; nil when that is the command alone
 ---@field allowOption string|nil the optionId an allow answers with (the broker's choice)
 ---@field rejectOption string|nil the optionId a reject answers with (nil: `cancelled`)
 ---@field t number arrival (ms, monotonic)

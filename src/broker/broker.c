@@ -322,8 +322,9 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   if (!pending_take(&b->pending, token, &e))
     return;
   struct acp_conn *c = e.conn;
-  const char *kind = json_string_value(
-      json_object_get(pending_offered(&e, option_id ? option_id : ""), "kind"));
+  const struct pending_option *offered =
+      pending_offered(&e, option_id ? option_id : "");
+  const char *kind = offered ? offered->kind : NULL;
   bool allow = kind && strncmp(kind, "allow_", 6) == 0;
   // A prompt the broker made for an fs/* or terminal/* call the agent did
   // not ask about: the answer completes or refuses that call.

@@ -282,8 +282,9 @@ static void m_respond(struct broker *b, const struct nvim_rpc_msg *m) {
     broker_resolve(b, e->token, NULL, "person");
   } else {
     char *option_id = mp_strdup(opt);
-    const json_t *o = option_id ? pending_offered(e, option_id) : NULL;
-    const char *kind = json_string_value(json_object_get(o, "kind"));
+    const struct pending_option *o =
+        option_id ? pending_offered(e, option_id) : NULL;
+    const char *kind = o ? o->kind : NULL;
     char msg[400];
     // The broker, not Lua, is the authority: only an offered id is sent,
     // and only an allow-once answer may record anything.

@@ -9,6 +9,7 @@ static bool search(const struct pending *p, uint64_t token, size_t *at);
 static void compact(struct pending *p);
 static const char *option_str(const json_t *opt, const char *key);
 static bool option_valid(const json_t *opt);
+static struct pending_option *compile_options(const json_t *options, size_t *n);
 
 void pending_init(struct pending *p, size_t max) {
   *p = (struct pending){.max = max, .next_token = 1};
@@ -30,12 +31,14 @@ uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
                             .agent_id = agent_id,
                             .session = session,
                             .tool_call_id = tool_call_id,
-                            .options = options,
                             .added_ms = now_ms};
   if (p->live >= p->max) {
+    json_decref(options);
     pending_entry_clear(&e); // we own the arguments on every path
     return 0;
   }
+  e.options = compile_options(options, &e.noptions);
+  json_decref(options);
   if (p->len == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 16;
     p->v = xrealloc(p->v, cap * sizeof(*p->v)); // bounded by 2 * max + 1
@@ -80,39 +83,34 @@ bool pending_take(struct pending *p, uint64_t token,
 
 void pending_entry_clear(struct pending_entry *e) {
   json_decref(e->agent_id);
-  json_decref(e->options);
   json_decref(e->info);
+  free(e->options);
   free(e->session);
   free(e->tool_call_id);
-  e->agent_id = e->options = e->info = NULL;
+  e->agent_id = e->info = NULL;
+  e->options = NULL;
+  e->noptions = 0;
   e->session = e->tool_call_id = NULL;
   e->live = false;
 }
 
-const json_t *pending_offered(const struct pending_entry *e,
-                              const char *option_id) {
-  size_t i;
-  const json_t *opt;
+const struct pending_option *pending_offered(const struct pending_entry *e,
+                                             const char *option_id) {
   if (!option_id)
     return NULL;
-  json_array_foreach(e->options, i, opt) {
-    if (option_valid(opt) &&
-        strcmp(option_str(opt, "optionId"), option_id) == 0)
-      return opt;
-  }
+  for (size_t i = 0; i < e->noptions; i++)
+    if (strcmp(e->options[i].id, option_id) == 0)
+      return &e->options[i];
   return NULL;
 }
 
-const json_t *pending_first_of_kind(const struct pending_entry *e,
-                                    const char *kind) {
-  size_t i;
-  const json_t *opt;
+const struct pending_option *
+pending_first_of_kind(const struct pending_entry *e, const char *kind) {
   if (!kind)
     return NULL;
-  json_array_foreach(e->options, i, opt) {
-    if (option_valid(opt) && strcmp(option_str(opt, "kind"), kind) == 0)
-      return opt;
-  }
+  for (size_t i = 0; i < e->noptions; i++)
+    if (strcmp(e->options[i].kind, kind) == 0)
+      return &e->options[i];
   return NULL;
 }
 
@@ -153,4 +151,41 @@ static const char *option_str(const json_t *opt, const char *key) {
 static bool option_valid(const json_t *opt) {
   return json_is_object(opt) && option_str(opt, "optionId") &&
          option_str(opt, "name") && option_str(opt, "kind");
+}
+
+// The well-formed options of the array `options` (anything else: none), as
+// one allocation: the array of n entries, then their strings. NULL when
+// there are none. The strings are no longer than the request's line, which
+// the connection bounds.
+static struct pending_option *compile_options(const json_t *options,
+                                              size_t *n) {
+  size_t i, count = 0, bytes = 0;
+  const json_t *opt;
+  *n = 0;
+  json_array_foreach(options, i, opt) {
+    if (option_valid(opt)) {
+      count++;
+      bytes += strlen(option_str(opt, "optionId")) + 1 +
+               strlen(option_str(opt, "kind")) + 1;
+    }
+  }
+  if (count == 0)
+    return NULL;
+  struct pending_option *v = xmalloc(count * sizeof(*v) + bytes);
+  char *at = (char *)(v + count);
+  size_t k = 0;
+  json_array_foreach(options, i, opt) {
+    if (!option_valid(opt))
+      continue;
+    const char *s[2] = {option_str(opt, "optionId"), option_str(opt, "kind")};
+    for (int j = 0; j < 2; j++) {
+      size_t len = strlen(s[j]) + 1;
+      memcpy(at, s[j], len);
+      s[j] = at;
+      at += len;
+    }
+    v[k++] = (struct pending_option){.id = s[0], .kind = s[1]};
+  }
+  *n = count;
+  return v;
 }

@@ -125,3 +125,44 @@ T.test('keys changed in setup() apply to the next prompt; :q hides the prompt, :
   T.answer_with_keys('second_1', 'y')
   T.eq(T.answer(ctx, 'second_1').result, T.selected('allow'), 'y answers allow once')
 end)
+
+T.test('a redraw lays the prompt out again only when something it shows changed; an answered request is freed', function()
+  local ctx = T.start_demo({
+    name = 'prompt-buffer-memo',
+    steps = { request('memo_${turn}', TWO) },
+  })
+  require('acp').prompt('Go')
+  local win = T.wait_prompt('memo_1')
+  -- Lines added by the layout (Block methods are looked up when called).
+  local layout = require('acp.prompt.layout')
+  local real_add, adds = layout.Block.add, 0
+  layout.Block.add = function(...)
+    adds = adds + 1
+    return real_add(...)
+  end
+  T.defer(function()
+    layout.Block.add = real_add
+  end)
+  require('acp.prompt').refresh()
+  require('acp.prompt').refresh()
+  T.eq(adds, 0, 'refresh() with nothing changed lays nothing out')
+  local columns = vim.o.columns
+  vim.o.columns = columns - 20
+  require('acp.prompt').refresh()
+  layout.Block.add = real_add
+  vim.o.columns = columns
+  T.ok(adds > 0, 'a narrower screen: laid out again')
+  -- The pending record goes once answered (nothing keeps it: layout, memo).
+  local weak = setmetatable({}, { __mode = 'v' })
+  weak[1] = require('acp.state').pending[require('acp').pending()[1].id]
+  T.ok(weak[1] ~= nil, 'the pending record')
+  T.answer_with_keys('memo_1', 'a')
+  T.eq(T.answer(ctx, 'memo_1').result, T.selected('allow'), 'answered')
+  T.wait(function()
+    return #require('acp').pending() == 0 and require('acp.prompt').current() == nil
+  end, nil, 'resolved and closed')
+  T.wait(function()
+    collectgarbage('collect')
+    return weak[1] == nil
+  end, nil, 'the answered request is garbage')
+end)

@@ -172,18 +172,23 @@ static void test_options(void) {
       " {\"optionId\":\"r1\",\"name\":\"Reject\",\"kind\":\"reject_once\"}]",
       0, NULL);
   uint64_t t = pending_add(&p, &conn_a, json_integer(1), xstrdup("s"),
-                           xstrdup("c"), opts, 0);
+                           xstrdup("c"), json_incref(opts), 0);
+  // Only what an answer needs is kept: the agent's objects are released.
+  is_int((int64_t)opts->refcount, 1, "the options array is not kept");
+  json_array_clear(opts); // what the entry keeps does not point into it
+  json_decref(opts);
   const struct pending_entry *e = pending_find(&p, t);
-  const json_t *o = pending_first_of_kind(e, "allow_once");
-  is_str(json_string_value(json_object_get(o, "optionId")), "a1",
+  is_size(e->noptions, 3, "the three well-formed options are kept");
+  const struct pending_option *o = pending_first_of_kind(e, "allow_once");
+  is_str(o ? o->id : NULL, "a1",
          "first of kind: the first well-formed one wins");
   o = pending_first_of_kind(e, "reject_once");
-  is_str(json_string_value(json_object_get(o, "optionId")), "r1",
-         "first of another kind");
+  is_str(o ? o->id : NULL, "r1", "first of another kind");
+  is_str(o ? o->kind : NULL, "reject_once", "with its kind");
   ok(!pending_first_of_kind(e, "allow_always"), "absent kind: NULL");
   o = pending_offered(e, "a2");
-  is_str(json_string_value(json_object_get(o, "name")), "Allow too",
-         "offered finds a later duplicate kind by id");
+  ok(o && strcmp(o->id, "a2") == 0 && strcmp(o->kind, "allow_once") == 0,
+     "offered finds a later duplicate kind by id");
   ok(!pending_offered(e, "x"), "malformed option (no name/kind) skipped");
   ok(!pending_offered(e, "bad"), "malformed option (kind not string) skipped");
   ok(!pending_offered(e, "noname"), "malformed option (no name) skipped");
@@ -195,6 +200,16 @@ static void test_options(void) {
   e = pending_find(&p, t);
   ok(!pending_offered(e, "a1") && !pending_first_of_kind(e, "allow_once"),
      "options that are not an array offer nothing");
+
+  // The table is full (max 2): the options are released all the same.
+  opts = json_loads("[{\"optionId\":\"a\",\"name\":\"A\",\"kind\":"
+                    "\"allow_once\"}]",
+                    0, NULL);
+  ok(pending_add(&p, &conn_a, json_integer(3), xstrdup("s"), xstrdup("c"),
+                 json_incref(opts), 0) == 0,
+     "a third entry is refused");
+  is_int((int64_t)opts->refcount, 1, "its options are released");
+  json_decref(opts);
   pending_free(&p);
 }
 

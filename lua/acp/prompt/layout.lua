@@ -109,17 +109,36 @@ function H.wrap_ascii(s, first, rest)
   return out
 end
 
+--- The option_rows of a block that has none yet (never written to).
+H.no_rows = setmetatable({}, {
+  __newindex = function()
+    error('(acp) layout: H.no_rows is shared')
+  end,
+})
+
+--- The option_rows of block b, made its own before the first write.
+function H.rows(b)
+  if b.option_rows == H.no_rows then
+    b.option_rows = {}
+  end
+  return b.option_rows
+end
+
 --- Display cells of the characters seen (a character's width never changes
 --- while Neovim runs, but for 'ambiwidth').
 H.cells, H.cells_n = {}, 0
 
 --- Lines with highlights, every line at most `width` cells:
---- {lines, hls = {{row, scol, ecol, group}}, option_rows = {row -> option}}.
+--- {lines, hls = {row, scol, ecol, group, row, scol, ...}, option_rows =
+--- {row -> option}}. The highlights are flat, four slots each: a prompt is
+--- laid out from some twenty blocks, and a table per highlight, copied
+--- from block to block, was a third of the layout's garbage.
 M.Block = {}
 M.Block.__index = M.Block
 
 function M.block(width)
-  return setmetatable({ lines = {}, hls = {}, option_rows = {}, width = width }, M.Block)
+  -- Most blocks mark no option: they share one empty table until then.
+  return setmetatable({ lines = {}, hls = {}, option_rows = H.no_rows, width = width }, M.Block)
 end
 
 --- Adds one line made of {text, group} chunks; a line too long is wrapped
@@ -127,19 +146,21 @@ end
 --- Returns the rows added.
 function M.Block:add(chunks, indent)
   local width = self.width
-  local line, col, hls = '', 0, {}
-  for _, c in ipairs(chunks) do
-    local t = c[1]
-    if c[2] ~= nil and #t > 0 then
-      hls[#hls + 1] = { col, col + #t, c[2] }
+  local line = #chunks == 1 and chunks[1][1] or ''
+  if #chunks ~= 1 then
+    for _, c in ipairs(chunks) do
+      line = line .. c[1]
     end
-    line = line .. t
-    col = col + #t
   end
+  local hls = self.hls
   if #line <= width and not line:find('%c') then
-    local row = #self.lines
-    for _, h in ipairs(hls) do
-      self.hls[#self.hls + 1] = { row, h[1], h[2], h[3] }
+    local row, col = #self.lines, 0
+    for _, c in ipairs(chunks) do
+      local t = c[1]
+      if c[2] ~= nil and #t > 0 then
+        H.push_hl(hls, row, col, col + #t, c[2])
+      end
+      col = col + #t
     end
     self.lines[row + 1] = line
     return 1
@@ -150,11 +171,16 @@ function M.Block:add(chunks, indent)
   for i, p in ipairs(pieces) do
     local l = i == 1 and p or indent .. p
     if group ~= nil then
-      self.hls[#self.hls + 1] = { #self.lines, i == 1 and 0 or #indent, #l, group }
+      H.push_hl(hls, #self.lines, i == 1 and 0 or #indent, #l, group)
     end
     self.lines[#self.lines + 1] = l
   end
   return #pieces
+end
+
+function H.push_hl(hls, row, s, e, group)
+  local n = #hls
+  hls[n + 1], hls[n + 2], hls[n + 3], hls[n + 4] = row, s, e, group
 end
 
 --- Adds possibly multi-line text, every line in `group`, the first one
@@ -169,10 +195,10 @@ function M.Block:text(str, group, prefix, indent)
       local pre = k == 1 and lead or indent
       local row = #self.lines
       if pre ~= '' and i == 1 and k == 1 and prefix then
-        self.hls[#self.hls + 1] = { row, 0, #pre, 'AcpPromptLabel' }
+        H.push_hl(self.hls, row, 0, #pre, 'AcpPromptLabel')
       end
       if group ~= nil and #p > 0 then
-        self.hls[#self.hls + 1] = { row, #pre, #pre + #p, group }
+        H.push_hl(self.hls, row, #pre, #pre + #p, group)
       end
       self.lines[row + 1] = pre .. p
     end
@@ -182,7 +208,7 @@ end
 --- Marks the rows added since `from` (a row count) as option `index`.
 function M.Block:mark(from, index)
   for row = from + 1, #self.lines do
-    self.option_rows[row] = index
+    H.rows(self)[row] = index
   end
 end
 
@@ -192,14 +218,15 @@ function M.append(dst, src, max)
   for i = 1, n do
     dst.lines[off + i] = src.lines[i]
   end
-  for _, hl in ipairs(src.hls) do
-    if hl[1] < n then
-      dst.hls[#dst.hls + 1] = { hl[1] + off, hl[2], hl[3], hl[4] }
+  local hls, dhls = src.hls, dst.hls
+  for i = 1, #hls, 4 do
+    if hls[i] < n then
+      H.push_hl(dhls, hls[i] + off, hls[i + 1], hls[i + 2], hls[i + 3])
     end
   end
   for row, i in pairs(src.option_rows) do
     if row <= n then
-      dst.option_rows[row + off] = i
+      H.rows(dst)[row + off] = i
     end
   end
 end
