@@ -513,6 +513,13 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
   struct shown *sh = xmalloc(sizeof(*sh));
   *sh = (struct shown){b, token};
   broker_send_event(b, "permission", data, sh);
+  // While the prompt waits, the entry keeps only what its answer reads (the
+  // audit line, the approval, the rules to remember): the rest went to Lua
+  // and held about 1.6 KiB per waiting prompt.
+  static const char *const shown_only[] = {
+      "atoms", "reason", "decision", "by", "allowOption", "rejectOption"};
+  for (size_t i = 0; i < sizeof(shown_only) / sizeof(*shown_only); i++)
+    json_object_del(info, shown_only[i]);
   return token;
 }
 
