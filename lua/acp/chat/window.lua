@@ -178,13 +178,18 @@ end
 --- when it queues work).
 ---@param chat acp.Chat
 function M.kick(chat)
+  H.kick(chat, H.interval_ms)
+end
+
+--- Schedules a draw of `chat` within `ms`.
+function H.kick(chat, ms)
   H.dirty[chat] = true
   if H.armed then
     return
   end
   H.armed = true
   H.timer = H.timer or compat.uv.new_timer()
-  H.timer:start(H.interval_ms, 0, function()
+  H.timer:start(ms, 0, function()
     vim.schedule(H.flush_all)
   end)
 end
@@ -196,6 +201,9 @@ H.interval_ms = 30
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
 H.budget_ms = 4
+--- The next tick when a draw ran out of budget with work left and no
+--- turn runs (ms).
+H.catchup_ms = 10
 --- Text drawn in one piece at most (the budget is checked between pieces).
 H.slice_bytes = 32 * 1024
 --- Height of the input window.
@@ -277,7 +285,9 @@ function H.flush(chat)
   end
   H.left = nil
   if #chat.queue > 0 then
-    M.kick(chat)
+    -- Behind once the turn has ended: the rest sooner (while the agent
+    -- streams, the time between ticks goes to taking in its updates).
+    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
   end
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
@@ -324,13 +334,24 @@ function H.apply_text(chat, op, deadline)
   local pieces = op.pieces
   local first = 1
   while first <= #pieces do
-    local n, last = 0, first
-    while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
-      n = n + #pieces[last]
-      last = last + 1
+    local piece = pieces[first]
+    if #piece > H.slice_bytes then
+      -- A long piece (the broker joins a message's chunks) is drawn a
+      -- slice at a time too, cut after a line where it can be.
+      local head = model.cut(piece, H.slice_bytes)
+      local nl = head:match('.*()\n')
+      head = nl and head:sub(1, nl) or head ~= '' and head or piece:sub(1, H.slice_bytes)
+      pieces[first] = piece:sub(#head + 1)
+      H.ops.text(chat, { cur = op.cur, pieces = { head } })
+    else
+      local n, last = 0, first
+      while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
+        n = n + #pieces[last]
+        last = last + 1
+      end
+      H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
+      first = last
     end
-    H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
-    first = last
     if compat.uv.hrtime() > deadline then
       break
     end
@@ -358,7 +379,8 @@ function H.ops.text(chat, op)
     chat.stream = s
   end
   -- The last line of the block is unfinished: redraw it with what follows.
-  local lines = text.lines((s.tail .. table.concat(op.pieces)):gsub('\r', ''))
+  local str = s.tail .. table.concat(op.pieces)
+  local lines = text.lines(str:find('\r', 1, true) and str:gsub('\r', '') or str)
   s.tail = lines[#lines]
   local b = render.message_lines(lines, s.prefix, s.group, cur.dropped)
   H.replace_tail(chat, s.block, s.marker and 2 or 1, b)
