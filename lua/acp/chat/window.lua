@@ -339,7 +339,7 @@ function H.apply_text(chat, op, deadline)
       -- A long piece (the broker joins a message's chunks) is drawn a
       -- slice at a time too, cut after a line where it can be.
       local head = model.cut(piece, H.slice_bytes)
-      local nl = head:match('.*()\n')
+      local nl = head:match('^.*()\n')
       head = nl and head:sub(1, nl) or head ~= '' and head or piece:sub(1, H.slice_bytes)
       pieces[first] = piece:sub(#head + 1)
       H.ops.text(chat, { cur = op.cur, pieces = { head } })
