@@ -576,6 +576,59 @@ T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few upda
   T.note('16 MiB flood: %d buffer changes for 512 chunks; the main loop ran up to %d ms late', changes, late)
 end)
 
+T.test('the chunks of one message that come together reach Lua as one update, whole and in order', function()
+  -- 3000 chunks of 100 bytes ("[n]xxx…"): the broker joins those of one
+  -- batch; Lua must see the same text, in order, under the same messageId.
+  local broker = require('acp.broker')
+  local real = broker._on_events
+  local got, texts, other = 0, {}, {}
+  broker._on_events = function(list)
+    for _, e in ipairs(list) do
+      local u = e[1] == 'update' and e[2].update
+      if u and u.sessionUpdate == 'agent_message_chunk' and tostring(u.messageId):match('^flood_') then
+        got = got + 1
+        texts[#texts + 1] = u.content.text
+        other[tostring(u.messageId) .. '/' .. tostring(e[2].session) .. '/' .. tostring(e[2].agent)] = true
+      end
+    end
+    return real(list)
+  end
+  T.defer(function()
+    broker._on_events = real
+  end)
+  local ctx = T.start_demo({
+    name = 'joined',
+    steps = {
+      { type = 'flood', bytes = 300000, chunk = 100 },
+      { type = 'message', text = 'After the chunks.' },
+    },
+  })
+  local turn_end = T.on('AcpTurnEnd')
+  T.ok(require('acp').prompt('stream'))
+  T.wait(function()
+    return #turn_end == 1
+  end, 30000, 'AcpTurnEnd')
+  local want = {}
+  for n = 0, 2999 do
+    local num = ('[%d]'):format(n)
+    want[#want + 1] = num .. ('x'):rep(100 - #num)
+  end
+  T.eq(table.concat(texts) == table.concat(want), true, 'the text Lua got is the text sent, in order')
+  local ids = vim.tbl_keys(other)
+  T.eq(#ids, 1, 'one message, session and agent: ' .. table.concat(ids, ' '))
+  T.contains(ids[1] or '', '/' .. ctx.session .. '/', 'its session')
+  T.ok(got < 300, ('%d updates for 3000 chunks'):format(got))
+  T.note('3000 chunks of one message reached Lua as %d updates', got)
+end)
+
+T.test('a joined piece over the bounds keeps what fits, in whole characters', function()
+  local cut = require('acp.chat.model').cut
+  T.eq({ cut('abc', 2), cut('abc', 3), cut('abc', 9), cut('abc', 0) }, { 'ab', 'abc', 'abc', '' }, 'ASCII')
+  T.eq({ cut('aé', 2), cut('aé', 3) }, { 'a', 'aé' }, 'not inside a 2-byte character')
+  T.eq({ cut('€€', 4), cut('€€', 5), cut('€€', 6) }, { '€', '€', '€€' }, 'not inside a 3-byte one')
+  T.eq({ cut('a😀', 4), cut('a😀', 5) }, { 'a', 'a😀' }, 'not inside a 4-byte one')
+end)
+
 T.test('a burst of many messages is drawn over several ticks, complete and in order', function()
   local ctx = chat_turn()
   local chat = require('acp.chat')
