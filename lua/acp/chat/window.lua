@@ -533,9 +533,15 @@ function H.replace_tail(chat, block, n, b)
   local buf = chat.buf
   local pos = vim.api.nvim_buf_get_extmark_by_id(buf, H.marks, block.mark, {})
   local row = pos[1] + block.height - n
-  local last = vim.api.nvim_buf_get_lines(buf, row + n - 1, row + n, true)[1]
   vim.api.nvim_buf_clear_namespace(buf, H.ns, row, row + n)
-  vim.api.nvim_buf_set_text(buf, row, 0, row + n - 1, #last, b.lines)
+  if block == chat.last and row > pos[1] then
+    -- No block follows (the message being streamed), and the lines do not
+    -- hold this block's mark: whole lines, which costs less.
+    vim.api.nvim_buf_set_lines(buf, row, row + n, true, b.lines)
+  else
+    local last = vim.api.nvim_buf_get_lines(buf, row + n - 1, row + n, true)[1]
+    vim.api.nvim_buf_set_text(buf, row, 0, row + n - 1, #last, b.lines)
+  end
   H.highlight(buf, row, b)
   block.height = block.height - n + #b.lines
 end
