@@ -332,6 +332,12 @@ end
 --- the pieces left stay in op.
 function H.apply_text(chat, op, deadline)
   local pieces = op.pieces
+  if #pieces == 0 then
+    -- Only text left out since the last draw: the count under the message
+    -- is brought up to date.
+    H.ops.text(chat, op)
+    return
+  end
   local first = 1
   while first <= #pieces do
     local piece = pieces[first]
