@@ -278,6 +278,7 @@ function H.flush(chat)
   chat.queued_bytes = 0
   for _, op in ipairs(chat.queue) do
     if op.kind == 'text' then
+      chat.queued_bytes = chat.queued_bytes - (op.off or 0)
       for _, piece in ipairs(op.pieces) do
         chat.queued_bytes = chat.queued_bytes + #piece
       end
@@ -329,7 +330,8 @@ function H.apply(chat, queue)
 end
 
 --- Draws a text op's pieces a slice at a time while the budget lasts;
---- the pieces left stay in op.
+--- the pieces left stay in op (`op.off`: bytes of the first one drawn
+--- already, when a long piece was drawn in part).
 function H.apply_text(chat, op, deadline)
   local pieces = op.pieces
   if #pieces == 0 then
@@ -338,31 +340,36 @@ function H.apply_text(chat, op, deadline)
     H.ops.text(chat, op)
     return
   end
-  local first = 1
+  local first, off = 1, op.off or 0
   while first <= #pieces do
     local piece = pieces[first]
-    if #piece > H.slice_bytes then
+    if #piece - off > H.slice_bytes then
       -- A long piece (the broker joins a message's chunks) is drawn a
-      -- slice at a time too, cut after a line where it can be.
-      local head = model.cut(piece, H.slice_bytes)
+      -- slice at a time too, cut after a line where it can be; the rest
+      -- is not copied (off moves on).
+      local head = model.cut(piece:sub(off + 1, off + H.slice_bytes + 3), H.slice_bytes)
       local nl = head:match('^.*()\n')
-      head = nl and head:sub(1, nl) or head ~= '' and head or piece:sub(1, H.slice_bytes)
-      pieces[first] = piece:sub(#head + 1)
+      head = nl and head:sub(1, nl) or head ~= '' and head or piece:sub(off + 1, off + H.slice_bytes)
+      off = off + #head
       H.ops.text(chat, { cur = op.cur, pieces = { head } })
     else
-      local n, last = 0, first
-      while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
+      local n, last = #piece - off, first + 1
+      while last <= #pieces and n + #pieces[last] <= H.slice_bytes do
         n = n + #pieces[last]
         last = last + 1
       end
-      H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
-      first = last
+      local group = H.slice(pieces, first, last - 1)
+      if off > 0 then
+        group[1] = piece:sub(off + 1)
+      end
+      H.ops.text(chat, { cur = op.cur, pieces = group })
+      first, off = last, 0
     end
     if compat.uv.hrtime() > deadline then
       break
     end
   end
-  op.pieces = H.slice(pieces, first, #pieces)
+  op.pieces, op.off = H.slice(pieces, first, #pieces), off
 end
 
 --- t[i..j] as a new list (unpack() is limited to a few thousand values).
