@@ -309,7 +309,9 @@ function H.handlers.update(d)
       s.reply, s.reply_done = nil, false
     end
     s.reply_id = id
-    s.reply = ((s.reply or '') .. u.content.text):sub(-600)
+    local t = u.content.text
+    -- A joined update can hold a batch of text: only its tail is copied.
+    s.reply = #t >= 600 and t:sub(-600) or ((s.reply or '') .. t):sub(-600)
   elseif u.sessionUpdate == 'tool_call' or u.sessionUpdate == 'tool_call_update' then
     s.reply_done = true
     state.upsert_tool(s, u)

@@ -54,6 +54,57 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
 
 // ---- events to Lua ----
 
+static const char *str(const json_t *info, const char *key);
+
+// A streamed chunk of text (`update` {session, agent, update =
+// {sessionUpdate = *_chunk, messageId?, content = {type = "text", text}}},
+// nothing else) as a text item: the chunks of one message that follow each
+// other in a batch reach Lua as one update with their texts joined
+// (nvim_rpc_end_text_item), which saves Neovim a table per chunk. Returns
+// false for anything else, which goes as is.
+static bool send_text_chunk(struct broker *b, const char *name,
+                            const json_t *data) {
+  const json_t *u = json_object_get(data, "update");
+  const json_t *c = json_object_get(u, "content");
+  const char *kind = str(u, "sessionUpdate"), *sid = str(data, "session");
+  const char *agent = str(data, "agent"), *type = str(c, "type");
+  const json_t *text = json_object_get(c, "text");
+  const json_t *id = json_object_get(u, "messageId");
+  if (strcmp(name, "update") != 0 || !kind || !sid || !agent ||
+      json_object_size(data) != 3 || !type || strcmp(type, "text") != 0 ||
+      !json_is_string(text) || json_object_size(c) != 2 ||
+      (id && !json_is_string(id)) || json_object_size(u) != (id ? 3u : 2u))
+    return false;
+  if (strcmp(kind, "agent_message_chunk") != 0 &&
+      strcmp(kind, "agent_thought_chunk") != 0 &&
+      strcmp(kind, "user_message_chunk") != 0)
+    return false;
+  msgpack_packer *pk = nvim_rpc_begin_text_item(b->rpc);
+  msgpack_pack_array(pk, 2);
+  jsonpack_str(pk, name);
+  msgpack_pack_map(pk, 3);
+  jsonpack_str(pk, "session");
+  jsonpack_pack(pk, json_object_get(data, "session"));
+  jsonpack_str(pk, "agent");
+  jsonpack_pack(pk, json_object_get(data, "agent"));
+  jsonpack_str(pk, "update");
+  msgpack_pack_map(pk, id ? 3 : 2);
+  jsonpack_str(pk, "sessionUpdate");
+  jsonpack_pack(pk, json_object_get(u, "sessionUpdate"));
+  if (id) {
+    jsonpack_str(pk, "messageId");
+    jsonpack_pack(pk, id);
+  }
+  jsonpack_str(pk, "content");
+  msgpack_pack_map(pk, 2);
+  jsonpack_str(pk, "type");
+  jsonpack_str(pk, "text");
+  jsonpack_str(pk, "text"); // its value, the last of the item: the text
+  nvim_rpc_end_text_item(b->rpc, json_string_value(text),
+                         json_string_length(text), true);
+  return true;
+}
+
 void broker_send_event(struct broker *b, const char *name, json_t *data,
                        struct shown *request) {
   if (!data)
@@ -74,7 +125,7 @@ void broker_send_event(struct broker *b, const char *name, json_t *data,
     jsonpack_str(pk, name);
     jsonpack_pack(pk, data);
     nvim_rpc_end(b->rpc, droppable);
-  } else {
+  } else if (!droppable || !send_text_chunk(b, name, data)) {
     msgpack_packer *pk = nvim_rpc_begin_item(b->rpc);
     msgpack_pack_array(pk, 2);
     jsonpack_str(pk, name);

@@ -56,7 +56,15 @@ struct nvim_rpc {
   msgpack_packer ipk;   // packs into ibuf
   size_t nitems;        // items in ibuf
   size_t item_start;    // offset in ibuf of the item being built
-  char *batch_method;   // the batch frame: [0, id, method, [head, [[items]]]]
+  // The text item still open to more text (nvim_rpc_end_text_item): its
+  // packed bytes up to its string, and the string so far. It is the last
+  // item of the batch; anything added after it closes it into ibuf.
+  msgpack_sbuffer thead; // packed by the caller, for the item being built
+  msgpack_packer tpk;    // packs into thead
+  msgpack_sbuffer ohead; // the open item's bytes up to its string
+  msgpack_sbuffer otext; // its string
+  bool open_text;        // there is one
+  char *batch_method;    // the batch frame: [0, id, method, [head, [[items]]]]
   char *batch_head;
   size_t *out_sizes;   // bytes of each batch Neovim has not answered, oldest
   size_t nout, capout; // first
@@ -180,6 +188,25 @@ int nvim_rpc_decoder_feed(struct nvim_rpc_decoder *d, const char *data,
 
 // ---- channel ----
 
+// Bytes of the open text item once closed (its string's header at most 5).
+static size_t open_text_bytes(const struct nvim_rpc *ch) {
+  return ch->open_text ? ch->ohead.size + 5 + ch->otext.size : 0;
+}
+
+// Closes the open text item into the batch: from here on it is an item
+// like the others.
+static void close_text(struct nvim_rpc *ch) {
+  if (!ch->open_text)
+    return;
+  ch->open_text = false;
+  msgpack_sbuffer_write(&ch->ibuf, ch->ohead.data, ch->ohead.size);
+  msgpack_pack_str(&ch->ipk, (uint32_t)ch->otext.size);
+  if (ch->otext.size)
+    msgpack_pack_str_body(&ch->ipk, ch->otext.data, ch->otext.size);
+  ch->ohead.size = ch->otext.size = 0;
+  ch->nitems++;
+}
+
 static void call_fail_all(struct nvim_rpc *ch) {
   // A callback may start new requests; they fail at once as we are closing.
   while (ch->ncalls) {
@@ -282,10 +309,11 @@ static void add_call(struct nvim_rpc *ch, uint32_t msgid,
 // batches wait for their answers already (force: send anyway, to keep the
 // order with a frame that follows).
 static void close_batch(struct nvim_rpc *ch, bool force) {
-  if (ch->nitems == 0 || ch->closing)
+  if ((ch->nitems == 0 && !ch->open_text) || ch->closing)
     return;
   if (!force && ch->nout >= NVIM_RPC_BATCHES_OUT)
     return; // sent when an answer comes (batch_answered)
+  close_text(ch);
   uv_timer_stop(&ch->batch_timer);
   uint32_t msgid = next_msgid(ch);
   add_call(ch, msgid, batch_answered, ch);
@@ -346,6 +374,10 @@ struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
   msgpack_packer_init(&ch->pk, &ch->sbuf, msgpack_sbuffer_write);
   msgpack_sbuffer_init(&ch->ibuf);
   msgpack_packer_init(&ch->ipk, &ch->ibuf, msgpack_sbuffer_write);
+  msgpack_sbuffer_init(&ch->thead);
+  msgpack_packer_init(&ch->tpk, &ch->thead, msgpack_sbuffer_write);
+  msgpack_sbuffer_init(&ch->ohead);
+  msgpack_sbuffer_init(&ch->otext);
   ch->batch_method = xstrdup("nvim_exec_lua");
   ch->batch_head = xstrdup("return ...");
   if (nvim_rpc_decoder_init(&ch->dec, 64 * 1024 * 1024) != 0) {
@@ -374,6 +406,9 @@ struct nvim_rpc *nvim_rpc_open(uv_loop_t *loop, int in_fd, int out_fd,
 fail_decoder:
   msgpack_sbuffer_destroy(&ch->sbuf);
   msgpack_sbuffer_destroy(&ch->ibuf);
+  msgpack_sbuffer_destroy(&ch->thead);
+  msgpack_sbuffer_destroy(&ch->ohead);
+  msgpack_sbuffer_destroy(&ch->otext);
   free(ch->batch_method);
   free(ch->batch_head);
   free(ch);
@@ -482,9 +517,12 @@ void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
 }
 
 msgpack_packer *nvim_rpc_begin_item(struct nvim_rpc *ch) {
+  close_text(ch); // items keep their order
   ch->item_start = ch->ibuf.size;
   return &ch->ipk;
 }
+
+static void item_added(struct nvim_rpc *ch);
 
 void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable) {
   if (discard(ch, droppable, nvim_rpc_pending_bytes(ch))) {
@@ -492,8 +530,39 @@ void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable) {
     return;
   }
   ch->nitems++;
-  if (ch->ibuf.size >= NVIM_RPC_BATCH_BYTES ||
-      ch->nitems >= NVIM_RPC_BATCH_ITEMS) {
+  item_added(ch);
+}
+
+msgpack_packer *nvim_rpc_begin_text_item(struct nvim_rpc *ch) {
+  ch->thead.size = 0;
+  return &ch->tpk;
+}
+
+void nvim_rpc_end_text_item(struct nvim_rpc *ch, const char *text, size_t len,
+                            bool droppable) {
+  if (discard(ch, droppable, nvim_rpc_pending_bytes(ch)))
+    return;
+  // The same item up to its string (same event, session, message...): the
+  // text continues the open one's, within one batch's size.
+  bool same = ch->open_text && ch->ohead.size == ch->thead.size &&
+              memcmp(ch->ohead.data, ch->thead.data, ch->thead.size) == 0 &&
+              ch->otext.size + len <= NVIM_RPC_BATCH_BYTES;
+  if (!same) {
+    close_text(ch);
+    msgpack_sbuffer_write(&ch->ohead, ch->thead.data, ch->thead.size);
+    ch->open_text = true;
+  }
+  if (len)
+    msgpack_sbuffer_write(&ch->otext, text, len);
+  item_added(ch);
+}
+
+// After an item was gathered: a full batch goes at once, else the timer
+// sends it; a backlog above the high-water mark pauses the producers.
+static void item_added(struct nvim_rpc *ch) {
+  size_t items = ch->nitems + (ch->open_text ? 1 : 0);
+  if (ch->ibuf.size + open_text_bytes(ch) >= NVIM_RPC_BATCH_BYTES ||
+      items >= NVIM_RPC_BATCH_ITEMS) {
     close_batch(ch, false);
     schedule_flush(ch);
   } else if (!uv_is_active((uv_handle_t *)&ch->batch_timer)) {
@@ -520,7 +589,7 @@ static void batch_answered(void *ud, const msgpack_object *error,
   }
   if (ch->closing)
     return;
-  if (ch->nitems > 0) { // they waited for this answer already
+  if (ch->nitems > 0 || ch->open_text) { // they waited for this answer
     close_batch(ch, false);
     schedule_flush(ch);
   }
@@ -539,7 +608,8 @@ static void maybe_resume(struct nvim_rpc *ch) {
 }
 
 size_t nvim_rpc_pending_bytes(const struct nvim_rpc *ch) {
-  return ch->queued + ch->sbuf.size + ch->ibuf.size + ch->out_bytes;
+  return ch->queued + ch->sbuf.size + ch->ibuf.size + open_text_bytes(ch) +
+         ch->out_bytes;
 }
 
 static void close_cb(uv_handle_t *h) {
@@ -551,6 +621,9 @@ static void close_cb(uv_handle_t *h) {
   nvim_rpc_decoder_free(&ch->dec);
   msgpack_sbuffer_destroy(&ch->sbuf);
   msgpack_sbuffer_destroy(&ch->ibuf);
+  msgpack_sbuffer_destroy(&ch->thead);
+  msgpack_sbuffer_destroy(&ch->ohead);
+  msgpack_sbuffer_destroy(&ch->otext);
   free(ch->batch_method);
   free(ch->batch_head);
   free(ch->out_sizes);

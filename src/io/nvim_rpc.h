@@ -112,6 +112,17 @@ void nvim_rpc_set_batch(struct nvim_rpc *ch, const char *method,
 // nvim_rpc_end_item (droppable as for nvim_rpc_end).
 msgpack_packer *nvim_rpc_begin_item(struct nvim_rpc *ch);
 void nvim_rpc_end_item(struct nvim_rpc *ch, bool droppable);
+// An item that ends with a string which the next such item may continue
+// (streamed text): the caller packs the item up to that string with the
+// returned packer (its last value is the string, not packed), then calls
+// nvim_rpc_end_text_item with the string. When the item gathered just
+// before it was one too and its packed bytes up to the string are the same,
+// the text is appended to that item's string instead (one item, the texts
+// joined in order) as long as the joined text stays under the batch size.
+// Anything else added to the channel (an item, a frame) comes after it.
+msgpack_packer *nvim_rpc_begin_text_item(struct nvim_rpc *ch);
+void nvim_rpc_end_text_item(struct nvim_rpc *ch, const char *text, size_t len,
+                            bool droppable);
 // Writes everything queued now, without waiting for the loop iteration end.
 void nvim_rpc_flush(struct nvim_rpc *ch);
 // Number of bytes written to stdout but not yet accepted by the pipe.

@@ -570,10 +570,72 @@ T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few upda
   end
   local i = T.ok(find(ls, ctx.agent), 'the message:\n' .. text(buf):sub(1, 300))
   T.eq(ls[i + 1]:sub(1, 8), '[0]xxxxx', 'it starts with the first chunk')
-  T.contains(ls[i + 2], 'MiB more not shown', 'what was left out is counted')
+  local left_out = require('acp.text').size(16 * MiB - require('acp.chat.model').max_message_bytes)
+  T.eq(ls[i + 2], ('… %s more not shown'):format(left_out), 'all that was left out is counted')
   T.ok(bytes < 300 * 1024, ('the buffer holds %d bytes'):format(bytes))
   T.ok(changes < 512, ('%d buffer changes for 512 chunks'):format(changes))
   T.note('16 MiB flood: %d buffer changes for 512 chunks; the main loop ran up to %d ms late', changes, late)
+end)
+
+T.test('the chunks of one message that come together reach Lua as one update, whole and in order', function()
+  -- 2000 chunks of 100 bytes ("[n]xxx…", no newline): the broker joins
+  -- those of one batch; Lua must see the same text, in order, under the
+  -- same messageId, and the chat draw it whole (one line, in slices).
+  local broker = require('acp.broker')
+  local real = broker._on_events
+  local got, texts, other = 0, {}, {}
+  broker._on_events = function(list)
+    for _, e in ipairs(list) do
+      local u = e[1] == 'update' and e[2].update
+      if u and u.sessionUpdate == 'agent_message_chunk' and tostring(u.messageId):match('^flood_') then
+        got = got + 1
+        texts[#texts + 1] = u.content.text
+        other[tostring(u.messageId) .. '/' .. tostring(e[2].session) .. '/' .. tostring(e[2].agent)] = true
+      end
+    end
+    return real(list)
+  end
+  T.defer(function()
+    broker._on_events = real
+  end)
+  local ctx = T.start_demo({
+    name = 'joined',
+    steps = {
+      { type = 'flood', bytes = 200000, chunk = 100 },
+      { type = 'message', text = 'After the chunks.' },
+    },
+  })
+  local turn_end = T.on('AcpTurnEnd')
+  T.ok(require('acp').prompt('stream'))
+  T.wait(function()
+    return #turn_end == 1
+  end, 30000, 'AcpTurnEnd')
+  local want = {}
+  for n = 0, 1999 do
+    local num = ('[%d]'):format(n)
+    want[#want + 1] = num .. ('x'):rep(100 - #num)
+  end
+  T.eq(table.concat(texts) == table.concat(want), true, 'the text Lua got is the text sent, in order')
+  local ids = vim.tbl_keys(other)
+  T.eq(#ids, 1, 'one message, session and agent: ' .. table.concat(ids, ' '))
+  T.contains(ids[1] or '', '/' .. ctx.session .. '/', 'its session')
+  T.ok(got < 200, ('%d updates for 2000 chunks'):format(got))
+  T.note('2000 chunks of one message reached Lua as %d updates', got)
+  local buf = wait_text(ctx.session, 'After the chunks.')
+  local ls = lines(buf)
+  local line
+  for _, l in ipairs(ls) do
+    line = line or (l:sub(1, 4) == '[0]x' and l or nil)
+  end
+  T.eq(line == table.concat(want), true, ('drawn whole, one line (%d bytes)'):format(#(line or '')))
+end)
+
+T.test('a joined piece over the bounds keeps what fits, in whole characters', function()
+  local cut = require('acp.chat.model').cut
+  T.eq({ cut('abc', 2), cut('abc', 3), cut('abc', 9), cut('abc', 0) }, { 'ab', 'abc', 'abc', '' }, 'ASCII')
+  T.eq({ cut('aé', 2), cut('aé', 3) }, { 'a', 'aé' }, 'not inside a 2-byte character')
+  T.eq({ cut('€€', 4), cut('€€', 5), cut('€€', 6) }, { '€', '€', '€€' }, 'not inside a 3-byte one')
+  T.eq({ cut('a😀', 4), cut('a😀', 5) }, { 'a', 'a😀' }, 'not inside a 4-byte one')
 end)
 
 T.test('a burst of many messages is drawn over several ticks, complete and in order', function()
@@ -622,6 +684,62 @@ T.test('a burst of many messages is drawn over several ticks, complete and in or
     end
   end
   T.ok(order, 'every message and line is there, in order')
+  T.eq(count(ls, 'more not shown'), 0, 'nothing dropped')
+end)
+
+T.test('messages that arrive as one long piece each are drawn over several ticks, whole and in order', function()
+  local ctx = chat_turn()
+  local chat = require('acp.chat')
+  local buf = wait_text(ctx.session, 'acp chat')
+  -- 14 messages of one piece each (as the broker joins them) of 2500 lines:
+  -- 3.5 MiB, drawn a slice at a time over several ticks.
+  local pad = ('y'):rep(90)
+  for m = 1, 14 do
+    local parts = {}
+    for l = 1, 2500 do
+      parts[l] = ('m%d l%d %s\n'):format(m, l, pad)
+    end
+    chat.on_event('update', {
+      session = ctx.session,
+      update = {
+        sessionUpdate = 'agent_message_chunk',
+        messageId = 'piece-' .. m,
+        content = { type = 'text', text = table.concat(parts) },
+      },
+    })
+  end
+  local partial = false
+  T.wait(function()
+    local t = text(buf)
+    local first, last = t:find('m1 l2500 ', 1, true), t:find('m14 l2500 ', 1, true)
+    partial = partial or (first ~= nil and last == nil)
+    return last ~= nil
+  end, 20000, 'the last message drawn')
+  T.ok(partial, 'drawn over several ticks (seen half drawn)')
+  local ls, at, order = lines(buf), 0, true
+  for m = 1, 14 do
+    for l = 1, 2500, 99 do
+      local want = ('m%d l%d %s'):format(m, l, pad)
+      local found
+      for i = at + 1, #ls do
+        if ls[i] == want then
+          found = i
+          break
+        end
+      end
+      if found == nil then
+        order = false
+      else
+        at = found
+      end
+    end
+  end
+  T.ok(order, 'every message and line is there, whole and in order')
+  local n = 0
+  for _, l in ipairs(ls) do
+    n = n + (l:match('^m%d+ l%d+ y+$') and 1 or 0)
+  end
+  T.eq(n, 14 * 2500, 'each line once, none cut')
   T.eq(count(ls, 'more not shown'), 0, 'nothing dropped')
 end)
 

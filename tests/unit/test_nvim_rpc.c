@@ -467,9 +467,163 @@ static void test_resume_after_write(void) {
   rig_close(&loop, ch, &d, in, out);
 }
 
+// ---- text items: the chunks of one message joined ----
+
+// What Neovim gets: every batch item as "tag:text" (a text item [tag, str])
+// or "#n" (an int item), separated by '|'; requests as "request:m". The
+// texts of tag 1 are also kept whole, in order.
+struct texts {
+  char log[512];
+  size_t len;
+  size_t items, longest;
+  char *all; // tag 1's texts, joined
+  size_t nall, capall;
+  uint32_t ids[64];
+  int nids;
+};
+
+// Appends at most 24 bytes of s to the log.
+static void texts_put(struct texts *t, const char *s, size_t n) {
+  n = n > 24 ? 24 : n;
+  if (t->len + n < sizeof(t->log)) {
+    memcpy(t->log + t->len, s, n);
+    t->len += n;
+  }
+}
+
+static void on_texts(void *ud, const struct nvim_rpc_msg *m) {
+  struct texts *t = ud;
+  const msgpack_object *p = m->params;
+  if (m->type != NVIM_RPC_REQUEST)
+    return;
+  if (!(p->via.array.size == 2 &&
+        nvim_rpc_str_eq(&p->via.array.ptr[0], "return batch"))) {
+    texts_put(t, "request:", 8);
+    texts_put(t, m->method, m->method_len);
+    texts_put(t, "|", 1);
+    return;
+  }
+  if (t->nids < 64)
+    t->ids[t->nids++] = m->msgid;
+  const msgpack_object *list = &p->via.array.ptr[1].via.array.ptr[0];
+  for (uint32_t i = 0; i < list->via.array.size; i++) {
+    const msgpack_object *o = &list->via.array.ptr[i];
+    t->items++;
+    if (o->type != MSGPACK_OBJECT_ARRAY) {
+      char n[24];
+      snprintf(n, sizeof(n), "#%d|", (int)o->via.i64);
+      texts_put(t, n, strlen(n));
+      continue;
+    }
+    int tag = (int)o->via.array.ptr[0].via.i64;
+    const msgpack_object_str *str = &o->via.array.ptr[1].via.str;
+    char head[8];
+    snprintf(head, sizeof(head), "%d:", tag);
+    texts_put(t, head, strlen(head));
+    texts_put(t, str->ptr, str->size);
+    texts_put(t, "|", 1);
+    if (str->size > t->longest)
+      t->longest = str->size;
+    if (tag == 1) {
+      if (t->nall + str->size > t->capall) {
+        t->capall = (t->nall + str->size) * 2;
+        t->all = realloc(t->all, t->capall);
+      }
+      memcpy(t->all + t->nall, str->ptr, str->size);
+      t->nall += str->size;
+    }
+  }
+}
+
+static void text_item(struct nvim_rpc *ch, int tag, const char *s, size_t n) {
+  msgpack_packer *pk = nvim_rpc_begin_text_item(ch);
+  msgpack_pack_array(pk, 2);
+  msgpack_pack_int(pk, tag);
+  nvim_rpc_end_text_item(ch, s, n, true);
+}
+
+// Runs the loop and reads what the channel wrote, answering every batch.
+static void texts_spin(uv_loop_t *loop, int in, int out,
+                       struct nvim_rpc_decoder *d, struct texts *t) {
+  char buf[65536], err[128];
+  for (int k = 0; k < 50; k++) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    ssize_t n;
+    while ((n = read(out, buf, sizeof(buf))) > 0)
+      nvim_rpc_decoder_feed(d, buf, (size_t)n, on_texts, t, err, sizeof(err));
+    struct wire w = {0};
+    memcpy(w.ids, t->ids, sizeof(t->ids));
+    w.nids = t->nids;
+    t->nids = 0;
+    if (w.nids)
+      answer(in, &w);
+  }
+}
+
+static void test_text_items(void) {
+  uv_loop_t loop;
+  int in[2], out[2];
+  struct nvim_rpc_decoder d;
+  struct nvim_rpc *ch = rig_open(&loop, in, out, &d, 4 << 20);
+  struct texts t = {0};
+
+  // Consecutive texts of one head are one item; another head, an item or
+  // a frame between them ends it, and the order holds.
+  text_item(ch, 1, "ab", 2);
+  text_item(ch, 1, "c", 1);
+  text_item(ch, 1, "", 0);
+  text_item(ch, 1, "d", 1);
+  text_item(ch, 2, "x", 1);
+  text_item(ch, 2, "y", 1);
+  text_item(ch, 1, "e", 1);
+  item(ch, 7, true);
+  text_item(ch, 1, "f", 1);
+  text_item(ch, 1, "g", 1);
+  ok(nvim_rpc_pending_bytes(ch) > 0, "the open text counts as waiting (%zu)",
+     nvim_rpc_pending_bytes(ch));
+  nvim_rpc_begin_request(ch, "m", 0, NULL, NULL);
+  nvim_rpc_end(ch, false);
+  text_item(ch, 1, "h", 1);
+  texts_spin(&loop, in[1], out[0], &d, &t);
+  t.log[t.len < sizeof(t.log) ? t.len : sizeof(t.log) - 1] = '\0';
+  is_str(t.log, "1:abcd|2:xy|1:e|#7|1:fg|request:m|1:h|",
+         "joined per message, in order, around the others");
+
+  // A long stream: every byte arrives, in order, in texts no longer than a
+  // batch; far fewer items than chunks.
+  t.len = t.items = t.longest = t.nall = 0;
+  static char chunk[1000];
+  size_t sent = 0, nchunks = 3000;
+  char *want = malloc(nchunks * sizeof(chunk));
+  ok(want != NULL, "memory");
+  if (!want)
+    return;
+  for (size_t i = 0; i < nchunks; i++) {
+    for (size_t k = 0; k < sizeof(chunk); k++)
+      chunk[k] = (char)('a' + (i + k) % 26);
+    memcpy(want + sent, chunk, sizeof(chunk));
+    sent += sizeof(chunk);
+    text_item(ch, 1, chunk, sizeof(chunk));
+    if (i % 500 == 0)
+      texts_spin(&loop, in[1], out[0], &d, &t);
+  }
+  texts_spin(&loop, in[1], out[0], &d, &t);
+  is_size(t.nall, sent, "every byte arrived");
+  ok(t.nall == sent && memcmp(t.all, want, sent) == 0, "in order");
+  ok(t.longest <= (size_t)256 * 1024, "no text longer than a batch (%zu)",
+     t.longest);
+  ok(t.items > 0 && t.items <= 40, "%zu items for %zu chunks", t.items,
+     nchunks);
+  free(want);
+  free(t.all);
+
+  rig_close(&loop, ch, &d, in, out);
+}
+
 int main(void) {
   test_batches();
   test_resume_after_write();
+  test_text_items();
   test_splits();
   test_invalid_shapes();
   test_broken_stream();

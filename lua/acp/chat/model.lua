@@ -264,14 +264,41 @@ function H.text(chat, role, id, text)
     op = { kind = 'text', cur = cur, pieces = {} }
     H.push(chat, op)
   end
-  if cur.bytes + #text > H.max_message_bytes or chat.queued_bytes + #text > H.max_queued_bytes then
-    cur.dropped = cur.dropped + #text
-  else
-    cur.bytes = cur.bytes + #text
-    chat.queued_bytes = chat.queued_bytes + #text
-    op.pieces[#op.pieces + 1] = text
+  -- What fits under both bounds is kept (the broker joins the chunks of a
+  -- message that come together, so one piece can be a whole batch).
+  local room = math.min(H.max_message_bytes - cur.bytes, H.max_queued_bytes - chat.queued_bytes)
+  local keep = #text <= room and text or H.cut(text, room)
+  cur.dropped = cur.dropped + #text - #keep
+  if #keep > 0 then
+    cur.bytes = cur.bytes + #keep
+    chat.queued_bytes = chat.queued_bytes + #keep
+    op.pieces[#op.pieces + 1] = keep
   end
   M.changed(chat)
+end
+
+--- The longest start of `s` of at most `n` bytes that does not end inside
+--- a UTF-8 sequence.
+---@param s string
+---@param n integer
+---@return string
+function H.cut(s, n)
+  if n <= 0 then
+    return ''
+  elseif n >= #s then
+    return s
+  end
+  -- Byte n + 1 is the first one left out: while it continues a sequence
+  -- (10xxxxxx), that sequence's start is left out too.
+  local i = n + 1
+  while i > n - 2 and i > 1 do
+    local b = s:byte(i)
+    if b < 0x80 or b >= 0xC0 then
+      break
+    end
+    i = i - 1
+  end
+  return s:sub(1, i - 1)
 end
 
 --- A ContentBlock as text: text as is, other types as a short placeholder.
@@ -866,5 +893,6 @@ M.decided_perm = H.decided_perm
 M.mode_name = H.mode_name
 M.max_message_bytes = H.max_message_bytes
 M.max_queued_bytes = H.max_queued_bytes
+M.cut = H.cut
 
 return M

@@ -72,8 +72,14 @@ end
 ---@return table block
 function M.message_lines(lines, prefix, group, dropped)
   local b = M.block()
-  for _, l in ipairs(lines) do
-    b.add({ { (prefix or '') .. l, group } })
+  if prefix == nil and group == nil then
+    -- An agent's or the person's text: the lines as they are (taken, not
+    -- copied: a slice of streamed text has hundreds).
+    b.lines = lines
+  else
+    for _, l in ipairs(lines) do
+      b.add({ { (prefix or '') .. l, group } })
+    end
   end
   if dropped > 0 then
     b.add({ { ('… %s more not shown'):format(text.size(dropped)), 'AcpChatMeta' } })

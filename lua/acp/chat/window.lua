@@ -178,13 +178,18 @@ end
 --- when it queues work).
 ---@param chat acp.Chat
 function M.kick(chat)
+  H.kick(chat, H.interval_ms)
+end
+
+--- Schedules a draw of `chat` within `ms`.
+function H.kick(chat, ms)
   H.dirty[chat] = true
   if H.armed then
     return
   end
   H.armed = true
   H.timer = H.timer or compat.uv.new_timer()
-  H.timer:start(H.interval_ms, 0, function()
+  H.timer:start(ms, 0, function()
     vim.schedule(H.flush_all)
   end)
 end
@@ -196,6 +201,9 @@ H.interval_ms = 30
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
 H.budget_ms = 4
+--- The next tick when a draw ran out of budget with work left and no
+--- turn runs (ms).
+H.catchup_ms = 10
 --- Text drawn in one piece at most (the budget is checked between pieces).
 H.slice_bytes = 32 * 1024
 --- Height of the input window.
@@ -270,6 +278,7 @@ function H.flush(chat)
   chat.queued_bytes = 0
   for _, op in ipairs(chat.queue) do
     if op.kind == 'text' then
+      chat.queued_bytes = chat.queued_bytes - (op.off or 0)
       for _, piece in ipairs(op.pieces) do
         chat.queued_bytes = chat.queued_bytes + #piece
       end
@@ -277,7 +286,9 @@ function H.flush(chat)
   end
   H.left = nil
   if #chat.queue > 0 then
-    M.kick(chat)
+    -- Behind once the turn has ended: the rest sooner (while the agent
+    -- streams, the time between ticks goes to taking in its updates).
+    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
   end
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
@@ -319,23 +330,46 @@ function H.apply(chat, queue)
 end
 
 --- Draws a text op's pieces a slice at a time while the budget lasts;
---- the pieces left stay in op.
+--- the pieces left stay in op (`op.off`: bytes of the first one drawn
+--- already, when a long piece was drawn in part).
 function H.apply_text(chat, op, deadline)
   local pieces = op.pieces
-  local first = 1
+  if #pieces == 0 then
+    -- Only text left out since the last draw: the count under the message
+    -- is brought up to date.
+    H.ops.text(chat, op)
+    return
+  end
+  local first, off = 1, op.off or 0
   while first <= #pieces do
-    local n, last = 0, first
-    while last <= #pieces and (last == first or n + #pieces[last] <= H.slice_bytes) do
-      n = n + #pieces[last]
-      last = last + 1
+    local piece = pieces[first]
+    if #piece - off > H.slice_bytes then
+      -- A long piece (the broker joins a message's chunks) is drawn a
+      -- slice at a time too, cut after a line where it can be; the rest
+      -- is not copied (off moves on).
+      local head = model.cut(piece:sub(off + 1, off + H.slice_bytes + 3), H.slice_bytes)
+      local nl = head:match('^.*()\n')
+      head = nl and head:sub(1, nl) or head ~= '' and head or piece:sub(off + 1, off + H.slice_bytes)
+      off = off + #head
+      H.ops.text(chat, { cur = op.cur, pieces = { head } })
+    else
+      local n, last = #piece - off, first + 1
+      while last <= #pieces and n + #pieces[last] <= H.slice_bytes do
+        n = n + #pieces[last]
+        last = last + 1
+      end
+      local group = H.slice(pieces, first, last - 1)
+      if off > 0 then
+        group[1] = piece:sub(off + 1)
+      end
+      H.ops.text(chat, { cur = op.cur, pieces = group })
+      first, off = last, 0
     end
-    H.ops.text(chat, { cur = op.cur, pieces = H.slice(pieces, first, last - 1) })
-    first = last
     if compat.uv.hrtime() > deadline then
       break
     end
   end
-  op.pieces = H.slice(pieces, first, #pieces)
+  op.pieces, op.off = H.slice(pieces, first, #pieces), off
 end
 
 --- t[i..j] as a new list (unpack() is limited to a few thousand values).
@@ -358,7 +392,8 @@ function H.ops.text(chat, op)
     chat.stream = s
   end
   -- The last line of the block is unfinished: redraw it with what follows.
-  local lines = text.lines((s.tail .. table.concat(op.pieces)):gsub('\r', ''))
+  local str = s.tail .. table.concat(op.pieces)
+  local lines = text.lines(str:find('\r', 1, true) and str:gsub('\r', '') or str)
   s.tail = lines[#lines]
   local b = render.message_lines(lines, s.prefix, s.group, cur.dropped)
   H.replace_tail(chat, s.block, s.marker and 2 or 1, b)
@@ -511,9 +546,15 @@ function H.replace_tail(chat, block, n, b)
   local buf = chat.buf
   local pos = vim.api.nvim_buf_get_extmark_by_id(buf, H.marks, block.mark, {})
   local row = pos[1] + block.height - n
-  local last = vim.api.nvim_buf_get_lines(buf, row + n - 1, row + n, true)[1]
   vim.api.nvim_buf_clear_namespace(buf, H.ns, row, row + n)
-  vim.api.nvim_buf_set_text(buf, row, 0, row + n - 1, #last, b.lines)
+  if block == chat.last and row > pos[1] then
+    -- No block follows (the message being streamed), and the lines do not
+    -- hold this block's mark: whole lines, which costs less.
+    vim.api.nvim_buf_set_lines(buf, row, row + n, true, b.lines)
+  else
+    local last = vim.api.nvim_buf_get_lines(buf, row + n - 1, row + n, true)[1]
+    vim.api.nvim_buf_set_text(buf, row, 0, row + n - 1, #last, b.lines)
+  end
   H.highlight(buf, row, b)
   block.height = block.height - n + #b.lines
 end
