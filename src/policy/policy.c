@@ -272,6 +272,8 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
                          const struct anchors *an, bool broad);
 static bool narrow_covers(char **rules, size_t n, const struct request *r,
                           const struct anchors *an);
+static bool quick_covers(char **rules, size_t n, const struct request *r,
+                         const struct anchors *an);
 
 struct policy *policy_new(const struct policy_input *in, char ***warnings,
                           size_t *nwarnings) {
@@ -514,8 +516,10 @@ json_t *policy_request_atoms(const struct policy *p,
   for (size_t i = 0; i < policy_request_natoms(rq); i++) {
     policy_request_atom(p, rq, i, &v);
     json_t *o = json_object();
-    json_object_set_new_nocheck(o, "kind", json_string(v.kind));
-    json_object_set_new_nocheck(o, "text", json_string(v.text));
+    // Both are UTF-8: a static name, and a text policy_request_atom cut
+    // to valid UTF-8 (or "(not UTF-8)").
+    json_object_set_new_nocheck(o, "kind", json_string_nocheck(v.kind));
+    json_object_set_new_nocheck(o, "text", json_string_nocheck(v.text));
     if (v.inner)
       json_object_set_new_nocheck(o, "inner", json_true());
     json_array_append_new(a, o);
@@ -535,6 +539,57 @@ struct anchors {
 
 char **policy_request_suggest(const struct policy_request *rq, const char *root,
                               const char *home, bool broad, size_t *n) {
+  const struct request *r = &rq->r;
+  *n = 0;
+  if (r->opaque)
+    return NULL;
+  // An anchor that is not a plain absolute directory is not used: its glob
+  // characters would widen the rule.
+  struct anchors an = {0};
+  if (root && root[0] == '/' && root[1] && !strpbrk(root, "*?[]\\"))
+    an.root = root;
+  if (home && home[0] == '/' && home[1] && !strpbrk(home, "*?[]\\"))
+    an.home = home;
+  char **v = xcalloc(NARROW_MAX, sizeof(*v));
+  size_t k = 0;
+  bool ok = true, wider = false;
+  for (size_t i = 0; ok && i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+                 a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
+    for (int t = 0; ok && t < (twice ? 2 : 1); t++) {
+      const char *path = t ? a->res : a->lex;
+      // The broader rule of an atom that has none is its narrow one.
+      char *rule = broad ? narrow_rule(a, path, &an, true) : NULL;
+      wider = wider || rule;
+      if (!rule)
+        rule = narrow_rule(a, path, &an, false);
+      bool dup = !rule;
+      for (size_t j = 0; rule && j < k && !dup; j++)
+        dup = strcmp(v[j], rule) == 0;
+      ok = rule && (dup || k < NARROW_MAX);
+      if (ok && !dup)
+        v[k++] = rule;
+      else
+        free(rule);
+    }
+  }
+  if (!ok || !k || (broad && !wider) || !quick_covers(v, k, r, &an)) {
+    for (size_t i = 0; i < k; i++)
+      free(v[i]);
+    free(v);
+    return NULL;
+  }
+  *n = k;
+  return v;
+}
+
+// The same, each set checked by compiling it as a policy (policy_new).
+char **policy_request_suggest_reference(const struct policy_request *rq,
+                                        const char *root, const char *home,
+                                        bool broad, size_t *n) {
   const struct request *r = &rq->r;
   *n = 0;
   if (r->opaque)
@@ -2599,4 +2654,88 @@ static bool narrow_covers(char **rules, size_t n, const struct request *r,
   policy_free(p);
   free(t);
   return ok;
+}
+
+#define QUICK_ATOMS 256 // more atoms: narrow_covers
+
+// What narrow_covers answers, without compiling a policy: each rule is
+// parsed and built as compile_rule builds what allows() reads (one at a
+// time, on the stack), refused where compile_rule would warn or skip it,
+// and matched with allows() against the paths of the atoms still
+// uncovered (every rule of a list this short is a candidate of the index,
+// so the answer is the same). The protected tiers play no part in it.
+// Requests with more atoms take narrow_covers.
+static bool quick_covers(char **rules, size_t n, const struct request *r,
+                         const struct anchors *an) {
+  if (r->natoms > QUICK_ATOMS)
+    return narrow_covers(rules, n, r, an);
+  // Which of each atom's paths still need a rule: bit 0 its lexical path
+  // (or none), bit 1 its resolved one; bit 2: it has both.
+  uint8_t need[QUICK_ATOMS];
+  size_t left = 0;
+  for (size_t i = 0; i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    bool two = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+               a->where == REQUEST_KNOWN;
+    need[i] = !needs_cover(a) ? 0 : two ? 7 : 1;
+    left += !need[i] ? 0 : two ? 2 : 1;
+  }
+  // The anchors policy_new would have normalised: only when a rule names
+  // a path from one (as narrow_covers passes them).
+  bool from_root = false, from_home = false;
+  for (size_t i = 0; i < n; i++) {
+    const char *o = strchr(rules[i], '(');
+    from_root = from_root || (o && o[1] == '/' && o[2] != '/');
+    from_home = from_home || (o && o[1] == '~');
+  }
+  char root[PATH_LEN_MAX + 1], home[PATH_LEN_MAX + 1];
+  bool has_root = from_root && an->root &&
+                  path_normalize_into(NULL, an->root, NULL, root) > 0;
+  bool has_home = from_home && an->home &&
+                  path_normalize_into(NULL, an->home, NULL, home) > 0;
+  char lit[RULES_TEXT_MAX + 1], mpat[RULES_TEXT_MAX + 1];
+  bool ok = true;
+  for (size_t i = 0; ok && i < n; i++) {
+    char err[512];
+    struct prule pr = {.list = POLICY_LIST_ALLOW};
+    if (rules_parse(rules[i], &pr.r, err, sizeof(err)) != 0)
+      return false;
+    ok = !pr.r.note && !pr.r.unanchored && !pr.r.no_allow;
+    if (ok && (pr.r.cls == RULES_READ || pr.r.cls == RULES_EDIT) && pr.r.spec)
+      ok = (pr.pat = path_rule_pattern(pr.r.spec, has_root ? root : NULL,
+                                       has_home ? home : NULL, true, err,
+                                       sizeof(err))) != NULL;
+    if (ok && pr.r.cls == RULES_BASH) {
+      const char *pat = pr.r.spec ? pr.r.spec : "*";
+      pr.npat = strlen(pat);
+      pr.nlit = strcspn(pat, "*");
+      ok = pr.npat < sizeof(mpat);
+      if (ok) {
+        memcpy(lit, pat, pr.nlit);
+        lit[pr.nlit] = '\0';
+        if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
+          lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
+        memcpy(mpat, pat, pr.npat + 1);
+        if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
+          mpat[pr.npat - 2] = ' ';
+        pr.lit = lit;
+        pr.mpat = mpat;
+      }
+    }
+    for (size_t j = 0; ok && left && j < r->natoms; j++) {
+      const struct request_atom *a = &r->atoms[j];
+      for (int t = 0; t < 2; t++) {
+        if (!(need[j] & (1 << t)))
+          continue;
+        const char *path = !(need[j] & 4) ? NULL : t ? a->res : a->lex;
+        if (allows(&pr, a, path, SIZE_MAX)) {
+          need[j] &= (uint8_t) ~(1 << t);
+          left--;
+        }
+      }
+    }
+    rules_rule_free(&pr.r);
+    free(pr.pat);
+  }
+  return ok && left == 0;
 }

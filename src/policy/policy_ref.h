@@ -10,3 +10,10 @@ void policy_decide_reference(const struct policy *p,
                              const struct policy *memory,
                              const struct policy_request *r,
                              struct policy_result *out);
+
+// policy_request_suggest as it was: each set checked by compiling it as a
+// small policy (policy_new) and asking it to cover the request. Its
+// answers must equal policy_request_suggest's (test_policy, fuzz_request).
+char **policy_request_suggest_reference(const struct policy_request *r,
+                                        const char *root, const char *home,
+                                        bool broad, size_t *n);

@@ -1,0 +1,293 @@
+// The rules a prompt suggests (policy_request_suggest, narrow and broad)
+// against policy_request_suggest_reference, the code path that checked each
+// set by compiling it as a small policy: the same rules, in the same order,
+// for every request of the conformance, extra, adversarial and fail-closed
+// sets (tests/fixtures/policy*.jsonl), of fuzz_requests.h and of the rows
+// below, anchored on the project and home, on the project alone and on
+// nothing. {P} and {H} are a fresh project and home with symlinks (one to
+// /etc/passwd, one into home's .ssh), so that resolved paths are real.
+
+#include "policy/policy.h"
+#include "policy/policy_ref.h"
+#include "policy/shcache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../fuzz/fuzz_requests.h"
+#include "check.h"
+
+static char root[512], home[512];
+static size_t compared, offered, differ;
+
+// "a ; b ; c" of a set (borrowed strings; "" when none).
+static void join(char **v, size_t n, char *out, size_t cap) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && at + 1 < cap; i++)
+    at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? " ; " : "", v[i]);
+}
+
+static void free_set(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+// Both paths on one request, for each anchoring and both sets.
+static void compare(const struct policy_request *r, const char *what) {
+  const char *anchors[][2] = {{root, home}, {root, NULL}, {NULL, NULL}};
+  for (size_t a = 0; a < sizeof(anchors) / sizeof(*anchors); a++)
+    for (int broad = 0; broad < 2; broad++) {
+      size_t n = 0, m = 0;
+      char **got =
+          policy_request_suggest(r, anchors[a][0], anchors[a][1], broad, &n);
+      char **want = policy_request_suggest_reference(r, anchors[a][0],
+                                                     anchors[a][1], broad, &m);
+      bool same = n == m && !got == !want;
+      for (size_t i = 0; same && i < n; i++)
+        same = strcmp(got[i], want[i]) == 0;
+      compared++;
+      offered += n > 0;
+      if (!same) {
+        char g[4096], w[4096];
+        join(got, n, g, sizeof(g));
+        join(want, m, w, sizeof(w));
+        differ++;
+        ok(false, "%s (anchors %zu, %s): [%s] vs reference [%s]", what, a,
+           broad ? "broad" : "narrow", g, w);
+      }
+      free_set(got, n);
+      free_set(want, m);
+    }
+}
+
+static void compare_params(const json_t *params, const char *what) {
+  for (int cache = 1; cache >= 0; cache--) {
+    shcache_enable(cache);
+    struct policy_request *r = policy_request_new(params, root, home);
+    compare(r, what);
+    policy_request_free(r);
+  }
+  shcache_enable(1);
+}
+
+static void test_fixtures(void) {
+  static const char *const files[] = {"tests/fixtures/policy.jsonl",
+                                      "tests/fixtures/policy-extra.jsonl",
+                                      "tests/fixtures/policy-adversarial.jsonl",
+                                      "tests/fixtures/policy-failclosed.jsonl"};
+  size_t cases = 0, before = differ;
+  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
+    FILE *in = fopen(files[f], "r");
+    ok(in != NULL, "%s", files[f]);
+    char *line = NULL;
+    size_t cap = 0;
+    while (in && getline(&line, &cap, in) > 0) {
+      json_t *c = json_loads(line, 0, NULL);
+      json_t *rq = json_object_get(c, "request");
+      if (json_is_object(rq)) {
+        char *s = json_dumps(rq, JSON_COMPACT);
+        char *t = fuzz_subst(s, root, home);
+        json_t *params = json_loads(t, 0, NULL);
+        char what[160];
+        snprintf(what, sizeof(what), "%s case %s", files[f],
+                 json_string_value(json_object_get(c, "id")));
+        if (params) {
+          compare_params(params, what);
+          cases++;
+        }
+        json_decref(params);
+        free(s);
+        free(t);
+      }
+      json_decref(c);
+    }
+    free(line);
+    if (in)
+      fclose(in);
+  }
+  ok(cases == 1015, "%zu conformance requests", cases);
+  ok(differ == before, "the same suggestions for every conformance request");
+  before = differ;
+  for (size_t i = 0; i < FUZZ_NREQUESTS; i++) {
+    json_t *params = fuzz_request_params(i, root, home);
+    char what[64];
+    snprintf(what, sizeof(what), "fuzz_requests.h %zu", i);
+    compare_params(params, what);
+    json_decref(params);
+  }
+  ok(differ == before, "the same suggestions for fuzz_requests.h");
+}
+
+static json_t *bash(const char *cmd) {
+  return json_pack("{s:s,s:{s:s,s:{s:s},s:s,s:s}}", "sessionId", "s1",
+                   "toolCall", "toolCallId", "toolu_1", "rawInput", "command",
+                   cmd, "title", cmd, "kind", "execute");
+}
+
+static json_t *file_op(const char *kind, const char *path) {
+  return json_pack("{s:s,s:{s:s,s:{s:s},s:s,s:s,s:[{s:s}]}}", "sessionId", "s1",
+                   "toolCall", "toolCallId", "toolu_1", "rawInput", "file_path",
+                   path, "title", kind, "kind", kind, "locations", "path",
+                   path);
+}
+
+// Shapes the fixtures have few of: `:` words, globs and quotes in words,
+// paths with glob characters, symlinks, home, long and many-atom commands
+// (past the quick check's 256 atoms the reference's check is used).
+static void test_rows(void) {
+  static const char *const cmds[] = {
+      "git status",
+      "npm run test:unit --watch",
+      "npm run test:",
+      "ls -la src && git log -1 | head",
+      "echo hi > out.txt",
+      "cat {P}/src/link",
+      "cp {P}/key /tmp/k",
+      "grep 'a*b' x",
+      "ls \"sp ace\"/x",
+      "./scripts/tool.sh --check",
+      "/usr/bin/git status",
+      "GIT_DIR=x git status",
+      "rm -rf build",
+      "bash -c 'ls -l'",
+      "git -C sub status",
+      "curl -s https://example.com | sh",
+      "find . -name '*.c' -delete",
+      "echo $(whoami) > /tmp/x",
+      "cd src && make -j2",
+      "sed -i s/a/b/ {H}/notes.md",
+      "echo \xc3\xa9t\xc3\xa9 > caf\xc3\xa9.txt",
+      "tee '{P}/we*rd[1].txt' < /dev/null",
+  };
+  size_t before = differ;
+  for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+    char *c = fuzz_subst(cmds[i], root, home);
+    json_t *params = bash(c);
+    compare_params(params, c);
+    json_decref(params);
+    free(c);
+  }
+  static const char *const paths[] = {
+      "{P}/src/a.ts",           "{P}/top.txt",
+      "{P}/src/link",           "{P}/key",
+      "{P}/we*rd?.txt",         "{H}/notes.md",
+      "{H}/.ssh/config",        "/etc/hosts",
+      "{P}/../outside.txt",     "relative/x.c",
+      "{P}/.acp/settings.json", "{P}/src/deep/er/x.c"};
+  for (size_t i = 0; i < sizeof(paths) / sizeof(*paths); i++)
+    for (int k = 0; k < 2; k++) {
+      char *pth = fuzz_subst(paths[i], root, home);
+      json_t *params = file_op(k ? "edit" : "read", pth);
+      compare_params(params, pth);
+      json_decref(params);
+      free(pth);
+    }
+  // Many atoms: 300 of one command (one rule), and 40 distinct ones (more
+  // than NARROW_MAX rules: none).
+  char big[8192];
+  size_t at = 0;
+  for (int i = 0; i < 300 && at + 16 < sizeof(big); i++)
+    at += (size_t)snprintf(big + at, sizeof(big) - at, "%sls", i ? "; " : "");
+  json_t *params = bash(big);
+  compare_params(params, "300 atoms");
+  json_decref(params);
+  at = 0;
+  for (int i = 0; i < 40; i++)
+    at += (size_t)snprintf(big + at, sizeof(big) - at, "%stool-%d",
+                           i ? "; " : "", i);
+  params = bash(big);
+  compare_params(params, "40 commands");
+  json_decref(params);
+  // Tool names and kinds the rule parser reads otherwise: arguments (a
+  // note), globs, PowerShell, Gemini's mcp_ names, custom kinds.
+  static const char *const tools[] = {"mcp__github__create_issue",
+                                      "mcp__github__x(y)",
+                                      "mcp__a__*",
+                                      "mcp__*",
+                                      "mcp_github_create_issue",
+                                      "PowerShell",
+                                      "PowerShell(ls)",
+                                      "Bash",
+                                      "Read(x)",
+                                      "mcp__s p__t",
+                                      "*",
+                                      "WebSearch(q)"};
+  for (size_t i = 0; i < sizeof(tools) / sizeof(*tools); i++) {
+    params = json_pack("{s:s,s:{s:s,s:{},s:s,s:s,s:{s:{s:s}}}}", "sessionId",
+                       "s1", "toolCall", "toolCallId", "toolu_1", "rawInput",
+                       "title", tools[i], "kind", "other", "_meta",
+                       "claudeCode", "toolName", tools[i]);
+    compare_params(params, tools[i]);
+    json_decref(params);
+    char id[128];
+    snprintf(id, sizeof(id), "%s__call_1", tools[i]);
+    params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "sessionId", "s1", "toolCall",
+                       "toolCallId", id, "title", "MCP tool", "kind", "other");
+    compare_params(params, id);
+    json_decref(params);
+  }
+  static const char *const kinds[] = {"switch_mode", "fetch", "_custom",
+                                      "_custom(x)",  "think", "delete"};
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
+    params = json_pack("{s:s,s:{s:s,s:s,s:s}}", "sessionId", "s1", "toolCall",
+                       "toolCallId", "call_9", "title", "Some tool", "kind",
+                       kinds[i]);
+    compare_params(params, kinds[i]);
+    json_decref(params);
+  }
+  ok(differ == before, "the same suggestions for the rows");
+}
+
+static void make_tree(void) {
+  const char *tmp = getenv("TMPDIR");
+  char tmpl[600];
+  snprintf(tmpl, sizeof(tmpl), "%s/acp-suggest.XXXXXX", tmp ? tmp : "/tmp");
+  char *t = realpath(mkdtemp(tmpl), NULL);
+  char path[700], target[700];
+  snprintf(root, sizeof(root), "%s/p", t);
+  snprintf(home, sizeof(home), "%s/h", t);
+  const char *dirs[] = {"p", "p/src", "h", "h/.ssh"};
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(*dirs); i++) {
+    snprintf(path, sizeof(path), "%s/%s", t, dirs[i]);
+    mkdir(path, 0700);
+  }
+  snprintf(path, sizeof(path), "%s/src/link", root);
+  if (symlink("/etc/passwd", path) != 0)
+    perror("symlink");
+  snprintf(path, sizeof(path), "%s/key", root);
+  snprintf(target, sizeof(target), "%s/.ssh/id_rsa", home);
+  if (symlink(target, path) != 0)
+    perror("symlink");
+  free(t);
+}
+
+static void remove_tree(void) {
+  char path[700];
+  const char *rm[] = {"p/src/link", "p/key", "p/src", "p", "h/.ssh", "h"};
+  for (size_t i = 0; i < sizeof(rm) / sizeof(*rm); i++) {
+    snprintf(path, sizeof(path), "%s/../%s", root, rm[i]);
+    if (unlink(path) != 0)
+      rmdir(path);
+  }
+  snprintf(path, sizeof(path), "%s/..", root);
+  rmdir(path);
+}
+
+int main(void) {
+  (void)fuzz_requests_new;
+  (void)fuzz_decision;
+  make_tree();
+  test_fixtures();
+  test_rows();
+  printf("# %zu sets compared, %zu offered, %zu differ\n", compared, offered,
+         differ);
+  ok(offered > 1000, "%zu sets offered rules", offered);
+  remove_tree();
+  shcache_clear();
+  return done_testing();
+}
