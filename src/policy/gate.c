@@ -512,21 +512,17 @@ void gate_forget(struct gate *g, const char *agent) {
 
 static const char *utf8_or_null(const char *s);
 
-// The rules a prompt suggests (broad: the broader alternative), anchored
-// on the project root and home as they are written to its settings.
-static json_t *narrow_json(const struct policy_request *r, const char *root,
-                           bool broad) {
-  size_t n = 0;
-  char **rules = policy_request_suggest(r, root, home(), broad, &n);
+// The rules a prompt suggests (v, n: taken and freed) as a JSON array.
+static json_t *rules_json(char **v, size_t n) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
     // A rule that is not UTF-8 (a word the agent sent) is left out, as
     // json_string would have failed it.
-    if (utf8_or_null(rules[i]))
-      json_array_append_new(a, json_string_nocheck(rules[i]));
-    free(rules[i]);
+    if (utf8_or_null(v[i]))
+      json_array_append_new(a, json_string_nocheck(v[i]));
+    free(v[i]);
   }
-  free(rules);
+  free(v);
   return a;
 }
 
@@ -643,8 +639,12 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   // Only a prompt offers to remember the request (its narrow rules, and a
   // broader alternative); working them out for every decision would cost
   // more than deciding.
-  json_object_set_new(info, "narrow", narrow_json(r, root, false));
-  json_object_set_new(info, "broad", narrow_json(r, root, true));
+  // Both sets anchored on the project root and home as they are written
+  // to its settings (broad: the broader alternative).
+  struct policy_suggestions sg;
+  policy_request_suggestions(r, root, home(), &sg);
+  json_object_set_new(info, "narrow", rules_json(sg.narrow, sg.nnarrow));
+  json_object_set_new(info, "broad", rules_json(sg.broad, sg.nbroad));
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
   enum policy_decision pick = POLICY_ALLOW;

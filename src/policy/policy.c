@@ -537,12 +537,53 @@ struct anchors {
   const char *root, *home;
 };
 
-char **policy_request_suggest(const struct policy_request *rq, const char *root,
-                              const char *home, bool broad, size_t *n) {
-  const struct request *r = &rq->r;
+// One set being built: its rules (malloc'd), whether it still holds, and
+// whether a rule is broader than the narrow one (broad sets).
+struct sset {
+  char **v;
+  size_t k;
+  bool ok, wider;
+};
+
+// Adds rule (taken; NULL: the atom has none, so the set fails) unless the
+// set has a rule of the same text.
+static void sset_add(struct sset *s, char *rule) {
+  bool dup = !rule;
+  for (size_t j = 0; rule && j < s->k && !dup; j++)
+    dup = strcmp(s->v[j], rule) == 0;
+  s->ok = rule && (dup || s->k < NARROW_MAX);
+  if (s->ok && !dup)
+    s->v[s->k++] = rule;
+  else
+    free(rule);
+}
+
+// The set as the caller gets it (a malloc'd array, *n rules), or NULL
+// when it does not hold or does not cover the request (its rules freed).
+static char **sset_take(struct sset *s, bool holds, const struct request *r,
+                        const struct anchors *an, size_t *n) {
   *n = 0;
-  if (r->opaque)
+  if (!s->ok || !s->k || !holds || !quick_covers(s->v, s->k, r, an)) {
+    for (size_t i = 0; i < s->k; i++)
+      free(s->v[i]);
     return NULL;
+  }
+  char **v = xcalloc(s->k, sizeof(*v));
+  memcpy(v, s->v, s->k * sizeof(*v));
+  *n = s->k;
+  return v;
+}
+
+// The narrow set (want & 1) and the broad one (want & 2) in one walk of
+// the atoms: an atom's narrow rule is built once for both. Each set is
+// what policy_request_suggest_reference gives.
+static void suggest_sets(const struct policy_request *rq, const char *root,
+                         const char *home, int want,
+                         struct policy_suggestions *out) {
+  const struct request *r = &rq->r;
+  *out = (struct policy_suggestions){0};
+  if (r->opaque)
+    return;
   // An anchor that is not a plain absolute directory is not used: its glob
   // characters would widen the rule.
   struct anchors an = {0};
@@ -550,40 +591,55 @@ char **policy_request_suggest(const struct policy_request *rq, const char *root,
     an.root = root;
   if (home && home[0] == '/' && home[1] && !strpbrk(home, "*?[]\\"))
     an.home = home;
-  char **v = xcalloc(NARROW_MAX, sizeof(*v));
-  size_t k = 0;
-  bool ok = true, wider = false;
-  for (size_t i = 0; ok && i < r->natoms; i++) {
+  char *nv[NARROW_MAX], *bv[NARROW_MAX];
+  struct sset s[2] = {{nv, 0, want & 1, false}, {bv, 0, want & 2, false}};
+  for (size_t i = 0; (s[0].ok || s[1].ok) && i < r->natoms; i++) {
     const struct request_atom *a = &r->atoms[i];
     if (!needs_cover(a))
       continue;
     bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
                  a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
-    for (int t = 0; ok && t < (twice ? 2 : 1); t++) {
+    for (int t = 0; (s[0].ok || s[1].ok) && t < (twice ? 2 : 1); t++) {
       const char *path = t ? a->res : a->lex;
       // The broader rule of an atom that has none is its narrow one.
-      char *rule = broad ? narrow_rule(a, path, &an, true) : NULL;
-      wider = wider || rule;
-      if (!rule)
-        rule = narrow_rule(a, path, &an, false);
-      bool dup = !rule;
-      for (size_t j = 0; rule && j < k && !dup; j++)
-        dup = strcmp(v[j], rule) == 0;
-      ok = rule && (dup || k < NARROW_MAX);
-      if (ok && !dup)
-        v[k++] = rule;
+      char *b = s[1].ok ? narrow_rule(a, path, &an, true) : NULL;
+      s[1].wider = s[1].wider || b;
+      char *nr =
+          s[0].ok || (s[1].ok && !b) ? narrow_rule(a, path, &an, false) : NULL;
+      if (s[1].ok && !b && !s[0].ok) {
+        sset_add(&s[1], nr);
+        nr = NULL;
+      } else if (s[1].ok) {
+        sset_add(&s[1], b ? b : nr ? xstrdup(nr) : NULL);
+      }
+      if (s[0].ok)
+        sset_add(&s[0], nr);
       else
-        free(rule);
+        free(nr);
     }
   }
-  if (!ok || !k || (broad && !wider) || !quick_covers(v, k, r, &an)) {
-    for (size_t i = 0; i < k; i++)
-      free(v[i]);
-    free(v);
-    return NULL;
-  }
-  *n = k;
-  return v;
+  if (want & 1)
+    out->narrow = sset_take(&s[0], true, r, &an, &out->nnarrow);
+  else
+    sset_take(&s[0], false, r, &an, &out->nnarrow);
+  if (want & 2)
+    out->broad = sset_take(&s[1], s[1].wider, r, &an, &out->nbroad);
+  else
+    sset_take(&s[1], false, r, &an, &out->nbroad);
+}
+
+char **policy_request_suggest(const struct policy_request *rq, const char *root,
+                              const char *home, bool broad, size_t *n) {
+  struct policy_suggestions sg;
+  suggest_sets(rq, root, home, broad ? 2 : 1, &sg);
+  *n = broad ? sg.nbroad : sg.nnarrow;
+  return broad ? sg.broad : sg.narrow;
+}
+
+void policy_request_suggestions(const struct policy_request *rq,
+                                const char *root, const char *home,
+                                struct policy_suggestions *out) {
+  suggest_sets(rq, root, home, 3, out);
 }
 
 // The same, each set checked by compiling it as a policy (policy_new).
@@ -2496,15 +2552,21 @@ static void command_text(const struct shell_atom *a, char *buf, size_t n) {
 // Programs whose every use `X *` would allow is too much to suggest: they
 // run other commands or code, remove, move or reach other machines. Their
 // broader rule keeps the subcommand (`git status *`), or there is none.
+// In strcmp order (looked up with bsearch).
 static const char *const wide_programs[] = {
-    "sh",    "bash",    "zsh",     "dash",    "ksh",     "fish",  "env",
-    "sudo",  "su",      "doas",    "xargs",   "eval",    "exec",  "nohup",
-    "time",  "timeout", "nice",    "command", "builtin", "find",  "rm",
-    "rmdir", "mv",      "cp",      "dd",      "chmod",   "chown", "chgrp",
-    "ln",    "python",  "python3", "node",    "perl",    "ruby",  "php",
-    "lua",   "awk",     "sed",     "npx",     "git",     "curl",  "wget",
-    "ssh",   "scp",     "rsync",   "docker",  "kubectl", "make",  "npm",
-    "yarn",  "pnpm",    "cargo",   "go",      "pip",     "pip3",  "sqlite3"};
+    "awk",     "bash",    "builtin", "cargo",   "chgrp",   "chmod", "chown",
+    "command", "cp",      "curl",    "dash",    "dd",      "doas",  "docker",
+    "env",     "eval",    "exec",    "find",    "fish",    "git",   "go",
+    "ksh",     "kubectl", "ln",      "lua",     "make",    "mv",    "nice",
+    "node",    "nohup",   "npm",     "npx",     "perl",    "php",   "pip",
+    "pip3",    "pnpm",    "python",  "python3", "rm",      "rmdir", "rsync",
+    "ruby",    "scp",     "sed",     "sh",      "sqlite3", "ssh",   "su",
+    "sudo",    "time",    "timeout", "wget",    "xargs",   "yarn",  "zsh",
+};
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 // A word that reads as a subcommand (`status`, `run`, `test:unit`): no
 // option, path, assignment or pattern.
@@ -2553,12 +2615,10 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
       const struct shell_word *w = a->cmd->words;
       const char *prog = w[0].text;
       const char *slash = strrchr(prog, '/');
-      bool wide = false;
       const char *base = slash ? slash + 1 : prog;
-      for (size_t i = 0;
-           !wide && i < sizeof(wide_programs) / sizeof(*wide_programs); i++)
-        wide = base[0] == wide_programs[i][0] &&
-               strcmp(base, wide_programs[i]) == 0;
+      bool wide = bsearch(&base, wide_programs,
+                          sizeof(wide_programs) / sizeof(*wide_programs),
+                          sizeof(*wide_programs), str_cmp) != NULL;
       nw = nw > 1 && subcommand_word(&w[1]) ? 2 : 1;
       if (nw == 1 && wide) // `X *` of a program that can do anything
         return NULL;
