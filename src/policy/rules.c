@@ -88,6 +88,11 @@ static void trimmed(const char *s, size_t n, char *out);
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+// strchr(" \t\r\n", c) for a byte of a string (never its NUL).
+static inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 int rules_parse(const char *text, struct rules_rule *out, char *err,
                 size_t errlen) {
   *out = (struct rules_rule){0};
@@ -354,9 +359,9 @@ static int split_rule(const char *text, char *tool, char *spec, char *err,
   if (len > RULES_TEXT_MAX)
     return fail(err, errlen, "rule too long (at most %d bytes)",
                 RULES_TEXT_MAX);
-  while (len && strchr(" \t\r\n", text[len - 1]))
+  while (len && is_space(text[len - 1]))
     len--;
-  while (len && strchr(" \t\r\n", *text))
+  while (len && is_space(*text))
     text++, len--;
   if (!len)
     return fail(err, errlen, "empty rule");
@@ -400,10 +405,8 @@ static int check_tool(const char *tool, size_t n, char *err, size_t errlen) {
     unsigned char c = (unsigned char)tool[i];
     if (c == ')')
       return fail(err, errlen, "unbalanced parentheses: ')' without '('");
-    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                "0123456789_-*",
-                c) ||
-        !c)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '*'))
       return fail(err, errlen,
                   c >= 32 && c < 127 ? "invalid character '%c' in the tool "
                                        "name"
@@ -415,9 +418,9 @@ static int check_tool(const char *tool, size_t n, char *err, size_t errlen) {
 }
 
 static void trimmed(const char *s, size_t n, char *out) {
-  while (n && strchr(" \t\r\n", s[n - 1]))
+  while (n && is_space(s[n - 1]))
     n--;
-  while (n && strchr(" \t\r\n", *s))
+  while (n && is_space(*s))
     s++, n--;
   memcpy(out, s, n);
   out[n] = '\0';
