@@ -642,6 +642,13 @@ void policy_request_suggestions(const struct policy_request *rq,
   suggest_sets(rq, root, home, 3, out);
 }
 
+bool policy_rules_cover(const struct policy_request *rq, char **rules, size_t n,
+                        const char *root, const char *home, bool reference) {
+  struct anchors an = {root, home};
+  return reference ? narrow_covers(rules, n, &rq->r, &an)
+                   : quick_covers(rules, n, &rq->r, &an);
+}
+
 // The same, each set checked by compiling it as a policy (policy_new).
 char **policy_request_suggest_reference(const struct policy_request *rq,
                                         const char *root, const char *home,

@@ -17,3 +17,11 @@ void policy_decide_reference(const struct policy *p,
 char **policy_request_suggest_reference(const struct policy_request *r,
                                         const char *root, const char *home,
                                         bool broad, size_t *n);
+
+// The check both make of a set: whether rules, as allow rules anchored on
+// root and home (used as given), cover every atom of r that needs an allow
+// rule. reference: by compiling them as a policy (narrow_covers), else as
+// policy_request_suggest checks them (quick_covers). For the tests: both
+// must answer the same for any rules, not only suggested ones.
+bool policy_rules_cover(const struct policy_request *r, char **rules, size_t n,
+                        const char *root, const char *home, bool reference);

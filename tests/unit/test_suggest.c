@@ -11,6 +11,7 @@
 #include "policy/policy_ref.h"
 #include "policy/shcache.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,12 +90,107 @@ static void compare_params(const json_t *params, const char *what) {
   shcache_enable(1);
 }
 
+// Rules of every list from the fixtures' settings files (the pool), and
+// the check of a set alone (policy_rules_cover) against the reference's on
+// arbitrary rules: a case's own rules, and subsets of the pool.
+#define POOL_MAX 4096
+static char *pool[POOL_MAX];
+static size_t npool, covers_yes, covers_no, covers_differ;
+
+static void pool_rules(json_t *files) {
+  static const char *const lists[] = {"allow", "ask", "deny"};
+  const char *k;
+  json_t *v;
+  json_object_foreach(files, k, v) {
+    json_t *perm = json_object_get(v, "permissions");
+    for (int l = 0; l < 3; l++) {
+      size_t i;
+      json_t *r;
+      json_array_foreach(json_object_get(perm, lists[l]), i, r) {
+        if (json_is_string(r) && npool < POOL_MAX)
+          pool[npool++] = fuzz_subst(json_string_value(r), root, home);
+      }
+    }
+  }
+}
+
+static void cover_both(const struct policy_request *r, char **rules, size_t n,
+                       const char *what) {
+  const char *anchors[][2] = {{root, home}, {NULL, NULL}};
+  for (size_t a = 0; a < 2; a++) {
+    bool got =
+        policy_rules_cover(r, rules, n, anchors[a][0], anchors[a][1], false);
+    bool want =
+        policy_rules_cover(r, rules, n, anchors[a][0], anchors[a][1], true);
+    if (got)
+      covers_yes++;
+    else
+      covers_no++;
+    if (got != want) {
+      covers_differ++;
+      ok(false, "%s: %zu rules (first %s), anchors %zu: %d, reference %d", what,
+         n, n ? rules[0] : "-", a, got, want);
+    }
+  }
+}
+
+static void cover_sets(const json_t *params, size_t first, size_t last,
+                       const char *what) {
+  struct policy_request *r = policy_request_new(params, root, home);
+  if (last > first)
+    cover_both(r, pool + first, last - first, what);
+  for (size_t i = first; i < last; i++)
+    cover_both(r, pool + i, 1, what);
+  // Subsets of the whole pool, picked by a fixed sequence.
+  static uint32_t x = 2463534242u;
+  for (int k = 0; k < 6 && npool; k++) {
+    char *set[4];
+    size_t n = 1 + k % 4;
+    for (size_t i = 0; i < n; i++) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      set[i] = pool[x % npool];
+    }
+    cover_both(r, set, n, what);
+  }
+  policy_request_free(r);
+}
+
 static void test_fixtures(void) {
   static const char *const files[] = {"tests/fixtures/policy.jsonl",
                                       "tests/fixtures/policy-extra.jsonl",
                                       "tests/fixtures/policy-adversarial.jsonl",
                                       "tests/fixtures/policy-failclosed.jsonl"};
   size_t cases = 0, before = differ;
+  // Rules the fixtures have few of: arguments a Gemini tool ignores (a
+  // note), tool-name globs, PowerShell, anchors of every kind.
+  static const char *const extra[] = {"read_file(src/a.c)",
+                                      "write_file(x)",
+                                      "run_shell_command(git)",
+                                      "web_fetch(x)",
+                                      "google_web_search(q)",
+                                      "Read(./src/**)",
+                                      "Edit(~/notes.md)",
+                                      "Edit(/src/**)",
+                                      "Read(//etc/**)",
+                                      "Bash(npm run test:*)",
+                                      "Bash(git status)",
+                                      "Bash",
+                                      "mcp__*",
+                                      "*",
+                                      "PowerShell(ls)",
+                                      "Kind(switch_mode)",
+                                      "Kind(other)",
+                                      "WebFetch",
+                                      "WebSearch",
+                                      "Edit",
+                                      "Read",
+                                      "Edit({P}/src/**)",
+                                      "Read({H}/**)",
+                                      "mcp__github__*"};
+  for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++)
+    pool[npool++] = fuzz_subst(extra[i], root, home);
   for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
     FILE *in = fopen(files[f], "r");
     ok(in != NULL, "%s", files[f]);
@@ -112,6 +208,9 @@ static void test_fixtures(void) {
                  json_string_value(json_object_get(c, "id")));
         if (params) {
           compare_params(params, what);
+          size_t first = npool;
+          pool_rules(json_object_get(c, "files"));
+          cover_sets(params, first, npool, what);
           cases++;
         }
         json_decref(params);
@@ -126,6 +225,10 @@ static void test_fixtures(void) {
   }
   ok(cases == 1015, "%zu conformance requests", cases);
   ok(differ == before, "the same suggestions for every conformance request");
+  printf("# any rules: %zu sets cover, %zu do not, %zu differ\n", covers_yes,
+         covers_no, covers_differ);
+  ok(covers_differ == 0 && covers_yes > 1000 && covers_no > 1000,
+     "the check of a set answers as the reference's for any rules");
   before = differ;
   for (size_t i = 0; i < FUZZ_NREQUESTS; i++) {
     json_t *params = fuzz_request_params(i, root, home);
@@ -344,6 +447,8 @@ int main(void) {
   printf("# %zu sets compared, %zu offered, %zu differ\n", compared, offered,
          differ);
   ok(offered > 1000, "%zu sets offered rules", offered);
+  for (size_t i = 0; i < npool; i++)
+    free(pool[i]);
   remove_tree();
   shcache_clear();
   return done_testing();
