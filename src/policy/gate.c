@@ -510,18 +510,19 @@ void gate_forget(struct gate *g, const char *agent) {
   }
 }
 
-// The rules a prompt suggests (broad: the broader alternative), anchored
-// on the project root and home as they are written to its settings.
-static json_t *narrow_json(const struct policy_request *r, const char *root,
-                           bool broad) {
-  size_t n = 0;
-  char **rules = policy_request_suggest(r, root, home(), broad, &n);
+static const char *utf8_or_null(const char *s);
+
+// The rules a prompt suggests (v, n: taken and freed) as a JSON array.
+static json_t *rules_json(char **v, size_t n) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++) {
-    json_array_append_new(a, json_string(rules[i]));
-    free(rules[i]);
+    // A rule that is not UTF-8 (a word the agent sent) is left out, as
+    // json_string would have failed it.
+    if (utf8_or_null(v[i]))
+      json_array_append_new(a, json_string_nocheck(v[i]));
+    free(v[i]);
   }
-  free(rules);
+  free(v);
   return a;
 }
 
@@ -534,6 +535,13 @@ static void set_str(json_t *obj, const char *key, const char *s) {
   json_t *v = s ? json_string(s) : NULL;
   if (v)
     json_object_set_new_nocheck(obj, key, v);
+}
+
+// obj[key] = s, a string already known to be UTF-8 (utf8_or_null, or a
+// static name), unless s is NULL.
+static void set_valid(json_t *obj, const char *key, const char *s) {
+  if (s)
+    json_object_set_new_nocheck(obj, key, json_string_nocheck(s));
 }
 
 // obj[key] = v (a new reference), unless v is NULL.
@@ -631,8 +639,12 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   // Only a prompt offers to remember the request (its narrow rules, and a
   // broader alternative); working them out for every decision would cost
   // more than deciding.
-  json_object_set_new(info, "narrow", narrow_json(r, root, false));
-  json_object_set_new(info, "broad", narrow_json(r, root, true));
+  // Both sets anchored on the project root and home as they are written
+  // to its settings (broad: the broader alternative).
+  struct policy_suggestions sg;
+  policy_request_suggestions(r, root, home(), &sg);
+  json_object_set_new(info, "narrow", rules_json(sg.narrow, sg.nnarrow));
+  json_object_set_new(info, "broad", rules_json(sg.broad, sg.nbroad));
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
   enum policy_decision pick = POLICY_ALLOW;
@@ -651,24 +663,25 @@ json_t *gate_verdict_info(struct gate_verdict *v) {
   // a value that is absent or not UTF-8 is left out, as json_pack's "s?"
   // would have left it (and "s" failed the whole object).
   json_t *info = v->info = json_object();
-  set_str(info, "root", v->root);
-  set_str(info, "agent", v->agent);
-  set_str(info, "session", v->session);
+  // Every string of the verdict went through utf8_or_null.
+  set_valid(info, "root", v->root);
+  set_valid(info, "agent", v->agent);
+  set_valid(info, "session", v->session);
   set_json(info, "toolCallId", json_object_get(tc, "toolCallId"));
   set_json(info, "kind", json_is_string(kind) ? kind : NULL);
   set_json(info, "title", json_is_string(title) ? title : NULL);
-  set_str(info, "command", v->command);
+  set_valid(info, "command", v->command);
   json_object_set_new_nocheck(info, "atoms",
                               policy_request_atoms(v->policy, v->req));
   json_t *paths = json_array();
   for (size_t i = 0; i < v->npaths; i++)
     json_array_append_new(paths, json_string_nocheck(v->paths[i]));
   json_object_set_new_nocheck(info, "paths", paths);
-  set_str(info, "decision", v->decision_name);
-  set_str(info, "by", v->by);
-  set_str(info, "reason", v->reason);
-  set_str(info, "rule", v->rule);
-  set_str(info, "source", v->source);
+  set_valid(info, "decision", v->decision_name);
+  set_valid(info, "by", v->by);
+  set_valid(info, "reason", v->reason);
+  set_valid(info, "rule", v->rule);
+  set_valid(info, "source", v->source);
   return info;
 }
 

@@ -272,6 +272,8 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
                          const struct anchors *an, bool broad);
 static bool narrow_covers(char **rules, size_t n, const struct request *r,
                           const struct anchors *an);
+static bool quick_covers(char **rules, size_t n, const struct request *r,
+                         const struct anchors *an);
 
 struct policy *policy_new(const struct policy_input *in, char ***warnings,
                           size_t *nwarnings) {
@@ -514,8 +516,10 @@ json_t *policy_request_atoms(const struct policy *p,
   for (size_t i = 0; i < policy_request_natoms(rq); i++) {
     policy_request_atom(p, rq, i, &v);
     json_t *o = json_object();
-    json_object_set_new_nocheck(o, "kind", json_string(v.kind));
-    json_object_set_new_nocheck(o, "text", json_string(v.text));
+    // Both are UTF-8: a static name, and a text policy_request_atom cut
+    // to valid UTF-8 (or "(not UTF-8)").
+    json_object_set_new_nocheck(o, "kind", json_string_nocheck(v.kind));
+    json_object_set_new_nocheck(o, "text", json_string_nocheck(v.text));
     if (v.inner)
       json_object_set_new_nocheck(o, "inner", json_true());
     json_array_append_new(a, o);
@@ -533,8 +537,122 @@ struct anchors {
   const char *root, *home;
 };
 
+// One set being built: its rules (malloc'd), whether it still holds, and
+// whether a rule is broader than the narrow one (broad sets).
+struct sset {
+  char **v;
+  size_t k;
+  bool ok, wider;
+};
+
+// Adds rule (taken; NULL: the atom has none, so the set fails) unless the
+// set has a rule of the same text.
+static void sset_add(struct sset *s, char *rule) {
+  bool dup = !rule;
+  for (size_t j = 0; rule && j < s->k && !dup; j++)
+    dup = strcmp(s->v[j], rule) == 0;
+  s->ok = rule && (dup || s->k < NARROW_MAX);
+  if (s->ok && !dup)
+    s->v[s->k++] = rule;
+  else
+    free(rule);
+}
+
+// The set as the caller gets it (a malloc'd array, *n rules), or NULL
+// when it does not hold or does not cover the request (its rules freed).
+static char **sset_take(struct sset *s, bool holds, const struct request *r,
+                        const struct anchors *an, size_t *n) {
+  *n = 0;
+  if (!s->ok || !s->k || !holds || !quick_covers(s->v, s->k, r, an)) {
+    for (size_t i = 0; i < s->k; i++)
+      free(s->v[i]);
+    return NULL;
+  }
+  char **v = xcalloc(s->k, sizeof(*v));
+  memcpy(v, s->v, s->k * sizeof(*v));
+  *n = s->k;
+  return v;
+}
+
+// The narrow set (want & 1) and the broad one (want & 2) in one walk of
+// the atoms: an atom's narrow rule is built once for both. Each set is
+// what policy_request_suggest_reference gives.
+static void suggest_sets(const struct policy_request *rq, const char *root,
+                         const char *home, int want,
+                         struct policy_suggestions *out) {
+  const struct request *r = &rq->r;
+  *out = (struct policy_suggestions){0};
+  if (r->opaque)
+    return;
+  // An anchor that is not a plain absolute directory is not used: its glob
+  // characters would widen the rule.
+  struct anchors an = {0};
+  if (root && root[0] == '/' && root[1] && !strpbrk(root, "*?[]\\"))
+    an.root = root;
+  if (home && home[0] == '/' && home[1] && !strpbrk(home, "*?[]\\"))
+    an.home = home;
+  char *nv[NARROW_MAX], *bv[NARROW_MAX];
+  struct sset s[2] = {{nv, 0, want & 1, false}, {bv, 0, want & 2, false}};
+  for (size_t i = 0; (s[0].ok || s[1].ok) && i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    if (!needs_cover(a))
+      continue;
+    bool twice = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+                 a->where == REQUEST_KNOWN && strcmp(a->lex, a->res) != 0;
+    for (int t = 0; (s[0].ok || s[1].ok) && t < (twice ? 2 : 1); t++) {
+      const char *path = t ? a->res : a->lex;
+      // The broader rule of an atom that has none is its narrow one.
+      char *b = s[1].ok ? narrow_rule(a, path, &an, true) : NULL;
+      s[1].wider = s[1].wider || b;
+      char *nr =
+          s[0].ok || (s[1].ok && !b) ? narrow_rule(a, path, &an, false) : NULL;
+      if (s[1].ok && !b && !s[0].ok) {
+        sset_add(&s[1], nr);
+        nr = NULL;
+      } else if (s[1].ok) {
+        sset_add(&s[1], b ? b : nr ? xstrdup(nr) : NULL);
+      }
+      if (s[0].ok)
+        sset_add(&s[0], nr);
+      else
+        free(nr);
+    }
+  }
+  if (want & 1)
+    out->narrow = sset_take(&s[0], true, r, &an, &out->nnarrow);
+  else
+    sset_take(&s[0], false, r, &an, &out->nnarrow);
+  if (want & 2)
+    out->broad = sset_take(&s[1], s[1].wider, r, &an, &out->nbroad);
+  else
+    sset_take(&s[1], false, r, &an, &out->nbroad);
+}
+
 char **policy_request_suggest(const struct policy_request *rq, const char *root,
                               const char *home, bool broad, size_t *n) {
+  struct policy_suggestions sg;
+  suggest_sets(rq, root, home, broad ? 2 : 1, &sg);
+  *n = broad ? sg.nbroad : sg.nnarrow;
+  return broad ? sg.broad : sg.narrow;
+}
+
+void policy_request_suggestions(const struct policy_request *rq,
+                                const char *root, const char *home,
+                                struct policy_suggestions *out) {
+  suggest_sets(rq, root, home, 3, out);
+}
+
+bool policy_rules_cover(const struct policy_request *rq, char **rules, size_t n,
+                        const char *root, const char *home, bool reference) {
+  struct anchors an = {root, home};
+  return reference ? narrow_covers(rules, n, &rq->r, &an)
+                   : quick_covers(rules, n, &rq->r, &an);
+}
+
+// The same, each set checked by compiling it as a policy (policy_new).
+char **policy_request_suggest_reference(const struct policy_request *rq,
+                                        const char *root, const char *home,
+                                        bool broad, size_t *n) {
   const struct request *r = &rq->r;
   *n = 0;
   if (r->opaque)
@@ -2441,15 +2559,21 @@ static void command_text(const struct shell_atom *a, char *buf, size_t n) {
 // Programs whose every use `X *` would allow is too much to suggest: they
 // run other commands or code, remove, move or reach other machines. Their
 // broader rule keeps the subcommand (`git status *`), or there is none.
+// In strcmp order (looked up with bsearch).
 static const char *const wide_programs[] = {
-    "sh",    "bash",    "zsh",     "dash",    "ksh",     "fish",  "env",
-    "sudo",  "su",      "doas",    "xargs",   "eval",    "exec",  "nohup",
-    "time",  "timeout", "nice",    "command", "builtin", "find",  "rm",
-    "rmdir", "mv",      "cp",      "dd",      "chmod",   "chown", "chgrp",
-    "ln",    "python",  "python3", "node",    "perl",    "ruby",  "php",
-    "lua",   "awk",     "sed",     "npx",     "git",     "curl",  "wget",
-    "ssh",   "scp",     "rsync",   "docker",  "kubectl", "make",  "npm",
-    "yarn",  "pnpm",    "cargo",   "go",      "pip",     "pip3",  "sqlite3"};
+    "awk",     "bash",    "builtin", "cargo",   "chgrp",   "chmod", "chown",
+    "command", "cp",      "curl",    "dash",    "dd",      "doas",  "docker",
+    "env",     "eval",    "exec",    "find",    "fish",    "git",   "go",
+    "ksh",     "kubectl", "ln",      "lua",     "make",    "mv",    "nice",
+    "node",    "nohup",   "npm",     "npx",     "perl",    "php",   "pip",
+    "pip3",    "pnpm",    "python",  "python3", "rm",      "rmdir", "rsync",
+    "ruby",    "scp",     "sed",     "sh",      "sqlite3", "ssh",   "su",
+    "sudo",    "time",    "timeout", "wget",    "xargs",   "yarn",  "zsh",
+};
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
 // A word that reads as a subcommand (`status`, `run`, `test:unit`): no
 // option, path, assignment or pattern.
@@ -2498,12 +2622,10 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
       const struct shell_word *w = a->cmd->words;
       const char *prog = w[0].text;
       const char *slash = strrchr(prog, '/');
-      bool wide = false;
       const char *base = slash ? slash + 1 : prog;
-      for (size_t i = 0;
-           !wide && i < sizeof(wide_programs) / sizeof(*wide_programs); i++)
-        wide = base[0] == wide_programs[i][0] &&
-               strcmp(base, wide_programs[i]) == 0;
+      bool wide = bsearch(&base, wide_programs,
+                          sizeof(wide_programs) / sizeof(*wide_programs),
+                          sizeof(*wide_programs), str_cmp) != NULL;
       nw = nw > 1 && subcommand_word(&w[1]) ? 2 : 1;
       if (nw == 1 && wide) // `X *` of a program that can do anything
         return NULL;
@@ -2599,4 +2721,88 @@ static bool narrow_covers(char **rules, size_t n, const struct request *r,
   policy_free(p);
   free(t);
   return ok;
+}
+
+#define QUICK_ATOMS 256 // more atoms: narrow_covers
+
+// What narrow_covers answers, without compiling a policy: each rule is
+// parsed and built as compile_rule builds what allows() reads (one at a
+// time, on the stack), refused where compile_rule would warn or skip it,
+// and matched with allows() against the paths of the atoms still
+// uncovered (every rule of a list this short is a candidate of the index,
+// so the answer is the same). The protected tiers play no part in it.
+// Requests with more atoms take narrow_covers.
+static bool quick_covers(char **rules, size_t n, const struct request *r,
+                         const struct anchors *an) {
+  if (r->natoms > QUICK_ATOMS)
+    return narrow_covers(rules, n, r, an);
+  // Which of each atom's paths still need a rule: bit 0 its lexical path
+  // (or none), bit 1 its resolved one; bit 2: it has both.
+  uint8_t need[QUICK_ATOMS];
+  size_t left = 0;
+  for (size_t i = 0; i < r->natoms; i++) {
+    const struct request_atom *a = &r->atoms[i];
+    bool two = (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) &&
+               a->where == REQUEST_KNOWN;
+    need[i] = !needs_cover(a) ? 0 : two ? 7 : 1;
+    left += !need[i] ? 0 : two ? 2 : 1;
+  }
+  // The anchors policy_new would have normalised: only when a rule names
+  // a path from one (as narrow_covers passes them).
+  bool from_root = false, from_home = false;
+  for (size_t i = 0; i < n; i++) {
+    const char *o = strchr(rules[i], '(');
+    from_root = from_root || (o && o[1] == '/' && o[2] != '/');
+    from_home = from_home || (o && o[1] == '~');
+  }
+  char root[PATH_LEN_MAX + 1], home[PATH_LEN_MAX + 1];
+  bool has_root = from_root && an->root &&
+                  path_normalize_into(NULL, an->root, NULL, root) > 0;
+  bool has_home = from_home && an->home &&
+                  path_normalize_into(NULL, an->home, NULL, home) > 0;
+  char lit[RULES_TEXT_MAX + 1], mpat[RULES_TEXT_MAX + 1];
+  bool ok = true;
+  for (size_t i = 0; ok && i < n; i++) {
+    char err[512];
+    struct prule pr = {.list = POLICY_LIST_ALLOW};
+    if (rules_parse(rules[i], &pr.r, err, sizeof(err)) != 0)
+      return false;
+    ok = !pr.r.note && !pr.r.unanchored && !pr.r.no_allow;
+    if (ok && (pr.r.cls == RULES_READ || pr.r.cls == RULES_EDIT) && pr.r.spec)
+      ok = (pr.pat = path_rule_pattern(pr.r.spec, has_root ? root : NULL,
+                                       has_home ? home : NULL, true, err,
+                                       sizeof(err))) != NULL;
+    if (ok && pr.r.cls == RULES_BASH) {
+      const char *pat = pr.r.spec ? pr.r.spec : "*";
+      pr.npat = strlen(pat);
+      pr.nlit = strcspn(pat, "*");
+      ok = pr.npat < sizeof(mpat);
+      if (ok) {
+        memcpy(lit, pat, pr.nlit);
+        lit[pr.nlit] = '\0';
+        if (pr.nlit > 0 && pr.nlit + 1 == pr.npat && pat[pr.nlit - 1] == ':')
+          lit[pr.nlit - 1] = ' '; // `git log:*` is `git log *`
+        memcpy(mpat, pat, pr.npat + 1);
+        if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
+          mpat[pr.npat - 2] = ' ';
+        pr.lit = lit;
+        pr.mpat = mpat;
+      }
+    }
+    for (size_t j = 0; ok && left && j < r->natoms; j++) {
+      const struct request_atom *a = &r->atoms[j];
+      for (int t = 0; t < 2; t++) {
+        if (!(need[j] & (1 << t)))
+          continue;
+        const char *path = !(need[j] & 4) ? NULL : t ? a->res : a->lex;
+        if (allows(&pr, a, path, SIZE_MAX)) {
+          need[j] &= (uint8_t) ~(1 << t);
+          left--;
+        }
+      }
+    }
+    rules_rule_free(&pr.r);
+    free(pr.pat);
+  }
+  return ok && left == 0;
 }

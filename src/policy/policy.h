@@ -101,6 +101,15 @@ char **policy_request_narrow_rules(const struct policy_request *r, size_t *n);
 // request (checked).
 char **policy_request_suggest(const struct policy_request *r, const char *root,
                               const char *home, bool broad, size_t *n);
+// Both sets at once, as policy_request_suggest gives each (a prompt offers
+// both): an atom's narrow rule is built once.
+struct policy_suggestions {
+  char **narrow, **broad; // malloc'd arrays of malloc'd strings, or NULL
+  size_t nnarrow, nbroad;
+};
+void policy_request_suggestions(const struct policy_request *r,
+                                const char *root, const char *home,
+                                struct policy_suggestions *out);
 
 #define POLICY_ATOMS_SHOWN 64 // atoms listed by policy_request_atoms
 

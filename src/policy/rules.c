@@ -81,22 +81,28 @@ static char *bash_spec(const char *spec);
 static int host_spec(const char *spec, struct rules_rule *out, char *err,
                      size_t errlen);
 static int unknown_tool(const char *tool, char *err, size_t errlen);
-static int split_rule(const char *text, char **tool, char **spec, char *err,
+static int split_rule(const char *text, char *tool, char *spec, char *err,
                       size_t errlen);
 static int check_tool(const char *tool, size_t n, char *err, size_t errlen);
-static char *trimmed(const char *s, size_t n);
+static void trimmed(const char *s, size_t n, char *out);
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+// strchr(" \t\r\n", c) for a byte of a string (never its NUL).
+static inline bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 int rules_parse(const char *text, struct rules_rule *out, char *err,
                 size_t errlen) {
   *out = (struct rules_rule){0};
-  char *tool = NULL, *spec = NULL;
-  if (split_rule(text, &tool, &spec, err, errlen) != 0)
+  // The tool name and the specifier (when there is one) on the stack: a
+  // text is at most RULES_TEXT_MAX bytes.
+  char tool[RULES_TEXT_MAX + 1], spec[RULES_TEXT_MAX + 1];
+  spec[0] = '\0';
+  if (split_rule(text, tool, spec, err, errlen) != 0)
     return -1;
-  int rc = parse_tool(tool, spec, out, err, errlen);
-  free(tool);
-  free(spec);
+  int rc = parse_tool(tool, spec[0] ? spec : NULL, out, err, errlen);
   if (rc != 0)
     rules_rule_free(out);
   return rc;
@@ -343,7 +349,9 @@ static int unknown_tool(const char *tool, char *err, size_t errlen) {
 }
 
 // Splits `Tool(spec)` into new strings (spec NULL without parentheses).
-static int split_rule(const char *text, char **tool, char **spec, char *err,
+// tool, spec: RULES_TEXT_MAX + 1 bytes each; spec stays "" when the rule
+// has none.
+static int split_rule(const char *text, char *tool, char *spec, char *err,
                       size_t errlen) {
   if (!text)
     return fail(err, errlen, "empty rule");
@@ -351,9 +359,9 @@ static int split_rule(const char *text, char **tool, char **spec, char *err,
   if (len > RULES_TEXT_MAX)
     return fail(err, errlen, "rule too long (at most %d bytes)",
                 RULES_TEXT_MAX);
-  while (len && strchr(" \t\r\n", text[len - 1]))
+  while (len && is_space(text[len - 1]))
     len--;
-  while (len && strchr(" \t\r\n", *text))
+  while (len && is_space(*text))
     text++, len--;
   if (!len)
     return fail(err, errlen, "empty rule");
@@ -364,7 +372,8 @@ static int split_rule(const char *text, char **tool, char **spec, char *err,
   if (!i)
     return fail(err, errlen, "missing tool name before '('");
   if (i == len) {
-    *tool = xstrndup(text, len);
+    memcpy(tool, text, len);
+    tool[len] = '\0';
     return 0;
   }
   int depth = 0;
@@ -381,14 +390,12 @@ static int split_rule(const char *text, char **tool, char **spec, char *err,
   if (close != len - 1)
     return fail(err, errlen, "text after ')': '%.*s'", (int)(len - close - 1),
                 text + close + 1);
-  *spec = trimmed(text + i + 1, close - i - 1);
-  if (!**spec) {
-    free(*spec);
-    *spec = NULL;
+  trimmed(text + i + 1, close - i - 1, spec);
+  if (!*spec)
     return fail(err, errlen, "empty specifier: write %.*s or %.*s(...)", (int)i,
                 text, (int)i, text);
-  }
-  *tool = xstrndup(text, i);
+  memcpy(tool, text, i);
+  tool[i] = '\0';
   return 0;
 }
 
@@ -398,10 +405,8 @@ static int check_tool(const char *tool, size_t n, char *err, size_t errlen) {
     unsigned char c = (unsigned char)tool[i];
     if (c == ')')
       return fail(err, errlen, "unbalanced parentheses: ')' without '('");
-    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                "0123456789_-*",
-                c) ||
-        !c)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '*'))
       return fail(err, errlen,
                   c >= 32 && c < 127 ? "invalid character '%c' in the tool "
                                        "name"
@@ -412,12 +417,13 @@ static int check_tool(const char *tool, size_t n, char *err, size_t errlen) {
   return 0;
 }
 
-static char *trimmed(const char *s, size_t n) {
-  while (n && strchr(" \t\r\n", s[n - 1]))
+static void trimmed(const char *s, size_t n, char *out) {
+  while (n && is_space(s[n - 1]))
     n--;
-  while (n && strchr(" \t\r\n", *s))
+  while (n && is_space(*s))
     s++, n--;
-  return xstrndup(s, n);
+  memcpy(out, s, n);
+  out[n] = '\0';
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {

@@ -16,6 +16,8 @@
 //    an opaque request has none, and remembered for the session they allow
 //    the request, unless the decision without them came from a step no allow
 //    rule passes (same decision and reason then);
+//  * the suggested sets equal policy_request_suggest_reference's (each set
+//    checked by compiling it as a policy);
 //  * policy_pick_option never turns ask or deny into allow;
 //  * the reading equals the one of the extractor before its arena
 //    (tests/unit/request_ref.c), field by field.
@@ -25,6 +27,7 @@
 #include "fuzz.h"
 #include "policy/path.h"
 #include "policy/policy.h"
+#include "policy/policy_ref.h"
 #include "policy/request.h"
 
 #include "../unit/request_ref.c"
@@ -146,6 +149,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         : policy_request_suggest(r, CWD, HOME, variant == 2, &n);
     FUZZ_CHECK(!opaque || n == 0, "%zu narrow rules for an opaque request", n);
     FUZZ_CHECK(!n == !narrow, "narrow %zu rules, %p", n, (void *)narrow);
+    // The same set as the path that checked it by compiling a policy.
+    size_t m = 0;
+    char **ref = variant == 0 ? policy_request_suggest_reference(r, NULL, NULL,
+                                                                 false, &m)
+                              : policy_request_suggest_reference(
+                                    r, CWD, HOME, variant == 2, &m);
+    FUZZ_CHECK(m == n, "suggested %zu rules, the reference %zu (variant %d)",
+               n, m, variant);
+    for (size_t k = 0; k < m; k++) {
+      FUZZ_CHECK(strcmp(narrow[k], ref[k]) == 0,
+                 "suggested rule %zu: %s, the reference %s", k, narrow[k],
+                 ref[k]);
+      free(ref[k]);
+    }
+    free(ref);
     if (!n)
       continue;
     struct policy_rule_text *t = calloc(n, sizeof(*t));
