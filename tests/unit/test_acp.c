@@ -151,9 +151,12 @@ static void host_closed(void *ud, struct acp_conn *c) {
   record("closed", NULL);
 }
 
-static const struct acp_host host = {host_emit,           host_permission,
-                                     host_client_request, host_withdraw,
-                                     host_gone,           host_closed};
+static const struct acp_host host = {.emit = host_emit,
+                                     .permission = host_permission,
+                                     .client_request = host_client_request,
+                                     .withdraw = host_withdraw,
+                                     .gone = host_gone,
+                                     .closed = host_closed};
 
 // ---- helpers ----
 
