@@ -14,7 +14,7 @@ struct rd {
   cp p, end;
 };
 
-static bool lit(struct rd *r, unsigned char c) {
+static inline bool lit(struct rd *r, unsigned char c) {
   r->p = jsonlex_ws(r->p, r->end);
   if (r->p < r->end && *r->p == c) {
     r->p++;
@@ -40,45 +40,6 @@ static bool str_is(const struct reqview_str *s, const char *lit_s, size_t n) {
   return s->n == n && memcmp(s->s, lit_s, n) == 0;
 }
 #define STR_IS(s, l) str_is(s, l, sizeof(l) - 1)
-
-// The text of the object at r->p, found by its brackets (strings skipped);
-// whether it is JSON is for jsonfast_tree to say.
-static bool object_span(struct rd *r, cp *start) {
-  r->p = jsonlex_ws(r->p, r->end);
-  if (r->p >= r->end || *r->p != '{')
-    return false;
-  *start = r->p;
-  int depth = 0;
-  for (cp p = r->p; p < r->end;) {
-    unsigned char c = *p;
-    if (c == '"') {
-      p++;
-      for (;;) {
-        cp e = jsonlex_plain(p, r->end);
-        if (e >= r->end)
-          return false;
-        if (*e == '"') {
-          p = e + 1;
-          break;
-        }
-        p = e + (*e == '\\' ? 2 : 1);
-      }
-    } else if (c == '{' || c == '[') {
-      if (++depth > REQVIEW_DEPTH_MAX)
-        return false;
-      p++;
-    } else if (c == '}' || c == ']') {
-      p++;
-      if (--depth == 0) {
-        r->p = p;
-        return true;
-      }
-    } else {
-      p++;
-    }
-  }
-  return false;
-}
 
 static bool read_options(struct rd *r, struct reqview *v) {
   if (!lit(r, '['))
@@ -120,12 +81,17 @@ static bool read_params(struct rd *r, struct reqview *v) {
         return false;
       sid = true;
     } else if (STR_IS(&k, "toolCall")) {
-      cp start;
-      if (v->tc || !object_span(r, &start))
+      // Read by jsonfast as a document of its own (the tree path reads it
+      // the same way inside the line): where it ends, the view goes on.
+      size_t used;
+      r->p = jsonlex_ws(r->p, r->end);
+      if (v->tc || r->p >= r->end || *r->p != '{')
         return false;
-      v->tc = jsonfast_tree((const char *)start, (size_t)(r->p - start));
-      if (!json_is_object(v->tc))
+      v->tc =
+          jsonfast_value((const char *)r->p, (size_t)(r->end - r->p), &used);
+      if (!v->tc)
         return false;
+      r->p += used;
     } else if (STR_IS(&k, "options")) {
       if (opts || !read_options(r, v))
         return false;

@@ -11,16 +11,16 @@
 // string), toolCall (an object) and options (an array of objects with
 // optionId, name and kind, all strings), no other member anywhere above the
 // toolCall, no key twice, strings of those levels printable ASCII without
-// escapes. Anything else (and anything json_loadb would refuse) is left to
-// the tree (jsonrpc_parse): the view only ever reads what the tree would
-// read, and when unsure it declines.
+// escapes, a toolCall that jsonfast reads without json_loadb. Anything else
+// (and anything json_loadb would refuse) is left to the tree (jsonrpc_parse):
+// the view only ever reads what the tree would read, and when unsure it
+// declines.
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #define REQVIEW_OPTIONS_MAX 16 // more options: the tree
-#define REQVIEW_DEPTH_MAX 48   // a toolCall nested deeper: the tree
 
 struct reqview_str {
   const char *s; // into the line (not NUL-terminated)

@@ -24,6 +24,7 @@
 #include "acp/jsonrpc.h"
 #include "broker/verdict.h"
 #include "check.h"
+#include "codec/jsonfast.h"
 #include "policy/gate.h"
 #include "policy/request.h"
 #include "request_ref.c"
@@ -333,13 +334,25 @@ static void test_shapes(void) {
                               "\"s\",\"options\":[{\"optionId\":\"a\",\"name\":"
                               "\"A\",\"kind\":\"allow_once\"}],\"toolCall\":{"
                               "\"a\":");
-  for (int i = 0; i < REQVIEW_DEPTH_MAX; i++)
+  size_t head = n;
+  for (int depth = JSONFAST_MAX_DEPTH - 2; depth <= JSONFAST_MAX_DEPTH + 2;
+       depth++) {
+    n = head;
+    for (int i = 0; i < depth; i++)
+      deep[n++] = '[';
+    for (int i = 0; i < depth; i++)
+      deep[n++] = ']';
+    n += (size_t)snprintf(deep + n, sizeof(deep) - n, "}}}");
+    check_line(deep, n, "deep");
+  }
+  n = head;
+  for (int i = 0; i < 2 * JSONFAST_MAX_DEPTH; i++)
     deep[n++] = '[';
-  for (int i = 0; i < REQVIEW_DEPTH_MAX; i++)
+  for (int i = 0; i < 2 * JSONFAST_MAX_DEPTH; i++)
     deep[n++] = ']';
   n += (size_t)snprintf(deep + n, sizeof(deep) - n, "}}}");
   ok(reqview_parse(deep, n, &v) != 0, "declined: nested %d deep",
-     REQVIEW_DEPTH_MAX + 1);
+     2 * JSONFAST_MAX_DEPTH + 1);
   reqview_clear(&v);
 }
 
