@@ -121,7 +121,7 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
 
 // A request read into a flat view (acp/reqview.h): recorded as the tree
 // would give it, so every test below sees the same events either way.
-static size_t view_calls;
+static size_t view_calls, view_bad;
 static void host_permission_view(void *ud, struct acp_conn *c,
                                  const struct reqview *v, const char *line,
                                  size_t len) {
@@ -132,7 +132,7 @@ static void host_permission_view(void *ud, struct acp_conn *c,
       jsonrpc_id_equal(m.id, v->id))
     host_permission(ud, c, v->id, m.params);
   else
-    record("bad_view", json_string(line));
+    view_bad++;
   jsonrpc_msg_free(&m);
 }
 
@@ -1430,6 +1430,6 @@ int main(void) {
   // none it took was one the tree reads otherwise.
   ok(view_calls > 0, "%zu permission requests read into a flat view",
      view_calls);
-  is_size(ev_count("bad_view"), 0, "each as the tree reads it");
+  is_size(view_bad, 0, "each as the tree reads it");
   return done_testing();
 }
