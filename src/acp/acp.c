@@ -15,6 +15,7 @@
 #include "io/linebuf.h"
 #include "jsonrpc.h"
 #include "posture.h"
+#include "reqview.h"
 
 // Longest line accepted from an agent (the reference SDK's limit too).
 #define ACP_MAX_LINE ((size_t)32 * 1024 * 1024)
@@ -641,6 +642,17 @@ static bool valid_option(const json_t *o) {
   return false;
 }
 
+// ACP_FLAT_VIEW=0 in the environment: every request through the tree (to
+// compare the two paths).
+static bool flat_views(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("ACP_FLAT_VIEW");
+    on = !(e && strcmp(e, "0") == 0);
+  }
+  return on;
+}
+
 // Returns NULL when params is a well-formed permission request of a session
 // we know, else the reason it is not.
 static const char *check_permission(struct acp_conn *c, json_t *params) {
@@ -725,11 +737,39 @@ static void on_notification(struct acp_conn *c, struct jsonrpc_msg *m) {
   }
 }
 
+// A permission request read into a flat view that check_permission would
+// pass (else the tree path answers it, with its error).
+static bool view_ok(struct acp_conn *c, const struct reqview *v) {
+  if (!find_session(c, v->sid_z) ||
+      !json_is_string(json_object_get(v->tc, "toolCallId")))
+    return false;
+  for (size_t i = 0; i < v->noptions; i++) {
+    bool known = false;
+    for (size_t k = 0; k < 4; k++)
+      known = known || strcmp(v->option_kind_z[i], option_kinds[k]) == 0;
+    if (!known)
+      return false;
+  }
+  return v->noptions > 0;
+}
+
 static void on_line(void *ud, const char *line, size_t len) {
   struct acp_conn *c = ud;
   if (!c->alive)
     return;
   LOG_D("%s -> %.*s", c->name, (int)(len > 2000 ? 2000 : len), line);
+  // The hot path: a permission request of the usual shape, decided without
+  // a tree of the whole message (the host builds one if it asks).
+  struct reqview rv;
+  if (c->host->permission_view && flat_views() &&
+      reqview_parse(line, len, &rv) == 0) {
+    bool ok = view_ok(c, &rv);
+    if (ok)
+      c->host->permission_view(c->ud, c, &rv, line, len);
+    reqview_clear(&rv);
+    if (ok)
+      return;
+  }
   struct jsonrpc_msg m;
   char err[200];
   if (jsonrpc_parse(line, len, &m, err, sizeof(err)) != 0) {

@@ -17,6 +17,7 @@
 #include "io/proc.h"
 
 struct acp_conn;
+struct reqview;
 
 // What the connection needs from its owner (the broker).
 struct acp_host {
@@ -26,6 +27,12 @@ struct acp_host {
   // host must answer it exactly once with acp_conn_respond.
   void (*permission)(void *ud, struct acp_conn *c, const json_t *id,
                      json_t *params);
+  // The same, for a request read into a flat view (acp/reqview.h: no tree
+  // of the message; line is its text, for whatever needs the tree). Valid
+  // as permission's are; v is borrowed. NULL: every request goes to
+  // permission.
+  void (*permission_view)(void *ud, struct acp_conn *c, const struct reqview *v,
+                          const char *line, size_t len);
   // fs/* or terminal/* for a session of this connection (params borrowed,
   // an object). The host must answer it exactly once, with
   // acp_conn_respond or acp_conn_respond_error.

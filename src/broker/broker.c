@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "acp/acp.h"
+#include "acp/jsonrpc.h"
+#include "acp/reqview.h"
 #include "audit.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -49,6 +51,8 @@ static void gate_fresh(struct broker *b) {
 }
 static void shown_cb(void *ud, const msgpack_object *error,
                      const msgpack_object *result);
+static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
+                  json_t *params, struct gate_verdict *v);
 static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
                     json_t *params, json_t *info);
 
@@ -505,20 +509,61 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
     gate_verdict_clear(&v);
     return;
   }
-  json_object_set_new(v.info, "rawCommand",
-                      json_boolean(note_request(b, c, &v)));
-  uint64_t token = ask(b, c, id, params, v.info);
+  asked(b, c, id, params, &v);
+}
+
+// A request read into a flat view (no tree of the message): decided from
+// its toolCall's tree and its options; only a prompt reads the message as
+// a tree (the permission event and the pending entry hold params' parts).
+static void host_permission_view(void *ud, struct acp_conn *c,
+                                 const struct reqview *rv, const char *line,
+                                 size_t len) {
+  struct broker *b = ud;
+  const char *cwd = acp_conn_session_cwd(c, rv->sid_z);
+  struct gate_verdict v;
+  gate_fresh(b);
+  struct gate_options o = {(const char *const *)rv->option_id_z,
+                           (const char *const *)rv->option_kind_z,
+                           rv->noptions};
+  gate_decide_tc(b->gate, acp_conn_name(c), rv->sid_z, cwd ? cwd : "/", rv->tc,
+                 &o, &v);
+  if (v.decision != POLICY_ASK) {
+    answer_decided(b, c, rv->id, &v);
+    gate_verdict_clear(&v);
+    return;
+  }
+  struct jsonrpc_msg m;
+  char err[200];
+  if (jsonrpc_parse(line, len, &m, err, sizeof(err)) != 0 ||
+      !json_is_object(m.params)) {
+    // Cannot happen (the view reads only what the tree reads); fail closed.
+    LOG_E("%s: a permission request the tree cannot read: %s", acp_conn_name(c),
+          err);
+    acp_conn_respond_outcome(c, rv->id, NULL);
+    gate_verdict_clear(&v);
+  } else {
+    asked(b, c, rv->id, m.params, &v);
+  }
+  jsonrpc_msg_free(&m);
+}
+
+// The person is asked about a request the gate did not decide (v: ASK).
+static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
+                  json_t *params, struct gate_verdict *v) {
+  json_object_set_new(v->info, "rawCommand",
+                      json_boolean(note_request(b, c, v)));
+  uint64_t token = ask(b, c, id, params, v->info);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
-    audit(b, v.info, "ask", "error", NULL, 0);
-    gate_verdict_clear(&v);
+    audit(b, v->info, "ask", "error", NULL, 0);
+    gate_verdict_clear(v);
     broker_emit_error(b, acp_conn_name(c),
                       "too many permission requests waiting; one was answered "
                       "`cancelled`");
     return;
   }
-  v.info = NULL; // the pending entry has it
-  gate_verdict_clear(&v);
+  v->info = NULL; // the pending entry has it
+  gate_verdict_clear(v);
   if (b->shutting_down)
     broker_resolve(b, token, NULL, "cancel");
 }
@@ -622,9 +667,9 @@ static void host_closed(void *ud, struct acp_conn *c) {
   maybe_finish(b);
 }
 
-const struct acp_host broker_host = {host_emit,           host_permission,
-                                     host_client_request, host_withdraw,
-                                     host_gone,           host_closed};
+const struct acp_host broker_host = {
+    host_emit,     host_permission, host_permission_view, host_client_request,
+    host_withdraw, host_gone,       host_closed};
 
 struct acp_conn *broker_find_conn(struct broker *b, const char *name) {
   for (size_t i = 0; i < b->nconns; i++)

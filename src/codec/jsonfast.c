@@ -62,6 +62,7 @@ struct jf {
   const unsigned char *p, *end;
   json_t *root;
   int depth;
+  bool prefix;     // jsonfast_value: the text goes on after the value
   const char *key; // the key of the innermost object awaiting its value
   size_t klen;
   struct frame stack[JSONFAST_MAX_DEPTH + 1];
@@ -236,6 +237,8 @@ static bool run(struct jf *j) {
     // A value ended: close the containers it ends, or go on to the next.
     for (;;) {
       if (j->depth == 0) {
+        if (j->prefix)
+          return true;
         j->p = jsonlex_ws(j->p, j->end);
         return j->p == j->end;
       }
@@ -257,7 +260,7 @@ static bool run(struct jf *j) {
   }
 }
 
-json_t *jsonfast_tree(const char *text, size_t len) {
+static json_t *parse(const char *text, size_t len, size_t *used) {
   if (!text)
     return NULL;
   struct jf j;
@@ -265,7 +268,10 @@ json_t *jsonfast_tree(const char *text, size_t len) {
   j.end = j.p + len;
   j.root = NULL;
   j.depth = 0;
+  j.prefix = used != NULL;
   bool ok = run(&j);
+  if (used)
+    *used = (size_t)(j.p - (const unsigned char *)text);
   if (kbuf.cap > KEEP_BYTES)
     drop(&kbuf);
   if (vbuf.cap > KEEP_BYTES)
@@ -275,6 +281,16 @@ json_t *jsonfast_tree(const char *text, size_t len) {
     return NULL;
   }
   return j.root;
+}
+
+json_t *jsonfast_tree(const char *text, size_t len) {
+  return parse(text, len, NULL);
+}
+
+json_t *jsonfast_value(const char *text, size_t len, size_t *used) {
+  if (!len || (text[0] != '{' && text[0] != '['))
+    return NULL;
+  return parse(text, len, used);
 }
 
 json_t *jsonfast_load(const char *text, size_t len, json_error_t *err) {

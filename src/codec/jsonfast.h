@@ -18,5 +18,9 @@ json_t *jsonfast_load(const char *text, size_t len, json_error_t *err);
 // The fast path alone: json_loadb's tree, or NULL when json_loadb would
 // refuse the text or the fast path leaves it to json_loadb.
 json_t *jsonfast_tree(const char *text, size_t len);
+// The object or array at the start of text (no whitespace before it), as
+// jsonfast_tree would read it alone, where more text follows: *used is
+// where it ends. NULL when it is not one, or the fast path leaves it.
+json_t *jsonfast_value(const char *text, size_t len, size_t *used);
 // Gives back the buffers kept between calls (at exit, for leak checkers).
 void jsonfast_release(void);

@@ -583,22 +583,64 @@ static const char *root_of(struct gate *g, const char *cwd) {
   return g->root;
 }
 
+// policy_pick_option over the options of a flat view (all strings).
+static const char *pick_view(const struct gate_options *o,
+                             enum policy_decision *decision) {
+  static const char *const want[][2] = {
+      [POLICY_ALLOW] = {"allow_once", NULL},
+      [POLICY_ASK] = {NULL, NULL},
+      [POLICY_DENY] = {"reject_once", "reject_always"}};
+  if ((unsigned)*decision > POLICY_DENY)
+    *decision = POLICY_ASK;
+  for (int pass = 0; pass < 2; pass++) {
+    const char *kind = want[*decision][pass];
+    for (size_t i = 0; kind && i < o->n; i++)
+      if (strcmp(o->kinds[i], kind) == 0)
+        return o->ids[i];
+  }
+  if (*decision == POLICY_ALLOW)
+    *decision = POLICY_ASK; // never a silent allow_always
+  return NULL;
+}
+
+static const char *pick(const json_t *options, const struct gate_options *ov,
+                        enum policy_decision *decision) {
+  return ov ? pick_view(ov, decision) : policy_pick_option(options, decision);
+}
+
+static void decide(struct gate *g, const char *agent, const char *session,
+                   const char *cwd, json_t *tc, const json_t *options,
+                   const struct gate_options *ov, struct gate_verdict *v);
+
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v) {
+  decide(g, agent, session, cwd, json_object_get(params, "toolCall"),
+         json_object_get(params, "options"), NULL, v);
+}
+
+void gate_decide_tc(struct gate *g, const char *agent, const char *session,
+                    const char *cwd, json_t *tc,
+                    const struct gate_options *options,
+                    struct gate_verdict *v) {
+  decide(g, agent, session, cwd, tc, NULL, options, v);
+}
+
+static void decide(struct gate *g, const char *agent, const char *session,
+                   const char *cwd, json_t *tc, const json_t *options,
+                   const struct gate_options *ov, struct gate_verdict *v) {
   const char *root = root_of(g, cwd);
   struct effective e;
   effective_load(g, root, agent, &e);
   struct policy *p = snapshot_policy(e.snap, &e.in);
-  struct policy_request *r = policy_request_new(params, cwd, home());
+  struct policy_request *r = policy_request_new_tc(tc, cwd, home());
   struct memory *m = memory_find(g, agent, session, false);
   struct policy_result res;
   policy_decide(p, m ? m->compiled : NULL, r, &res);
   settings_fail_closed(e.s, &res); // what nothing denies is asked
   enum policy_decision d = res.decision;
-  json_t *options = json_object_get(params, "options");
   const char *option_id = NULL;
   if (d != POLICY_ASK)
-    option_id = policy_pick_option(options, &d);
+    option_id = pick(options, ov, &d);
   if (d == POLICY_ASK && res.decision == POLICY_ALLOW)
     snprintf(res.reason, sizeof(res.reason),
              "allowed, but the agent offered no allow-once option");
@@ -609,7 +651,6 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   v->option_id = option_id;
   v->req = r;
   v->policy = p;
-  json_t *tc = json_object_get(params, "toolCall");
   json_t *kind = json_object_get(tc, "kind");
   json_t *title = json_object_get(tc, "title");
   v->tc = tc;
@@ -647,10 +688,10 @@ void gate_decide(struct gate *g, const char *agent, const char *session,
   json_object_set_new(info, "broad", rules_json(sg.broad, sg.nbroad));
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
-  enum policy_decision pick = POLICY_ALLOW;
-  set_str(info, "allowOption", policy_pick_option(options, &pick));
-  pick = POLICY_DENY;
-  set_str(info, "rejectOption", policy_pick_option(options, &pick));
+  enum policy_decision want = POLICY_ALLOW;
+  set_str(info, "allowOption", pick(options, ov, &want));
+  want = POLICY_DENY;
+  set_str(info, "rejectOption", pick(options, ov, &want));
 }
 
 json_t *gate_verdict_info(struct gate_verdict *v) {

@@ -65,6 +65,17 @@ void gate_configure(struct gate *g, json_t *setup);
 // v) of agent's session running in cwd. Clear v with gate_verdict_clear.
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v);
+// The options of a request read into a flat view (acp/reqview.h): n
+// optionIds and their kinds, strings.
+struct gate_options {
+  const char *const *ids, *const *kinds;
+  size_t n;
+};
+// gate_decide for a request read into a flat view: tc is params.toolCall
+// (borrowed, it must outlive v), options its options. The same verdict.
+void gate_decide_tc(struct gate *g, const char *agent, const char *session,
+                    const char *cwd, json_t *tc,
+                    const struct gate_options *options, struct gate_verdict *v);
 // v->info, built on first use (before the next call of the gate).
 json_t *gate_verdict_info(struct gate_verdict *v);
 // Atom i of the verdict's request (i < gate_verdict_natoms), as info's

@@ -380,6 +380,13 @@ struct policy_request *policy_request_new(const json_t *params, const char *cwd,
   return r;
 }
 
+struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
+                                             const char *home) {
+  struct policy_request *r = xmalloc(sizeof(*r));
+  request_init_tc(&r->r, tc, cwd, home);
+  return r;
+}
+
 void policy_request_free(struct policy_request *r) {
   if (!r)
     return;

@@ -75,6 +75,9 @@ struct policy_request;
 // session cwd. Never fails: what cannot be understood makes it opaque.
 struct policy_request *policy_request_new(const json_t *params, const char *cwd,
                                           const char *home);
+// The same from params.toolCall alone (NULL: none).
+struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
+                                             const char *home);
 // Frees a request.
 void policy_request_free(struct policy_request *r);
 // The shell command of the request, or NULL (for the audit log).

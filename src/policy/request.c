@@ -198,9 +198,13 @@ static void read_ri(const json_t *ri, struct ri_fields *f);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
+  request_init_tc(r, json_object_get(params, "toolCall"), cwd, home);
+}
+
+void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
+                     const char *home) {
   *r = (struct request){0};
   r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
-  const json_t *tc = json_object_get(params, "toolCall");
   if (!json_is_object(tc)) {
     r->kind = ar_strdup(r, "other");
     opaque(r, "the request has no toolCall");

@@ -96,5 +96,9 @@ struct request {
 // the session cwd, home expands `~`. Never fails.
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home);
+// The same from params.toolCall alone (tc, or NULL when there is none):
+// the request read into a flat view (acp/reqview.h) has no params tree.
+void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
+                     const char *home);
 // Frees what request_init allocated.
 void request_clear(struct request *r);

@@ -24,6 +24,8 @@
 #include <uv.h>
 
 #include "acp/acp.h"
+#include "acp/jsonrpc.h"
+#include "acp/reqview.h"
 #include "base/log.h"
 #include "check.h"
 #include "io/linebuf.h"
@@ -117,6 +119,23 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
   record("permission", json_pack("{s:O,s:O}", "id", id, "params", params));
 }
 
+// A request read into a flat view (acp/reqview.h): recorded as the tree
+// would give it, so every test below sees the same events either way.
+static size_t view_calls, view_bad;
+static void host_permission_view(void *ud, struct acp_conn *c,
+                                 const struct reqview *v, const char *line,
+                                 size_t len) {
+  struct jsonrpc_msg m;
+  char err[200];
+  view_calls++;
+  if (jsonrpc_parse(line, len, &m, err, sizeof(err)) == 0 &&
+      jsonrpc_id_equal(m.id, v->id))
+    host_permission(ud, c, v->id, m.params);
+  else
+    view_bad++;
+  jsonrpc_msg_free(&m);
+}
+
 static void host_client_request(void *ud, struct acp_conn *c, const json_t *id,
                                 const char *method, json_t *params) {
   (void)ud;
@@ -151,9 +170,13 @@ static void host_closed(void *ud, struct acp_conn *c) {
   record("closed", NULL);
 }
 
-static const struct acp_host host = {host_emit,           host_permission,
-                                     host_client_request, host_withdraw,
-                                     host_gone,           host_closed};
+static const struct acp_host host = {.emit = host_emit,
+                                     .permission = host_permission,
+                                     .permission_view = host_permission_view,
+                                     .client_request = host_client_request,
+                                     .withdraw = host_withdraw,
+                                     .gone = host_gone,
+                                     .closed = host_closed};
 
 // ---- helpers ----
 
@@ -1403,5 +1426,10 @@ int main(void) {
   test_session_errors();
 
   uvtest_fini();
+  // The usual permission requests above came through the flat view, and
+  // none it took was one the tree reads otherwise.
+  ok(view_calls > 0, "%zu permission requests read into a flat view",
+     view_calls);
+  is_size(view_bad, 0, "each as the tree reads it");
   return done_testing();
 }
