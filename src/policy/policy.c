@@ -36,6 +36,10 @@ struct prule {
   char *lit;
   size_t nlit, npat;
   char *mpat; // BASH: the pattern ("*" without one), a trailing `:*` as ` *`
+  // BASH: mpat has no `*` but (maybe) its last byte: the matcher compares
+  // its bytes to the text's first ones (shell_match.c, literal_run), which
+  // is what bash_cannot_match would do first.
+  bool lrun;
 };
 
 struct protect {
@@ -111,6 +115,7 @@ struct policy {
   struct ruleidx *keys;
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
   size_t bash_key_all;    // the longest 'b' key of the three lists
+  size_t path_key_all[2]; // the longest 'r' and 'e' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
@@ -119,40 +124,37 @@ struct policy_request {
   struct request r;
 };
 
-// A Bash atom's text as bash_text looks it up (its name or the name's
-// basename, then the other words, case folded), with the hash of each key
-// it can meet: built once per decision for the three lists.
-struct memo_text {
-  uint32_t at, n; // the text: memo.text[at .. at + n)
-  uint32_t b, nb; // its keys' ends and hashes: memo.ends[b .. b + nb)
-};
-
-struct memo_bash {
-  bool ok;               // built (else: bash_text as before)
-  bool base;             // the name has a basename (v[1])
-  size_t tn;             // the length of the whole text (the prefilter)
-  struct memo_text v[2]; // the name, its basename
+// The keys of the rules' index that an atom meets, looked up once per
+// decision for the three lists (the table is shared): the slots found,
+// memo.slot[b .. b + n). A Bash atom's keys are its text as bash_text looks
+// it up (its name or the name's basename, then the other words, case
+// folded) up to each space; a path's are its leading segments, as
+// path_cands looks them up.
+struct memo_keys {
+  uint32_t b, n;
 };
 
 // What one decision learnt about one atom, so that no step asks twice
 // (policy_decide only; the reference asks every time).
 struct memo_atom {
-  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_BASH
+  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_KEYS
   bool cov_mem; // covered()
+  bool keys;    // k looked up (else gather looks up as before)
+  bool base;    // a Bash name with a basename: k[1] is the basename's
+  int tier;     // tier_of()
   const struct prule *cov;
-  int tier;              // tier_of()
-  struct memo_bash bash; // the rules' index (gather), p only
+  size_t tn;             // Bash: the length of the whole text (prefilter)
+  struct memo_keys k[2]; // Bash: the name's, the basename's; a path: k[0]
 };
 
 enum {
   MEMO_COV = 1,
   MEMO_TIER = 2,
-  MEMO_BASH = 4,
+  MEMO_KEYS = 4,
 };
 
 #define MEMO_ATOMS 64  // atoms past this are looked up again at each step
-#define MEMO_TEXT 8192 // bytes of texts, then bash_text as before
-#define MEMO_ENDS 512  // keys' ends, then bash_text as before
+#define MEMO_SLOTS 256 // keys found, then gather looks up as before
 
 struct memo {
   // first_hit per policy (0: the rules, 1: the session's memory) and list
@@ -163,15 +165,8 @@ struct memo {
   uint32_t best[2][2][2]; // [policy][list][0: yes, 1: maybe]
   size_t best_atom[2][2][2];
   struct memo_atom a[MEMO_ATOMS];
-  char text[MEMO_TEXT];
-  uint32_t ntext;
-  struct {
-    uint32_t j; // the key is text[at .. at + j)
-    bool found; // slot looked up (the three lists share the table)
-    uint64_t h; // its hash (tag 'b')
-    const struct ruleidx_slot *slot;
-  } ends[MEMO_ENDS];
-  uint32_t nends;
+  const struct ruleidx_slot *slot[MEMO_SLOTS];
+  uint32_t nslot;
 };
 
 // One decision in progress.
@@ -230,12 +225,13 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a, size_t tn);
+                            const struct request_atom *a, size_t tn,
+                            bool naive);
 static bool bash_cannot_match(const struct prule *pr,
                               const struct shell_atom *cmd, bool for_allow,
                               size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn);
+                   const char *path, size_t tn, bool naive);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
                                       const char *const *paths, size_t np,
@@ -301,6 +297,9 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
     index_done(&p->idx[l]);
     if (p->idx[l].bash_key_max > p->bash_key_all)
       p->bash_key_all = p->idx[l].bash_key_max;
+    for (int c = 0; c < 2; c++)
+      if (p->idx[l].path_key_max[c] > p->path_key_all[c])
+        p->path_key_all[c] = p->idx[l].path_key_max[c];
   }
   compile_protect(p, in);
   if (warnings)
@@ -602,7 +601,7 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .memo = naive ? NULL : &memo};
   for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
     memo.a[i].done = 0;
-  memo.ntext = memo.nends = 0;
+  memo.nslot = 0;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
@@ -721,6 +720,7 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
     pr.mpat = xstrdup(pat);
     if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
       pr.mpat[pr.npat - 2] = ' '; // as shell_pattern_match reads it
+    pr.lrun = pr.nlit + 1 >= pr.npat;
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
@@ -960,6 +960,7 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_add(x->keys, x->list, 'b', key, k, i);
       x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
       ruleidx_add(x->keys, x->list, 'f', key, f, i);
+      ruleidx_aux_max(x->keys, 'f', key, f, k); // the longest 'b' key after f
       x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
       x->first[x->nfirst++] =
           (struct first_word){xstrndup(key, f), f, (uint32_t)i};
@@ -1219,28 +1220,24 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
   cands_vec(c, &x->bash_rest);
 }
 
-// bash_cands from the atom's text built once (memo_bash): the same keys.
-// Each key is looked up once for the three lists (the table is shared).
+// The lists of list in the slots k found (memo_keys).
+static void cands_slots(struct cands *c, const struct memo *m,
+                        const struct memo_keys *k, int list) {
+  for (uint32_t i = k->b; i < k->b + k->n; i++)
+    cands_add(c, ruleidx_slot_list(m->slot[i], list));
+}
+
+// bash_cands from the keys looked up once (memo_keys): the same lists.
 static void bash_memo_cands(const struct policy *p, const struct lindex *x,
-                            struct memo *m, const struct memo_bash *b,
+                            const struct memo *m, const struct memo_atom *ma,
                             bool for_allow, struct cands *c) {
-  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (b->tn + 1)) {
+  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (ma->tn + 1)) {
     cands_vec(c, &x->bash_all);
     return;
   }
-  for (int v = 0; x->nfirst && v < (for_allow || !b->base ? 1 : 2); v++) {
-    const struct memo_text *t = &b->v[v];
-    for (uint32_t k = t->b; k < t->b + t->nb; k++) {
-      if (m->ends[k].j > x->bash_key_max)
-        break;
-      if (!m->ends[k].found) {
-        m->ends[k].slot = ruleidx_find_hashed(x->keys, m->ends[k].h, 'b',
-                                              m->text + t->at, m->ends[k].j);
-        m->ends[k].found = true;
-      }
-      cands_add(c, ruleidx_slot_list(m->ends[k].slot, x->list));
-    }
-  }
+  cands_slots(c, m, &ma->k[0], x->list);
+  if (!for_allow && ma->base)
+    cands_slots(c, m, &ma->k[1], x->list);
   cands_vec(c, &x->bash_rest);
 }
 
@@ -1269,8 +1266,9 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
 
 // The rules of list that can match atom a (a superset, see lindex).
 static void gather(const struct policy *p, enum policy_list list,
-                   const struct request_atom *a, bool for_allow, struct memo *m,
-                   size_t j, struct cands *c) {
+                   const struct request_atom *a, bool for_allow,
+                   const struct memo *m, const struct memo_atom *ma,
+                   struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
   c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
@@ -1286,8 +1284,8 @@ static void gather(const struct policy *p, enum policy_list list,
   size_t n = a->name ? strlen(a->name) : 0;
   switch (a->cls) {
   case REQUEST_BASH:
-    if (m && m->a[j].bash.ok)
-      bash_memo_cands(p, x, m, &m->a[j].bash, for_allow, c);
+    if (ma)
+      bash_memo_cands(p, x, m, ma, for_allow, c);
     else
       bash_cands(p, x, a->cmd, for_allow, c);
     return;
@@ -1299,6 +1297,10 @@ static void gather(const struct policy *p, enum policy_list list,
       return;
     }
     cands_vec(c, &x->path_nospec[k]);
+    if (ma) {
+      cands_slots(c, m, &ma->k[0], x->list);
+      return;
+    }
     path_cands(x, k ? 'e' : 'r', a->lex, c);
     if (a->res && strcmp(a->res, a->lex) != 0) // the same keys otherwise
       path_cands(x, k ? 'e' : 'r', a->res, c);
@@ -1634,101 +1636,186 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
-// Records a key's end (text[0..n), hash h) for v; false when full.
-static bool memo_end(struct memo *m, struct memo_text *v, size_t n,
-                     uint64_t h) {
-  if (m->nends == MEMO_ENDS)
+// Keeps a slot found for k (none: nothing to keep); false when full.
+static inline bool memo_found(struct memo *m, struct memo_keys *k,
+                              const struct ruleidx_slot *s) {
+  if (!s)
+    return true;
+  if (m->nslot == MEMO_SLOTS)
     return false;
-  m->ends[m->nends].j = (uint32_t)n;
-  m->ends[m->nends].found = false;
-  m->ends[m->nends++].h = h;
-  v->nb++;
+  m->slot[m->nslot++] = s;
+  k->n++;
   return true;
 }
 
-// Appends to the memo the text bash_text looks up for a command named name
-// (its first word or the basename of it): name, then a space and each
-// other word, case folded, up to max + 1 bytes (max: the longest key), and
-// the end and hash of each key it can meet (at a space, or the text's
-// end). False when the memo is full.
-static bool memo_text(struct memo *m, const struct shell_atom *cmd,
-                      const char *name, size_t max, struct memo_text *v) {
-  size_t cap = max + 1, n = 0;
-  if (cap > MEMO_TEXT - m->ntext)
-    return false;
-  char *t = m->text + m->ntext;
+// dst = src[0..n) case folded (A-Z only, as fold_c), eight bytes at a
+// time; true when it holds a space.
+static bool fold_word(char *dst, const char *src, size_t n) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t sp = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, l;
+    memcpy(&x, src + i, 8);
+    l = x & ~high; // each byte's low 7 bits: no carry between bytes below
+    // 'A' <= l <= 'Z' and the byte below 0x80: set its 0x20 bit.
+    x |= ((l + 0x3f * ones) & ~(l + 0x25 * ones) & ~x & high) >> 2;
+    uint64_t y = x ^ (0x20 * ones); // a space is a zero byte
+    sp |= (y - ones) & ~y & high;
+    memcpy(dst + i, &x, 8);
+  }
+  for (; i < n; i++) {
+    char c = src[i];
+    if ((unsigned char)(c - 'A') < 26)
+      c = (char)(c + ('a' - 'A'));
+    sp |= c == ' ';
+    dst[i] = c;
+  }
+  return sp != 0;
+}
+
+#define MEMO_LENS 32 // words measured ahead (memo_keys_build)
+
+// Looks up the keys bash_text looks up for a command named name (its first
+// word or the basename of it, nn bytes): the text name, then a space and
+// each other word, case folded, and each key it can meet: the text up to a
+// space, or the whole text. A key ('b', see index_rule) is a rule's
+// literal start up to a space, so its first segment (up to its first
+// space) is the rule's first word ('f'), whose slot holds the longest
+// such key (aux): a text whose first segment is no rule's first word meets
+// no key, and one that is is built up to that key's length and the byte
+// after it. One pass: each byte folded, stored and hashed. lens: the
+// lengths of the first words (MEMO_LENS). The slots found are kept in k;
+// false when the memo is full.
+static bool memo_text(struct memo *m, const struct ruleidx *keys,
+                      const struct shell_atom *cmd, const size_t *lens,
+                      const char *name, size_t nn, struct memo_keys *k) {
+  char t[BASH_KEY_MAX + 1];
+  k->b = m->nslot;
+  k->n = 0;
+  // The first segment (a longer one is no key's: keys are shorter).
+  size_t n0 = nn < BASH_KEY_MAX ? nn : BASH_KEY_MAX;
+  bool space = fold_word(t, name, n0);
+  const char *sp = space ? memchr(t, ' ', n0) : NULL;
+  size_t f = sp ? (size_t)(sp - t) : n0;
+  const struct ruleidx_slot *first =
+      f ? ruleidx_find_hashed(
+              keys, ruleidx_hash_more(ruleidx_hash_start('f'), t, f), 'f', t, f)
+        : NULL;
+  if (!first || first->aux >= BASH_KEY_MAX)
+    return true; // no key
+  size_t max = first->aux, cap = max + 1, n = 0;
   uint64_t h = ruleidx_hash_start('b');
-  v->at = m->ntext;
-  v->b = m->nends;
-  v->nb = 0;
-  // One pass: each byte folded, stored and hashed; a key ends before each
-  // space, and at the end of the whole text (n < cap), when 1 <= n <= max.
   for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
     if (i) { // the space between two words
-      if (n >= 1 && n <= max && !memo_end(m, v, n, h))
+      if (n >= 1 && !memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n)))
         return false;
       t[n++] = ' ';
       h = ruleidx_hash_byte(h, ' ');
     }
-    for (const char *w = i ? cmd->words[i].text : name; *w && n < cap; w++) {
-      char c = *w;
-      if ((unsigned char)(c - 'A') < 26)
-        c = (char)(c + ('a' - 'A'));
-      else if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
+    size_t wn = !i ? nn : i < MEMO_LENS ? lens[i] : strlen(cmd->words[i].text);
+    wn = wn < cap - n ? wn : cap - n;
+    if (i) // the name is folded already
+      space = fold_word(t + n, cmd->words[i].text, wn);
+    if (!space) {
+      h = ruleidx_hash_more(h, t + n, wn);
+      n += wn;
+      continue;
+    }
+    for (size_t e = n + wn; n < e; n++) { // a key also ends at a space
+      if (t[n] == ' ' && n >= 1 && n <= max &&
+          !memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n)))
         return false;
-      t[n++] = c;
-      h = ruleidx_hash_byte(h, c);
+      h = ruleidx_hash_byte(h, t[n]);
     }
   }
-  if (n < cap && n >= 1 && n <= max && !memo_end(m, v, n, h))
+  return !(n < cap && n >= 1) ||
+         memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n));
+}
+
+// Looks up the keys path_cands looks up for path (tag 'r' or 'e'), up to
+// max bytes (the longest key of the three lists); the slots found are kept
+// in k. False when the memo is full.
+static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
+                      const char *path, size_t max, struct memo_keys *k) {
+  char buf[PATH_LEN_MAX + 1];
+  size_t n = 0;
+  uint64_t h = ruleidx_hash_start(tag);
+  if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0)))
     return false;
-  v->n = (uint32_t)n;
-  m->ntext += (uint32_t)n;
+  for (const char *s = path; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len || n + 1 + len > max)
+      break; // no key is longer
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
+    s += len;
+    if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, buf, n)))
+      return false;
+  }
   return true;
 }
 
-// The memo of atom j's Bash text for p's index, built at its first use;
-// NULL when there is none (no memo, another policy, an atom bash_text
-// reads otherwise: a dynamic word, a name too long, the memo full).
-static struct memo *memo_bash_build(const struct eval *e,
-                                    const struct policy *p, size_t j);
-
-static inline struct memo *memo_bash(const struct eval *e,
-                                     const struct policy *p, size_t j) {
-  if (!e->memo || p != e->p || j >= MEMO_ATOMS)
-    return NULL;
-  const struct memo_atom *ma = &e->memo->a[j];
-  if (ma->done & MEMO_BASH)
-    return ma->bash.ok ? e->memo : NULL;
-  return memo_bash_build(e, p, j);
-}
-
-static struct memo *memo_bash_build(const struct eval *e,
-                                    const struct policy *p, size_t j) {
-  struct memo_atom *ma = &e->memo->a[j];
-  struct memo_bash *b = &ma->bash;
-  ma->done |= MEMO_BASH;
-  b->ok = false;
-  const struct request_atom *a = &e->r->atoms[j];
+// Looks up the keys of a Bash atom (memo_text) or of a known path
+// (memo_path) once for the three lists of the rules. False for another
+// atom (gather looks its keys up), a Bash atom that bash_text reads
+// otherwise (a dynamic word), or a memo full.
+static bool memo_keys_build(struct memo *m, const struct policy *p,
+                            const struct request_atom *a,
+                            struct memo_atom *ma) {
+  if (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) {
+    if (a->where != REQUEST_KNOWN)
+      return false;
+    int c = a->cls == REQUEST_EDIT;
+    char tag = c ? 'e' : 'r';
+    ma->k[0] = (struct memo_keys){m->nslot, 0};
+    return memo_path(m, p->keys, tag, a->lex, p->path_key_all[c], &ma->k[0]) &&
+           (!a->res || strcmp(a->res, a->lex) == 0 || // the same keys
+            memo_path(m, p->keys, tag, a->res, p->path_key_all[c], &ma->k[0]));
+  }
   const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
   if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
       cmd->words[0].dynamic || p->bash_key_all >= BASH_KEY_MAX)
-    return NULL;
-  size_t tn = 0;
+    return false;
+  size_t tn = 0, lens[MEMO_LENS];
   for (size_t i = 0; i < cmd->nwords; i++) {
     if (i && cmd->words[i].dynamic)
-      return NULL; // bash_text's other ways (first word, prefix)
-    tn += (i ? 1 : 0) + strlen(cmd->words[i].text);
+      return false; // bash_text's other ways (first word, prefix)
+    size_t n = strlen(cmd->words[i].text);
+    if (i < MEMO_LENS)
+      lens[i] = n;
+    tn += (i ? 1 : 0) + n;
   }
-  const char *name = cmd->words[0].text, *base = strrchr(name, '/');
-  b->tn = tn;
-  b->base = base && base[1];
-  if (!memo_text(e->memo, cmd, name, p->bash_key_all, &b->v[0]) ||
-      (b->base &&
-       !memo_text(e->memo, cmd, base + 1, p->bash_key_all, &b->v[1])))
+  const char *name = cmd->words[0].text, *base = NULL;
+  for (size_t i = lens[0]; i-- > 0 && !base;)
+    base = name[i] == '/' ? name + i + 1 : NULL;
+  ma->tn = tn;
+  ma->base = base && *base;
+  return memo_text(m, p->keys, cmd, lens, name, lens[0], &ma->k[0]) &&
+         (!ma->base || memo_text(m, p->keys, cmd, lens, base,
+                                 lens[0] - (size_t)(base - name), &ma->k[1]));
+}
+
+// The memo of atom j's keys for p's index, built at its first use; NULL
+// when there is none (no memo, another policy, memo_keys_build false).
+static inline const struct memo_atom *
+memo_keys(const struct eval *e, const struct policy *p, size_t j) {
+  if (!e->memo || p != e->p || j >= MEMO_ATOMS || !p->keys)
     return NULL;
-  b->ok = true;
-  return e->memo;
+  struct memo *m = e->memo;
+  struct memo_atom *ma = &m->a[j];
+  if (!(ma->done & MEMO_KEYS)) {
+    uint32_t start = m->nslot;
+    ma->done |= MEMO_KEYS;
+    ma->keys = memo_keys_build(m, p, &e->r->atoms[j], ma);
+    if (!ma->keys)
+      m->nslot = start; // what did not fit is looked up by gather
+  }
+  return ma->keys ? ma : NULL;
 }
 
 // The first candidate of list (the index) giving SHELL_YES on a, and the
@@ -1738,14 +1825,14 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t *yes, uint32_t *maybe) {
   struct cands c;
-  struct memo *m = memo_bash(e, p, j);
-  size_t tn = m ? m->a[j].bash.tn : SIZE_MAX;
-  gather(p, list, a, false, m, j, &c);
+  const struct memo_atom *ma = memo_keys(e, p, j);
+  size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
+  gather(p, list, a, false, e->memo, ma, &c);
   *yes = *maybe = UINT32_MAX;
   for (uint32_t k = cands_next(p, list, &c);
        k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
        k = cands_next(p, list, &c)) {
-    enum shell_match h = hit(&p->rules[k], a, tn);
+    enum shell_match h = hit(&p->rules[k], a, tn, false);
     if (h == SHELL_YES && *yes == UINT32_MAX)
       *yes = k;
     else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
@@ -1764,7 +1851,7 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
     for (size_t i = 0; i < p->nof_list[list]; i++) {
       const struct prule *pr = &p->rules[p->of_list[list][i]];
       for (size_t j = 0; j < r->natoms; j++) {
-        if (hit(pr, &r->atoms[j], SIZE_MAX) == want) {
+        if (hit(pr, &r->atoms[j], SIZE_MAX, true) == want) {
           *atom = &r->atoms[j];
           return pr;
         }
@@ -1812,11 +1899,13 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
 // A deny or ask rule against an atom: the wide semantics (every atom,
 // either path of a symlink, case folded, unknown paths "maybe").
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a, size_t tn) {
+                            const struct request_atom *a, size_t tn,
+                            bool naive) {
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false, tn))
+    if (a->cls != REQUEST_BASH ||
+        ((naive || !pr->lrun) && bash_cannot_match(pr, a->cmd, false, tn)))
       return SHELL_NO;
     return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
@@ -1892,7 +1981,7 @@ static bool bash_cannot_match(const struct prule *pr,
     return false;
   if (for_allow)
     return true;        // "maybe" (too much work) does not allow either
-  if (tn == SIZE_MAX) { // not measured by the caller (memo_bash)
+  if (tn == SIZE_MAX) { // not measured by the caller (memo_keys)
     tn = strlen(name);
     for (size_t i = 1; i < cmd->nwords; i++)
       tn += 1 + strlen(cmd->words[i].text);
@@ -1906,7 +1995,7 @@ static bool bash_cannot_match(const struct prule *pr,
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn) {
+                   const char *path, size_t tn, bool naive) {
   const char *spec = pr->r.spec;
   if (pr->list != POLICY_LIST_ALLOW)
     return false;
@@ -1914,7 +2003,8 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true, tn) &&
+    return a->cls == REQUEST_BASH &&
+           ((!naive && pr->lrun) || !bash_cannot_match(pr, a->cmd, true, tn)) &&
            shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true, tn) ==
                SHELL_YES;
   case RULES_READ:
@@ -1956,20 +2046,20 @@ static const struct prule *find_allow(const struct eval *e,
     for (int i = 0; i < 2 && !found; i++) {
       if (!ps[i])
         continue;
-      struct memo *mb = e->naive ? NULL : memo_bash(e, ps[i], j);
+      const struct memo_atom *ma = e->naive ? NULL : memo_keys(e, ps[i], j);
       if (have[i])
         cands_rewind(&c[i]);
       else if (e->naive)
         c[i] = (struct cands){.all = true};
       else
-        gather(ps[i], POLICY_LIST_ALLOW, a, true, mb, j, &c[i]);
+        gather(ps[i], POLICY_LIST_ALLOW, a, true, e->memo, ma, &c[i]);
       have[i] = true;
-      size_t tn = mb ? mb->a[j].bash.tn : SIZE_MAX;
+      size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
       for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i]);
            k != UINT32_MAX && !found;
            k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
         const struct prule *pr = &ps[i]->rules[k];
-        if (allows(pr, a, paths[n], tn)) {
+        if (allows(pr, a, paths[n], tn, e->naive)) {
           *memory = *memory || i == 1;
           found = pr;
         }

@@ -158,33 +158,38 @@ static enum shell_match literal_run(const char *p, size_t pn, bool trail,
   size_t ln = star ? pn - 1 : pn; // the literal bytes (with trail's space)
   size_t i = 0;                   // the word
   const char *c = name;           // in word i
-  bool sep = false;               // at the space after word i
-  for (size_t pi = 0; pi < ln; pi++) {
-    if (!sep && !*c) {
-      if (i + 1 == a->nwords) // the end of the text
-        return trail && pi + 2 == pn ? SHELL_YES : SHELL_NO;
-      sep = true;
+  size_t pi = 0;
+  for (;;) {
+    // The bytes of word i against the pattern's, a word at a time.
+    if (*c && pi < ln) {
+      if (a->words[i].dynamic)
+        return SHELL_MAYBE; // a literal against an unknown word
+      if (i == 0 && fold) {
+        for (; *c && pi < ln; c++, pi++)
+          if (lower(p[pi]) != lower(*c))
+            return SHELL_NO;
+      } else {
+        for (; *c && pi < ln; c++, pi++)
+          if (p[pi] != *c)
+            return SHELL_NO;
+      }
     }
-    if (sep) {
-      if (p[pi] != ' ')
-        return SHELL_NO;
-      sep = false;
-      c = a->words[++i].text;
-      continue;
-    }
-    if (a->words[i].dynamic)
-      return SHELL_MAYBE; // a literal against an unknown word
-    char t = *c++, q = p[pi];
-    if (i == 0 && fold ? lower(q) != lower(t) : q != t)
+    if (pi == ln)
+      break;
+    // The end of word i: the end of the text, or a space.
+    if (i + 1 == a->nwords)
+      return trail && pi + 2 == pn ? SHELL_YES : SHELL_NO;
+    if (p[pi++] != ' ')
       return SHELL_NO;
+    c = a->words[++i].text;
   }
   if (star)
     return SHELL_YES; // a final `*` takes the rest, or nothing
   // The text must be used up, or be only dynamic words and the spaces
   // between them from here (last_row).
-  if (!sep && !*c && i + 1 == a->nwords)
+  if (!*c && i + 1 == a->nwords)
     return SHELL_YES;
-  if (!sep && *c && !a->words[i].dynamic)
+  if (*c && !a->words[i].dynamic)
     return SHELL_NO;
   for (size_t k = i + 1; k < a->nwords; k++)
     if (!a->words[k].dynamic && a->words[k].text[0])
