@@ -425,8 +425,8 @@ const char **policy_request_path_list(const struct policy_request *r,
 // as the analyser saw it, expansion and all).
 static void quoted_command(const struct shell_atom *a, const char *home,
                            char *buf, size_t n) {
-  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
-                             "TUVWXYZ0123456789@%+=:,./_-";
+  // The bytes shown without quotes, a bit each: a-z A-Z 0-9 @%+=:,./_-
+  static const uint64_t safe[2] = {0x27fff82000000000u, 0x7fffffe87ffffffu};
   size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
@@ -439,13 +439,12 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
     bool plain = *w;
-    for (const char *c = w; *c && plain; c++)
-      plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || strchr(safe + 62, *c);
+    for (const unsigned char *c = (const unsigned char *)w; *c && plain; c++)
+      plain = *c < 128 && (safe[*c >> 6] >> (*c & 63) & 1);
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
-    if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
+    if (plain && hl > 1 && w[0] == home[0] && strncmp(w, home, hl) == 0 &&
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
       w += hl;
@@ -1064,8 +1063,9 @@ static void cands_add(struct cands *c, struct ruleidx_list l) {
   c->l[c->n++] = l;
 }
 
-static void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
-  cands_add(c, ruleidx_vec_list(v));
+static inline void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
+  if (v->n)
+    cands_add(c, (struct ruleidx_list){v->v, v->n});
 }
 
 static void cands_key(struct cands *c, const struct lindex *x, char tag,
@@ -1079,6 +1079,8 @@ static uint32_t cands_next(const struct policy *p, enum policy_list list,
   if (c->all)
     return c->pos < p->nof_list[list] ? (uint32_t)p->of_list[list][c->pos++]
                                       : UINT32_MAX;
+  if (c->n <= 1) // nothing to merge
+    return c->n && c->at[0] < c->l[0].n ? c->l[0].v[c->at[0]++] : UINT32_MAX;
   uint32_t min = UINT32_MAX;
   for (size_t i = 0; i < c->n; i++)
     if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] < min)
@@ -1281,7 +1283,7 @@ static void gather(const struct policy *p, enum policy_list list,
   if (a->cls < INDEX_CLASSES)
     cands_vec(c, &x->tool_cls[a->cls]);
   char key[RULES_TEXT_MAX + 8];
-  size_t n = a->name ? strlen(a->name) : 0;
+  size_t n = a->name && a->cls >= REQUEST_FETCH ? strlen(a->name) : 0;
   switch (a->cls) {
   case REQUEST_BASH:
     if (ma)
@@ -1790,9 +1792,8 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
       lens[i] = n;
     tn += (i ? 1 : 0) + n;
   }
-  const char *name = cmd->words[0].text, *base = NULL;
-  for (size_t i = lens[0]; i-- > 0 && !base;)
-    base = name[i] == '/' ? name + i + 1 : NULL;
+  const char *name = cmd->words[0].text, *base = strrchr(name, '/');
+  base = base ? base + 1 : NULL;
   ma->tn = tn;
   ma->base = base && *base;
   return memo_text(m, p->keys, cmd, lens, name, lens[0], &ma->k[0]) &&
