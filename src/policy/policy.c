@@ -220,7 +220,7 @@ static void step_default(struct eval *e);
 static void index_rule(struct policy *p, uint32_t i);
 static void index_done(struct lindex *x);
 static void index_free(struct lindex *x);
-static const struct prule *
+static inline const struct prule *
 first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
@@ -372,7 +372,7 @@ int policy_rule_check_list(const char *text, enum policy_list list, char *err,
 
 struct policy_request *policy_request_new(const json_t *params, const char *cwd,
                                           const char *home) {
-  struct policy_request *r = xcalloc(1, sizeof(*r));
+  struct policy_request *r = xmalloc(sizeof(*r)); // request_init zeroes it
   request_init(&r->r, params, cwd, home);
   return r;
 }
@@ -1545,11 +1545,15 @@ struct tally {
   size_t need, by_mode, by_mem;
   bool all;
   const struct prule *first;
+  size_t used;     // strlen(rules)
   char rules[256]; // the covering rules, ", "-separated
 };
 
 static void count(const struct eval *e, struct tally *t) {
-  *t = (struct tally){.all = true};
+  t->need = t->by_mode = t->by_mem = t->used = 0;
+  t->all = true;
+  t->first = NULL;
+  t->rules[0] = '\0';
   for (size_t i = 0; i < e->r->natoms && t->all; i++) {
     const struct request_atom *a = &e->r->atoms[i];
     if (!needs_cover(a))
@@ -1564,11 +1568,16 @@ static void count(const struct eval *e, struct tally *t) {
     }
     t->by_mem += mem;
     t->first = t->first ? t->first : pr;
-    size_t used = strlen(t->rules);
-    if (!strstr(t->rules, pr->text) &&
-        used + strlen(pr->text) + 3 < sizeof(t->rules))
-      cat(t->rules, sizeof(t->rules),
-          cat(t->rules, sizeof(t->rules), used, used ? ", " : ""), pr->text);
+    size_t used = t->used, len;
+    if ((used ? !strstr(t->rules, pr->text) : pr->text[0] != '\0') &&
+        used + (len = strlen(pr->text)) + 3 < sizeof(t->rules)) {
+      if (used) {
+        memcpy(t->rules + used, ", ", 2);
+        used += 2;
+      }
+      memcpy(t->rules + used, pr->text, len + 1);
+      t->used = used + len;
+    }
   }
 }
 
@@ -1652,7 +1661,7 @@ static inline bool memo_found(struct memo *m, struct memo_keys *k,
 
 // dst = src[0..n) case folded (A-Z only, as fold_c), eight bytes at a
 // time; true when it holds a space.
-static bool fold_word(char *dst, const char *src, size_t n) {
+static inline bool fold_word(char *dst, const char *src, size_t n) {
   const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
   uint64_t sp = 0;
   size_t i = 0;
@@ -1666,14 +1675,15 @@ static bool fold_word(char *dst, const char *src, size_t n) {
     sp |= (y - ones) & ~y & high;
     memcpy(dst + i, &x, 8);
   }
+  bool space = false;
   for (; i < n; i++) {
-    char c = src[i];
-    if ((unsigned char)(c - 'A') < 26)
-      c = (char)(c + ('a' - 'A'));
-    sp |= c == ' ';
-    dst[i] = c;
+    unsigned char c = (unsigned char)src[i];
+    c = (unsigned char)(c | (unsigned char)((unsigned char)(c - 'A') < 26)
+                                << 5);
+    space |= c == ' ';
+    dst[i] = (char)c;
   }
-  return sp != 0;
+  return space || sp != 0;
 }
 
 #define MEMO_LENS 32 // words measured ahead (memo_keys_build)
@@ -1841,39 +1851,34 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   }
 }
 
-// The first rule of list (in order) that gives want on some atom: for each
-// atom the first of its candidates (the index) that does, the lowest of
-// them over the atoms (for one rule, the first atom).
-static const struct prule *
-first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
-          const struct request *r, enum shell_match want,
-          const struct request_atom **atom) {
-  if (p && e->naive) {
-    for (size_t i = 0; i < p->nof_list[list]; i++) {
-      const struct prule *pr = &p->rules[p->of_list[list][i]];
-      for (size_t j = 0; j < r->natoms; j++) {
-        if (hit(pr, &r->atoms[j], SIZE_MAX, true) == want) {
-          *atom = &r->atoms[j];
-          return pr;
-        }
+// The first rule of list (in order) that gives want on some atom, every
+// rule against every atom (the reference).
+static const struct prule *first_hit_naive(const struct policy *p,
+                                           enum policy_list list,
+                                           const struct request *r,
+                                           enum shell_match want,
+                                           const struct request_atom **atom) {
+  for (size_t i = 0; i < p->nof_list[list]; i++) {
+    const struct prule *pr = &p->rules[p->of_list[list][i]];
+    for (size_t j = 0; j < r->natoms; j++) {
+      if (hit(pr, &r->atoms[j], SIZE_MAX, true) == want) {
+        *atom = &r->atoms[j];
+        return pr;
       }
     }
-    return NULL;
   }
-  if (!p)
-    return NULL;
-  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
-  int wi = want == SHELL_YES ? 0 : 1;
-  if (e->memo && e->memo->hits_done[pi][li]) {
-    uint32_t k = e->memo->best[pi][li][wi];
-    if (k == UINT32_MAX)
-      return NULL;
-    *atom = &r->atoms[e->memo->best_atom[pi][li][wi]];
-    return &p->rules[k];
-  }
-  uint32_t best = UINT32_MAX, bests[2] = {UINT32_MAX, UINT32_MAX};
-  size_t at[2] = {0, 0};
-  for (size_t j = 0; p && j < r->natoms; j++) {
+  return NULL;
+}
+
+// For list: the lowest rule over the atoms giving SHELL_YES (bests[0]) and
+// SHELL_MAYBE (bests[1]), UINT32_MAX for none, and the first atom giving
+// it (at): for each atom the first of its candidates (the index) that does.
+static void list_hits(const struct eval *e, const struct policy *p,
+                      enum policy_list list, const struct request *r,
+                      uint32_t bests[2], size_t at[2]) {
+  bests[0] = bests[1] = UINT32_MAX;
+  at[0] = at[1] = 0;
+  for (size_t j = 0; j < r->natoms; j++) {
     uint32_t yes, maybe;
     atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
     if (yes < bests[0]) {
@@ -1885,16 +1890,36 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
       at[1] = j;
     }
   }
+}
+
+// The first rule of list (in order) that gives want on some atom (for one
+// rule, the first atom). list_hits answers for both wants: kept in the
+// memo, deny and ask are walked once per decision.
+static inline const struct prule *
+first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
+          const struct request *r, enum shell_match want,
+          const struct request_atom **atom) {
+  if (!p)
+    return NULL;
+  if (e->naive)
+    return first_hit_naive(p, list, r, want, atom);
+  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
+  int wi = want == SHELL_YES ? 0 : 1;
+  uint32_t own[2], *bests = own;
+  size_t own_at[2], *at = own_at;
   if (e->memo) {
+    bests = e->memo->best[pi][li];
+    at = e->memo->best_atom[pi][li];
+    if (!e->memo->hits_done[pi][li])
+      list_hits(e, p, list, r, bests, at);
     e->memo->hits_done[pi][li] = true;
-    memcpy(e->memo->best[pi][li], bests, sizeof(bests));
-    memcpy(e->memo->best_atom[pi][li], at, sizeof(at));
+  } else {
+    list_hits(e, p, list, r, bests, at);
   }
-  best = bests[wi];
-  if (best == UINT32_MAX)
+  if (bests[wi] == UINT32_MAX)
     return NULL;
   *atom = &r->atoms[at[wi]];
-  return &p->rules[best];
+  return &p->rules[bests[wi]];
 }
 
 // A deny or ask rule against an atom: the wide semantics (every atom,
@@ -2164,8 +2189,11 @@ static int tier_of(const struct policy *p, const struct request_atom *a,
   if (a->where == REQUEST_UNKNOWN)
     return 1;
   if (a->where == REQUEST_KNOWN) {
-    int t1 = tier_of_path(p, a->lex, naive),
-        t2 = tier_of_path(p, a->res, naive);
+    int t1 = tier_of_path(p, a->lex, naive);
+    int t2 =
+        !naive && a->res && (a->res == a->lex || strcmp(a->res, a->lex) == 0)
+            ? t1 // the same path
+            : tier_of_path(p, a->res, naive);
     return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
   }
   char probe[PATH_LEN_MAX + 1] = "";
