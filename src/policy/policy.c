@@ -1933,6 +1933,8 @@ static enum shell_match hit(const struct prule *pr,
     if (a->cls != REQUEST_BASH ||
         ((naive || !pr->lrun) && bash_cannot_match(pr, a->cmd, false, tn)))
       return SHELL_NO;
+    if (!naive && pr->lrun)
+      return shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, false, tn);
     return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
   case RULES_EDIT:
@@ -2030,9 +2032,12 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
   switch (pr->r.cls) {
   case RULES_BASH:
     return a->cls == REQUEST_BASH &&
-           ((!naive && pr->lrun) || !bash_cannot_match(pr, a->cmd, true, tn)) &&
-           shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true, tn) ==
-               SHELL_YES;
+           (!naive && pr->lrun
+                ? shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, true,
+                                          tn) == SHELL_YES
+                : !bash_cannot_match(pr, a->cmd, true, tn) &&
+                      shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true,
+                                            tn) == SHELL_YES);
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))

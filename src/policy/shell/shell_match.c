@@ -198,11 +198,14 @@ static enum shell_match literal_run(const char *p, size_t pn, bool trail,
 }
 
 // tn: text_len(a, name), or SIZE_MAX when the caller did not measure it.
+// glob_only: 1 the glob for every pattern, 2 a pattern known to have no
+// `*` but (maybe) its last byte, 0 look.
 static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
                                    const struct shell_atom *a, const char *name,
-                                   bool fold, bool glob_only, size_t tn) {
-  if (!glob_only) {
-    const char *star = memchr(pattern, '*', pn);
+                                   bool fold, int glob_only, size_t tn) {
+  if (glob_only != 1) {
+    const char *star =
+        glob_only == 2 ? NULL : (const char *)memchr(pattern, '*', pn);
     if (!star || star == pattern + pn - 1) {
       if (tn == SIZE_MAX)
         tn = text_len(a, name);
@@ -231,7 +234,7 @@ static int rank(enum shell_match m) {
 
 static enum shell_match pattern_match(const char *pattern, size_t pn,
                                       const struct shell_atom *atom,
-                                      bool for_allow, bool glob_only,
+                                      bool for_allow, int glob_only,
                                       size_t tn) {
   if (!pattern || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
     return SHELL_NO;
@@ -254,8 +257,10 @@ static enum shell_match pattern_match(const char *pattern, size_t pn,
   }
   enum shell_match r =
       match_name(p, pn, trail, atom, cmd->text, !for_allow, glob_only, tn);
-  const char *base = strrchr(cmd->text, '/');
-  if (!for_allow && r != SHELL_YES && !cmd->dynamic && base && base[1]) {
+  const char *base = !for_allow && r != SHELL_YES && !cmd->dynamic
+                         ? strrchr(cmd->text, '/')
+                         : NULL;
+  if (base && base[1]) {
     enum shell_match b =
         match_name(p, pn, trail, atom, base + 1, true, glob_only, SIZE_MAX);
     r = rank(b) > rank(r) ? b : r;
@@ -271,20 +276,26 @@ enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow) {
   return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
-                       false, SIZE_MAX);
+                       0, SIZE_MAX);
 }
 
 enum shell_match shell_pattern_match_n(const char *pattern, size_t pn,
                                        const struct shell_atom *atom,
                                        bool for_allow, size_t tn) {
-  return pattern_match(pattern, pn, atom, for_allow, false, tn);
+  return pattern_match(pattern, pn, atom, for_allow, 0, tn);
+}
+
+enum shell_match shell_pattern_match_lit(const char *pattern, size_t pn,
+                                         const struct shell_atom *atom,
+                                         bool for_allow, size_t tn) {
+  return pattern_match(pattern, pn, atom, for_allow, 2, tn);
 }
 
 enum shell_match shell_pattern_match_glob(const char *pattern,
                                           const struct shell_atom *atom,
                                           bool for_allow) {
   return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
-                       true, SIZE_MAX);
+                       1, SIZE_MAX);
 }
 
 bool shell_pattern_narrows(const char *p) {
