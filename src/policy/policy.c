@@ -2430,7 +2430,7 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str) {
 // vsnprintf(buf, n, fmt, ap) for a format whose only conversions are %s
 // (every reason's), without the printf machinery; any other conversion
 // goes to vsnprintf.
-static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
+static size_t format_s(char *buf, size_t n, const char *fmt, va_list ap) {
   va_list all;
   va_copy(all, ap);
   size_t at = 0;
@@ -2441,7 +2441,7 @@ static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
       // file takes this way).
       vsnprintf(buf, n, fmt, all);
       va_end(all);
-      return;
+      return strlen(buf);
     }
     size_t lit = pc ? (size_t)(pc - f) : strlen(f);
     if (at + 1 < n) {
@@ -2462,8 +2462,10 @@ static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
     at += len;
     f = pc + 2;
   }
-  buf[at < n ? at : n - 1] = '\0';
+  at = at < n ? at : n - 1;
+  buf[at] = '\0';
   va_end(all);
+  return at;
 }
 
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
@@ -2474,10 +2476,13 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   out->by = by;
   va_list ap;
   va_start(ap, fmt);
-  if (e->naive)
+  size_t len; // strlen(out->reason)
+  if (e->naive) {
     vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
-  else
-    format_s(out->reason, sizeof(out->reason), fmt, ap);
+    len = strlen(out->reason);
+  } else {
+    len = format_s(out->reason, sizeof(out->reason), fmt, ap);
+  }
   va_end(ap);
   cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
   cat(out->source, sizeof(out->source), 0,
@@ -2486,10 +2491,10 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
              : "");
   if (pr && !e->naive && pr->owner == e->p) {
     // The same text, built when the rule was compiled.
-    cat(out->reason, sizeof(out->reason), strlen(out->reason), pr->suffix);
+    cat(out->reason, sizeof(out->reason), len, pr->suffix);
   } else if (pr) {
     char buf[PATH_LEN_MAX + 1];
-    size_t n = strlen(out->reason), sz = sizeof(out->reason);
+    size_t n = len, sz = sizeof(out->reason);
     n = cat(out->reason, sz, n, " (");
     n = cat(out->reason, sz, n, shown(e->p, pr->source, buf, sizeof(buf)));
     cat(out->reason, sz, n, ")");
