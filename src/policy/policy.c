@@ -1710,15 +1710,22 @@ static bool memo_text(struct memo *m, const struct ruleidx *keys,
   bool space = fold_word(t, name, n0);
   const char *sp = space ? memchr(t, ' ', n0) : NULL;
   size_t f = sp ? (size_t)(sp - t) : n0;
+  // Its hashes as an 'f' key and as the start of a 'b' one, in one pass.
+  uint64_t hf = ruleidx_hash_start('f'), h = ruleidx_hash_start('b');
+  for (size_t i = 0; i < f; i++) {
+    hf = ruleidx_hash_byte(hf, t[i]);
+    h = ruleidx_hash_byte(h, t[i]);
+  }
   const struct ruleidx_slot *first =
-      f ? ruleidx_find_hashed(
-              keys, ruleidx_hash_more(ruleidx_hash_start('f'), t, f), 'f', t, f)
-        : NULL;
+      f ? ruleidx_find_hashed(keys, hf, 'f', t, f) : NULL;
   if (!first || first->aux >= BASH_KEY_MAX)
     return true; // no key
   size_t max = first->aux, cap = max + 1, n = 0;
-  uint64_t h = ruleidx_hash_start('b');
-  for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
+  if (!space) // the name is the first segment (f <= max < cap): hashed
+    n = f;
+  else
+    h = ruleidx_hash_start('b');
+  for (size_t i = n ? 1 : 0; i < cmd->nwords && n < cap; i++) {
     if (i) { // the space between two words
       if (n >= 1 && !memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n)))
         return false;
