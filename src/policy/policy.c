@@ -224,14 +224,19 @@ static inline const struct prule *
 first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
+// How a candidate rule is matched (hit, allows): as the reference does
+// (the prefilter, then the matcher), as one of a list scanned (the
+// prefilter rejects most), or as one the index found by its literal start
+// (the prefilter would only repeat the matcher's compares).
+enum how { HOW_REF, HOW_SCAN, HOW_KEYED };
 static enum shell_match hit(const struct prule *pr,
                             const struct request_atom *a, size_t tn,
-                            bool naive);
+                            enum how how);
 static bool bash_cannot_match(const struct prule *pr,
                               const struct shell_atom *cmd, bool for_allow,
                               size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn, bool naive);
+                   const char *path, size_t tn, enum how how);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
                                       const char *const *paths, size_t np,
@@ -1850,7 +1855,7 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   for (uint32_t k = cands_next(p, list, &c);
        k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
        k = cands_next(p, list, &c)) {
-    enum shell_match h = hit(&p->rules[k], a, tn, false);
+    enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
     if (h == SHELL_YES && *yes == UINT32_MAX)
       *yes = k;
     else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
@@ -1868,7 +1873,7 @@ static const struct prule *first_hit_naive(const struct policy *p,
   for (size_t i = 0; i < p->nof_list[list]; i++) {
     const struct prule *pr = &p->rules[p->of_list[list][i]];
     for (size_t j = 0; j < r->natoms; j++) {
-      if (hit(pr, &r->atoms[j], SIZE_MAX, true) == want) {
+      if (hit(pr, &r->atoms[j], SIZE_MAX, HOW_REF) == want) {
         *atom = &r->atoms[j];
         return pr;
       }
@@ -1933,14 +1938,14 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
 // either path of a symlink, case folded, unknown paths "maybe").
 static enum shell_match hit(const struct prule *pr,
                             const struct request_atom *a, size_t tn,
-                            bool naive) {
+                            enum how how) {
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH ||
-        ((naive || !pr->lrun) && bash_cannot_match(pr, a->cmd, false, tn)))
+    if (a->cls != REQUEST_BASH || ((how != HOW_KEYED || !pr->lrun) &&
+                                   bash_cannot_match(pr, a->cmd, false, tn)))
       return SHELL_NO;
-    if (!naive && pr->lrun)
+    if (how != HOW_REF && pr->lrun)
       return shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, false, tn);
     return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
@@ -2030,7 +2035,7 @@ static bool bash_cannot_match(const struct prule *pr,
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn, bool naive) {
+                   const char *path, size_t tn, enum how how) {
   const char *spec = pr->r.spec;
   if (pr->list != POLICY_LIST_ALLOW)
     return false;
@@ -2038,13 +2043,13 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH &&
-           (!naive && pr->lrun
-                ? shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, true,
-                                          tn) == SHELL_YES
-                : !bash_cannot_match(pr, a->cmd, true, tn) &&
-                      shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true,
-                                            tn) == SHELL_YES);
+    if (a->cls != REQUEST_BASH || ((how != HOW_KEYED || !pr->lrun) &&
+                                   bash_cannot_match(pr, a->cmd, true, tn)))
+      return false;
+    return (how != HOW_REF && pr->lrun
+                ? shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, true, tn)
+                : shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true,
+                                        tn)) == SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -2097,7 +2102,8 @@ static const struct prule *find_allow(const struct eval *e,
            k != UINT32_MAX && !found;
            k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
         const struct prule *pr = &ps[i]->rules[k];
-        if (allows(pr, a, paths[n], tn, e->naive)) {
+        enum how how = e->naive ? HOW_REF : c[i].all ? HOW_SCAN : HOW_KEYED;
+        if (allows(pr, a, paths[n], tn, how)) {
           *memory = *memory || i == 1;
           found = pr;
         }
