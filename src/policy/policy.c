@@ -36,6 +36,10 @@ struct prule {
   char *lit;
   size_t nlit, npat;
   char *mpat; // BASH: the pattern ("*" without one), a trailing `:*` as ` *`
+  // BASH: mpat has no `*` but (maybe) its last byte: the matcher compares
+  // its bytes to the text's first ones (shell_match.c, literal_run), which
+  // is what bash_cannot_match would do first.
+  bool lrun;
 };
 
 struct protect {
@@ -111,6 +115,7 @@ struct policy {
   struct ruleidx *keys;
   size_t bash_npat_max;   // the longest Bash pattern (bash_cannot_match)
   size_t bash_key_all;    // the longest 'b' key of the three lists
+  size_t path_key_all[2]; // the longest 'r' and 'e' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
 };
@@ -119,40 +124,37 @@ struct policy_request {
   struct request r;
 };
 
-// A Bash atom's text as bash_text looks it up (its name or the name's
-// basename, then the other words, case folded), with the hash of each key
-// it can meet: built once per decision for the three lists.
-struct memo_text {
-  uint32_t at, n; // the text: memo.text[at .. at + n)
-  uint32_t b, nb; // its keys' ends and hashes: memo.ends[b .. b + nb)
-};
-
-struct memo_bash {
-  bool ok;               // built (else: bash_text as before)
-  bool base;             // the name has a basename (v[1])
-  size_t tn;             // the length of the whole text (the prefilter)
-  struct memo_text v[2]; // the name, its basename
+// The keys of the rules' index that an atom meets, looked up once per
+// decision for the three lists (the table is shared): the slots found,
+// memo.slot[b .. b + n). A Bash atom's keys are its text as bash_text looks
+// it up (its name or the name's basename, then the other words, case
+// folded) up to each space; a path's are its leading segments, as
+// path_cands looks them up.
+struct memo_keys {
+  uint32_t b, n;
 };
 
 // What one decision learnt about one atom, so that no step asks twice
 // (policy_decide only; the reference asks every time).
 struct memo_atom {
-  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_BASH
+  uint8_t done; // MEMO_COV, MEMO_TIER, MEMO_KEYS
   bool cov_mem; // covered()
+  bool keys;    // k looked up (else gather looks up as before)
+  bool base;    // a Bash name with a basename: k[1] is the basename's
+  int tier;     // tier_of()
   const struct prule *cov;
-  int tier;              // tier_of()
-  struct memo_bash bash; // the rules' index (gather), p only
+  size_t tn;             // Bash: the length of the whole text (prefilter)
+  struct memo_keys k[2]; // Bash: the name's, the basename's; a path: k[0]
 };
 
 enum {
   MEMO_COV = 1,
   MEMO_TIER = 2,
-  MEMO_BASH = 4,
+  MEMO_KEYS = 4,
 };
 
 #define MEMO_ATOMS 64  // atoms past this are looked up again at each step
-#define MEMO_TEXT 8192 // bytes of texts, then bash_text as before
-#define MEMO_ENDS 512  // keys' ends, then bash_text as before
+#define MEMO_SLOTS 256 // keys found, then gather looks up as before
 
 struct memo {
   // first_hit per policy (0: the rules, 1: the session's memory) and list
@@ -163,15 +165,8 @@ struct memo {
   uint32_t best[2][2][2]; // [policy][list][0: yes, 1: maybe]
   size_t best_atom[2][2][2];
   struct memo_atom a[MEMO_ATOMS];
-  char text[MEMO_TEXT];
-  uint32_t ntext;
-  struct {
-    uint32_t j; // the key is text[at .. at + j)
-    bool found; // slot looked up (the three lists share the table)
-    uint64_t h; // its hash (tag 'b')
-    const struct ruleidx_slot *slot;
-  } ends[MEMO_ENDS];
-  uint32_t nends;
+  const struct ruleidx_slot *slot[MEMO_SLOTS];
+  uint32_t nslot;
 };
 
 // One decision in progress.
@@ -225,17 +220,23 @@ static void step_default(struct eval *e);
 static void index_rule(struct policy *p, uint32_t i);
 static void index_done(struct lindex *x);
 static void index_free(struct lindex *x);
-static const struct prule *
+static inline const struct prule *
 first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
           const struct request *r, enum shell_match want,
           const struct request_atom **atom);
+// How a candidate rule is matched (hit, allows): as the reference does
+// (the prefilter, then the matcher), as one of a list scanned (the
+// prefilter rejects most), or as one the index found by its literal start
+// (the prefilter would only repeat the matcher's compares).
+enum how { HOW_REF, HOW_SCAN, HOW_KEYED };
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a, size_t tn);
+                            const struct request_atom *a, size_t tn,
+                            enum how how);
 static bool bash_cannot_match(const struct prule *pr,
                               const struct shell_atom *cmd, bool for_allow,
                               size_t tn);
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn);
+                   const char *path, size_t tn, enum how how);
 static const struct prule *find_allow(const struct eval *e,
                                       const struct request_atom *a,
                                       const char *const *paths, size_t np,
@@ -303,6 +304,9 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
     index_done(&p->idx[l]);
     if (p->idx[l].bash_key_max > p->bash_key_all)
       p->bash_key_all = p->idx[l].bash_key_max;
+    for (int c = 0; c < 2; c++)
+      if (p->idx[l].path_key_max[c] > p->path_key_all[c])
+        p->path_key_all[c] = p->idx[l].path_key_max[c];
   }
   compile_protect(p, in);
   if (warnings)
@@ -375,7 +379,7 @@ int policy_rule_check_list(const char *text, enum policy_list list, char *err,
 
 struct policy_request *policy_request_new(const json_t *params, const char *cwd,
                                           const char *home) {
-  struct policy_request *r = xcalloc(1, sizeof(*r));
+  struct policy_request *r = xmalloc(sizeof(*r)); // request_init zeroes it
   request_init(&r->r, params, cwd, home);
   return r;
 }
@@ -435,8 +439,8 @@ const char **policy_request_path_list(const struct policy_request *r,
 // as the analyser saw it, expansion and all).
 static void quoted_command(const struct shell_atom *a, const char *home,
                            char *buf, size_t n) {
-  static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
-                             "TUVWXYZ0123456789@%+=:,./_-";
+  // The bytes shown without quotes, a bit each: a-z A-Z 0-9 @%+=:,./_-
+  static const uint64_t safe[2] = {0x27fff82000000000u, 0x7fffffe87ffffffu};
   size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
@@ -449,13 +453,12 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
     bool plain = *w;
-    for (const char *c = w; *c && plain; c++)
-      plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-              (*c >= '0' && *c <= '9') || strchr(safe + 62, *c);
+    for (const unsigned char *c = (const unsigned char *)w; *c && plain; c++)
+      plain = *c < 128 && (safe[*c >> 6] >> (*c & 63) & 1);
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
-    if (plain && hl > 1 && strncmp(w, home, hl) == 0 &&
+    if (plain && hl > 1 && w[0] == home[0] && strncmp(w, home, hl) == 0 &&
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
       w += hl;
@@ -727,7 +730,7 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .memo = naive ? NULL : &memo};
   for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
     memo.a[i].done = 0;
-  memo.ntext = memo.nends = 0;
+  memo.nslot = 0;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
@@ -846,6 +849,7 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
     pr.mpat = xstrdup(pat);
     if (pr.npat >= 2 && pat[pr.npat - 1] == '*' && pat[pr.npat - 2] == ':')
       pr.mpat[pr.npat - 2] = ' '; // as shell_pattern_match reads it
+    pr.lrun = pr.nlit + 1 >= pr.npat;
   }
   pr.text = xstrdup(t->text);
   pr.source = xstrdup(src);
@@ -1085,6 +1089,7 @@ static void index_rule(struct policy *p, uint32_t i) {
       ruleidx_add(x->keys, x->list, 'b', key, k, i);
       x->bash_key_max = k > x->bash_key_max ? k : x->bash_key_max;
       ruleidx_add(x->keys, x->list, 'f', key, f, i);
+      ruleidx_aux_max(x->keys, 'f', key, f, k); // the longest 'b' key after f
       x->first = xrealloc(x->first, (x->nfirst + 1) * sizeof(*x->first));
       x->first[x->nfirst++] =
           (struct first_word){xstrndup(key, f), f, (uint32_t)i};
@@ -1188,8 +1193,9 @@ static void cands_add(struct cands *c, struct ruleidx_list l) {
   c->l[c->n++] = l;
 }
 
-static void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
-  cands_add(c, ruleidx_vec_list(v));
+static inline void cands_vec(struct cands *c, const struct ruleidx_vec *v) {
+  if (v->n)
+    cands_add(c, (struct ruleidx_list){v->v, v->n});
 }
 
 static void cands_key(struct cands *c, const struct lindex *x, char tag,
@@ -1203,6 +1209,8 @@ static uint32_t cands_next(const struct policy *p, enum policy_list list,
   if (c->all)
     return c->pos < p->nof_list[list] ? (uint32_t)p->of_list[list][c->pos++]
                                       : UINT32_MAX;
+  if (c->n <= 1) // nothing to merge
+    return c->n && c->at[0] < c->l[0].n ? c->l[0].v[c->at[0]++] : UINT32_MAX;
   uint32_t min = UINT32_MAX;
   for (size_t i = 0; i < c->n; i++)
     if (c->at[i] < c->l[i].n && c->l[i].v[c->at[i]] < min)
@@ -1344,28 +1352,24 @@ static void bash_cands(const struct policy *p, const struct lindex *x,
   cands_vec(c, &x->bash_rest);
 }
 
-// bash_cands from the atom's text built once (memo_bash): the same keys.
-// Each key is looked up once for the three lists (the table is shared).
+// The lists of list in the slots k found (memo_keys).
+static void cands_slots(struct cands *c, const struct memo *m,
+                        const struct memo_keys *k, int list) {
+  for (uint32_t i = k->b; i < k->b + k->n; i++)
+    cands_add(c, ruleidx_slot_list(m->slot[i], list));
+}
+
+// bash_cands from the keys looked up once (memo_keys): the same lists.
 static void bash_memo_cands(const struct policy *p, const struct lindex *x,
-                            struct memo *m, const struct memo_bash *b,
+                            const struct memo *m, const struct memo_atom *ma,
                             bool for_allow, struct cands *c) {
-  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (b->tn + 1)) {
+  if (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (ma->tn + 1)) {
     cands_vec(c, &x->bash_all);
     return;
   }
-  for (int v = 0; x->nfirst && v < (for_allow || !b->base ? 1 : 2); v++) {
-    const struct memo_text *t = &b->v[v];
-    for (uint32_t k = t->b; k < t->b + t->nb; k++) {
-      if (m->ends[k].j > x->bash_key_max)
-        break;
-      if (!m->ends[k].found) {
-        m->ends[k].slot = ruleidx_find_hashed(x->keys, m->ends[k].h, 'b',
-                                              m->text + t->at, m->ends[k].j);
-        m->ends[k].found = true;
-      }
-      cands_add(c, ruleidx_slot_list(m->ends[k].slot, x->list));
-    }
-  }
+  cands_slots(c, m, &ma->k[0], x->list);
+  if (!for_allow && ma->base)
+    cands_slots(c, m, &ma->k[1], x->list);
   cands_vec(c, &x->bash_rest);
 }
 
@@ -1394,8 +1398,9 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
 
 // The rules of list that can match atom a (a superset, see lindex).
 static void gather(const struct policy *p, enum policy_list list,
-                   const struct request_atom *a, bool for_allow, struct memo *m,
-                   size_t j, struct cands *c) {
+                   const struct request_atom *a, bool for_allow,
+                   const struct memo *m, const struct memo_atom *ma,
+                   struct cands *c) {
   const struct lindex *x = &p->idx[list];
   c->n = 0;
   c->all = p->nof_list[list] <= SCAN_MAX; // a short list: scanned
@@ -1408,11 +1413,11 @@ static void gather(const struct policy *p, enum policy_list list,
   if (a->cls < INDEX_CLASSES)
     cands_vec(c, &x->tool_cls[a->cls]);
   char key[RULES_TEXT_MAX + 8];
-  size_t n = a->name ? strlen(a->name) : 0;
+  size_t n = a->name && a->cls >= REQUEST_FETCH ? strlen(a->name) : 0;
   switch (a->cls) {
   case REQUEST_BASH:
-    if (m && m->a[j].bash.ok)
-      bash_memo_cands(p, x, m, &m->a[j].bash, for_allow, c);
+    if (ma)
+      bash_memo_cands(p, x, m, ma, for_allow, c);
     else
       bash_cands(p, x, a->cmd, for_allow, c);
     return;
@@ -1424,6 +1429,10 @@ static void gather(const struct policy *p, enum policy_list list,
       return;
     }
     cands_vec(c, &x->path_nospec[k]);
+    if (ma) {
+      cands_slots(c, m, &ma->k[0], x->list);
+      return;
+    }
     path_cands(x, k ? 'e' : 'r', a->lex, c);
     if (a->res && strcmp(a->res, a->lex) != 0) // the same keys otherwise
       path_cands(x, k ? 'e' : 'r', a->res, c);
@@ -1666,11 +1675,15 @@ struct tally {
   size_t need, by_mode, by_mem;
   bool all;
   const struct prule *first;
+  size_t used;     // strlen(rules)
   char rules[256]; // the covering rules, ", "-separated
 };
 
 static void count(const struct eval *e, struct tally *t) {
-  *t = (struct tally){.all = true};
+  t->need = t->by_mode = t->by_mem = t->used = 0;
+  t->all = true;
+  t->first = NULL;
+  t->rules[0] = '\0';
   for (size_t i = 0; i < e->r->natoms && t->all; i++) {
     const struct request_atom *a = &e->r->atoms[i];
     if (!needs_cover(a))
@@ -1685,11 +1698,16 @@ static void count(const struct eval *e, struct tally *t) {
     }
     t->by_mem += mem;
     t->first = t->first ? t->first : pr;
-    size_t used = strlen(t->rules);
-    if (!strstr(t->rules, pr->text) &&
-        used + strlen(pr->text) + 3 < sizeof(t->rules))
-      cat(t->rules, sizeof(t->rules),
-          cat(t->rules, sizeof(t->rules), used, used ? ", " : ""), pr->text);
+    size_t used = t->used, len;
+    if ((used ? !strstr(t->rules, pr->text) : pr->text[0] != '\0') &&
+        used + (len = strlen(pr->text)) + 3 < sizeof(t->rules)) {
+      if (used) {
+        memcpy(t->rules + used, ", ", 2);
+        used += 2;
+      }
+      memcpy(t->rules + used, pr->text, len + 1);
+      t->used = used + len;
+    }
   }
 }
 
@@ -1759,101 +1777,193 @@ static void step_default(struct eval *e) {
 // ---------------------------------------------------------------------------
 // Matching
 
-// Records a key's end (text[0..n), hash h) for v; false when full.
-static bool memo_end(struct memo *m, struct memo_text *v, size_t n,
-                     uint64_t h) {
-  if (m->nends == MEMO_ENDS)
+// Keeps a slot found for k (none: nothing to keep); false when full.
+static inline bool memo_found(struct memo *m, struct memo_keys *k,
+                              const struct ruleidx_slot *s) {
+  if (!s)
+    return true;
+  if (m->nslot == MEMO_SLOTS)
     return false;
-  m->ends[m->nends].j = (uint32_t)n;
-  m->ends[m->nends].found = false;
-  m->ends[m->nends++].h = h;
-  v->nb++;
+  m->slot[m->nslot++] = s;
+  k->n++;
   return true;
 }
 
-// Appends to the memo the text bash_text looks up for a command named name
-// (its first word or the basename of it): name, then a space and each
-// other word, case folded, up to max + 1 bytes (max: the longest key), and
-// the end and hash of each key it can meet (at a space, or the text's
-// end). False when the memo is full.
-static bool memo_text(struct memo *m, const struct shell_atom *cmd,
-                      const char *name, size_t max, struct memo_text *v) {
-  size_t cap = max + 1, n = 0;
-  if (cap > MEMO_TEXT - m->ntext)
-    return false;
-  char *t = m->text + m->ntext;
-  uint64_t h = ruleidx_hash_start('b');
-  v->at = m->ntext;
-  v->b = m->nends;
-  v->nb = 0;
-  // One pass: each byte folded, stored and hashed; a key ends before each
-  // space, and at the end of the whole text (n < cap), when 1 <= n <= max.
-  for (size_t i = 0; i < cmd->nwords && n < cap; i++) {
+// dst = src[0..n) case folded (A-Z only, as fold_c), eight bytes at a
+// time; true when it holds a space.
+static inline bool fold_word(char *dst, const char *src, size_t n) {
+  const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+  uint64_t sp = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, l;
+    memcpy(&x, src + i, 8);
+    l = x & ~high; // each byte's low 7 bits: no carry between bytes below
+    // 'A' <= l <= 'Z' and the byte below 0x80: set its 0x20 bit.
+    x |= ((l + 0x3f * ones) & ~(l + 0x25 * ones) & ~x & high) >> 2;
+    uint64_t y = x ^ (0x20 * ones); // a space is a zero byte
+    sp |= (y - ones) & ~y & high;
+    memcpy(dst + i, &x, 8);
+  }
+  bool space = false;
+  for (; i < n; i++) {
+    unsigned char c = (unsigned char)src[i];
+    c = (unsigned char)(c | (unsigned char)((unsigned char)(c - 'A') < 26)
+                                << 5);
+    space |= c == ' ';
+    dst[i] = (char)c;
+  }
+  return space || sp != 0;
+}
+
+#define MEMO_LENS 32 // words measured ahead (memo_keys_build)
+
+// Looks up the keys bash_text looks up for a command named name (its first
+// word or the basename of it, nn bytes): the text name, then a space and
+// each other word, case folded, and each key it can meet: the text up to a
+// space, or the whole text. A key ('b', see index_rule) is a rule's
+// literal start up to a space, so its first segment (up to its first
+// space) is the rule's first word ('f'), whose slot holds the longest
+// such key (aux): a text whose first segment is no rule's first word meets
+// no key, and one that is is built up to that key's length and the byte
+// after it. One pass: each byte folded, stored and hashed. lens: the
+// lengths of the first words (MEMO_LENS). The slots found are kept in k;
+// false when the memo is full.
+static bool memo_text(struct memo *m, const struct ruleidx *keys,
+                      const struct shell_atom *cmd, const size_t *lens,
+                      const char *name, size_t nn, struct memo_keys *k) {
+  char t[BASH_KEY_MAX + 1];
+  k->b = m->nslot;
+  k->n = 0;
+  // The first segment (a longer one is no key's: keys are shorter).
+  size_t n0 = nn < BASH_KEY_MAX ? nn : BASH_KEY_MAX;
+  bool space = fold_word(t, name, n0);
+  const char *sp = space ? memchr(t, ' ', n0) : NULL;
+  size_t f = sp ? (size_t)(sp - t) : n0;
+  // Its hashes as an 'f' key and as the start of a 'b' one, in one pass.
+  uint64_t hf = ruleidx_hash_start('f'), h = ruleidx_hash_start('b');
+  for (size_t i = 0; i < f; i++) {
+    hf = ruleidx_hash_byte(hf, t[i]);
+    h = ruleidx_hash_byte(h, t[i]);
+  }
+  const struct ruleidx_slot *first =
+      f ? ruleidx_find_hashed(keys, hf, 'f', t, f) : NULL;
+  if (!first || first->aux >= BASH_KEY_MAX)
+    return true; // no key
+  size_t max = first->aux, cap = max + 1, n = 0;
+  if (!space) // the name is the first segment (f <= max < cap): hashed
+    n = f;
+  else
+    h = ruleidx_hash_start('b');
+  for (size_t i = n ? 1 : 0; i < cmd->nwords && n < cap; i++) {
     if (i) { // the space between two words
-      if (n >= 1 && n <= max && !memo_end(m, v, n, h))
+      if (n >= 1 && !memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n)))
         return false;
       t[n++] = ' ';
       h = ruleidx_hash_byte(h, ' ');
     }
-    for (const char *w = i ? cmd->words[i].text : name; *w && n < cap; w++) {
-      char c = *w;
-      if ((unsigned char)(c - 'A') < 26)
-        c = (char)(c + ('a' - 'A'));
-      else if (c == ' ' && n >= 1 && n <= max && !memo_end(m, v, n, h))
+    size_t wn = !i ? nn : i < MEMO_LENS ? lens[i] : strlen(cmd->words[i].text);
+    wn = wn < cap - n ? wn : cap - n;
+    if (i) // the name is folded already
+      space = fold_word(t + n, cmd->words[i].text, wn);
+    if (!space) {
+      h = ruleidx_hash_more(h, t + n, wn);
+      n += wn;
+      continue;
+    }
+    for (size_t e = n + wn; n < e; n++) { // a key also ends at a space
+      if (t[n] == ' ' && n >= 1 && n <= max &&
+          !memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n)))
         return false;
-      t[n++] = c;
-      h = ruleidx_hash_byte(h, c);
+      h = ruleidx_hash_byte(h, t[n]);
     }
   }
-  if (n < cap && n >= 1 && n <= max && !memo_end(m, v, n, h))
+  return !(n < cap && n >= 1) ||
+         memo_found(m, k, ruleidx_find_hashed(keys, h, 'b', t, n));
+}
+
+// Looks up the keys path_cands looks up for path (tag 'r' or 'e'), up to
+// max bytes (the longest key of the three lists); the slots found are kept
+// in k. False when the memo is full.
+static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
+                      const char *path, size_t max, struct memo_keys *k) {
+  char buf[PATH_LEN_MAX + 1];
+  size_t n = 0;
+  uint64_t h = ruleidx_hash_start(tag);
+  if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0)))
     return false;
-  v->n = (uint32_t)n;
-  m->ntext += (uint32_t)n;
+  for (const char *s = path; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len || n + 1 + len > max)
+      break; // no key is longer
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
+    s += len;
+    if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, buf, n)))
+      return false;
+  }
   return true;
 }
 
-// The memo of atom j's Bash text for p's index, built at its first use;
-// NULL when there is none (no memo, another policy, an atom bash_text
-// reads otherwise: a dynamic word, a name too long, the memo full).
-static struct memo *memo_bash_build(const struct eval *e,
-                                    const struct policy *p, size_t j);
-
-static inline struct memo *memo_bash(const struct eval *e,
-                                     const struct policy *p, size_t j) {
-  if (!e->memo || p != e->p || j >= MEMO_ATOMS)
-    return NULL;
-  const struct memo_atom *ma = &e->memo->a[j];
-  if (ma->done & MEMO_BASH)
-    return ma->bash.ok ? e->memo : NULL;
-  return memo_bash_build(e, p, j);
-}
-
-static struct memo *memo_bash_build(const struct eval *e,
-                                    const struct policy *p, size_t j) {
-  struct memo_atom *ma = &e->memo->a[j];
-  struct memo_bash *b = &ma->bash;
-  ma->done |= MEMO_BASH;
-  b->ok = false;
-  const struct request_atom *a = &e->r->atoms[j];
+// Looks up the keys of a Bash atom (memo_text) or of a known path
+// (memo_path) once for the three lists of the rules. False for another
+// atom (gather looks its keys up), a Bash atom that bash_text reads
+// otherwise (a dynamic word), or a memo full.
+static bool memo_keys_build(struct memo *m, const struct policy *p,
+                            const struct request_atom *a,
+                            struct memo_atom *ma) {
+  if (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) {
+    if (a->where != REQUEST_KNOWN)
+      return false;
+    int c = a->cls == REQUEST_EDIT;
+    char tag = c ? 'e' : 'r';
+    ma->k[0] = (struct memo_keys){m->nslot, 0};
+    return memo_path(m, p->keys, tag, a->lex, p->path_key_all[c], &ma->k[0]) &&
+           (!a->res || strcmp(a->res, a->lex) == 0 || // the same keys
+            memo_path(m, p->keys, tag, a->res, p->path_key_all[c], &ma->k[0]));
+  }
   const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
   if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
       cmd->words[0].dynamic || p->bash_key_all >= BASH_KEY_MAX)
-    return NULL;
-  size_t tn = 0;
+    return false;
+  size_t tn = 0, lens[MEMO_LENS];
   for (size_t i = 0; i < cmd->nwords; i++) {
     if (i && cmd->words[i].dynamic)
-      return NULL; // bash_text's other ways (first word, prefix)
-    tn += (i ? 1 : 0) + strlen(cmd->words[i].text);
+      return false; // bash_text's other ways (first word, prefix)
+    size_t n = strlen(cmd->words[i].text);
+    if (i < MEMO_LENS)
+      lens[i] = n;
+    tn += (i ? 1 : 0) + n;
   }
   const char *name = cmd->words[0].text, *base = strrchr(name, '/');
-  b->tn = tn;
-  b->base = base && base[1];
-  if (!memo_text(e->memo, cmd, name, p->bash_key_all, &b->v[0]) ||
-      (b->base &&
-       !memo_text(e->memo, cmd, base + 1, p->bash_key_all, &b->v[1])))
+  base = base ? base + 1 : NULL;
+  ma->tn = tn;
+  ma->base = base && *base;
+  return memo_text(m, p->keys, cmd, lens, name, lens[0], &ma->k[0]) &&
+         (!ma->base || memo_text(m, p->keys, cmd, lens, base,
+                                 lens[0] - (size_t)(base - name), &ma->k[1]));
+}
+
+// The memo of atom j's keys for p's index, built at its first use; NULL
+// when there is none (no memo, another policy, memo_keys_build false).
+static inline const struct memo_atom *
+memo_keys(const struct eval *e, const struct policy *p, size_t j) {
+  if (!e->memo || p != e->p || j >= MEMO_ATOMS || !p->keys)
     return NULL;
-  b->ok = true;
-  return e->memo;
+  struct memo *m = e->memo;
+  struct memo_atom *ma = &m->a[j];
+  if (!(ma->done & MEMO_KEYS)) {
+    uint32_t start = m->nslot;
+    ma->done |= MEMO_KEYS;
+    ma->keys = memo_keys_build(m, p, &e->r->atoms[j], ma);
+    if (!ma->keys)
+      m->nslot = start; // what did not fit is looked up by gather
+  }
+  return ma->keys ? ma : NULL;
 }
 
 // The first candidate of list (the index) giving SHELL_YES on a, and the
@@ -1863,14 +1973,14 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t *yes, uint32_t *maybe) {
   struct cands c;
-  struct memo *m = memo_bash(e, p, j);
-  size_t tn = m ? m->a[j].bash.tn : SIZE_MAX;
-  gather(p, list, a, false, m, j, &c);
+  const struct memo_atom *ma = memo_keys(e, p, j);
+  size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
+  gather(p, list, a, false, e->memo, ma, &c);
   *yes = *maybe = UINT32_MAX;
   for (uint32_t k = cands_next(p, list, &c);
        k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
        k = cands_next(p, list, &c)) {
-    enum shell_match h = hit(&p->rules[k], a, tn);
+    enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
     if (h == SHELL_YES && *yes == UINT32_MAX)
       *yes = k;
     else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
@@ -1878,39 +1988,34 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   }
 }
 
-// The first rule of list (in order) that gives want on some atom: for each
-// atom the first of its candidates (the index) that does, the lowest of
-// them over the atoms (for one rule, the first atom).
-static const struct prule *
-first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
-          const struct request *r, enum shell_match want,
-          const struct request_atom **atom) {
-  if (p && e->naive) {
-    for (size_t i = 0; i < p->nof_list[list]; i++) {
-      const struct prule *pr = &p->rules[p->of_list[list][i]];
-      for (size_t j = 0; j < r->natoms; j++) {
-        if (hit(pr, &r->atoms[j], SIZE_MAX) == want) {
-          *atom = &r->atoms[j];
-          return pr;
-        }
+// The first rule of list (in order) that gives want on some atom, every
+// rule against every atom (the reference).
+static const struct prule *first_hit_naive(const struct policy *p,
+                                           enum policy_list list,
+                                           const struct request *r,
+                                           enum shell_match want,
+                                           const struct request_atom **atom) {
+  for (size_t i = 0; i < p->nof_list[list]; i++) {
+    const struct prule *pr = &p->rules[p->of_list[list][i]];
+    for (size_t j = 0; j < r->natoms; j++) {
+      if (hit(pr, &r->atoms[j], SIZE_MAX, HOW_REF) == want) {
+        *atom = &r->atoms[j];
+        return pr;
       }
     }
-    return NULL;
   }
-  if (!p)
-    return NULL;
-  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
-  int wi = want == SHELL_YES ? 0 : 1;
-  if (e->memo && e->memo->hits_done[pi][li]) {
-    uint32_t k = e->memo->best[pi][li][wi];
-    if (k == UINT32_MAX)
-      return NULL;
-    *atom = &r->atoms[e->memo->best_atom[pi][li][wi]];
-    return &p->rules[k];
-  }
-  uint32_t best = UINT32_MAX, bests[2] = {UINT32_MAX, UINT32_MAX};
-  size_t at[2] = {0, 0};
-  for (size_t j = 0; p && j < r->natoms; j++) {
+  return NULL;
+}
+
+// For list: the lowest rule over the atoms giving SHELL_YES (bests[0]) and
+// SHELL_MAYBE (bests[1]), UINT32_MAX for none, and the first atom giving
+// it (at): for each atom the first of its candidates (the index) that does.
+static void list_hits(const struct eval *e, const struct policy *p,
+                      enum policy_list list, const struct request *r,
+                      uint32_t bests[2], size_t at[2]) {
+  bests[0] = bests[1] = UINT32_MAX;
+  at[0] = at[1] = 0;
+  for (size_t j = 0; j < r->natoms; j++) {
     uint32_t yes, maybe;
     atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
     if (yes < bests[0]) {
@@ -1922,27 +2027,51 @@ first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
       at[1] = j;
     }
   }
+}
+
+// The first rule of list (in order) that gives want on some atom (for one
+// rule, the first atom). list_hits answers for both wants: kept in the
+// memo, deny and ask are walked once per decision.
+static inline const struct prule *
+first_hit(const struct eval *e, const struct policy *p, enum policy_list list,
+          const struct request *r, enum shell_match want,
+          const struct request_atom **atom) {
+  if (!p)
+    return NULL;
+  if (e->naive)
+    return first_hit_naive(p, list, r, want, atom);
+  int pi = p == e->p ? 0 : 1, li = list == POLICY_LIST_ASK;
+  int wi = want == SHELL_YES ? 0 : 1;
+  uint32_t own[2], *bests = own;
+  size_t own_at[2], *at = own_at;
   if (e->memo) {
+    bests = e->memo->best[pi][li];
+    at = e->memo->best_atom[pi][li];
+    if (!e->memo->hits_done[pi][li])
+      list_hits(e, p, list, r, bests, at);
     e->memo->hits_done[pi][li] = true;
-    memcpy(e->memo->best[pi][li], bests, sizeof(bests));
-    memcpy(e->memo->best_atom[pi][li], at, sizeof(at));
+  } else {
+    list_hits(e, p, list, r, bests, at);
   }
-  best = bests[wi];
-  if (best == UINT32_MAX)
+  if (bests[wi] == UINT32_MAX)
     return NULL;
   *atom = &r->atoms[at[wi]];
-  return &p->rules[best];
+  return &p->rules[bests[wi]];
 }
 
 // A deny or ask rule against an atom: the wide semantics (every atom,
 // either path of a symlink, case folded, unknown paths "maybe").
 static enum shell_match hit(const struct prule *pr,
-                            const struct request_atom *a, size_t tn) {
+                            const struct request_atom *a, size_t tn,
+                            enum how how) {
   const char *spec = pr->r.spec;
   switch (pr->r.cls) {
   case RULES_BASH:
-    if (a->cls != REQUEST_BASH || bash_cannot_match(pr, a->cmd, false, tn))
+    if (a->cls != REQUEST_BASH || ((how != HOW_KEYED || !pr->lrun) &&
+                                   bash_cannot_match(pr, a->cmd, false, tn)))
       return SHELL_NO;
+    if (how != HOW_REF && pr->lrun)
+      return shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, false, tn);
     return shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, false, tn);
   case RULES_READ:
   case RULES_EDIT:
@@ -2017,7 +2146,7 @@ static bool bash_cannot_match(const struct prule *pr,
     return false;
   if (for_allow)
     return true;        // "maybe" (too much work) does not allow either
-  if (tn == SIZE_MAX) { // not measured by the caller (memo_bash)
+  if (tn == SIZE_MAX) { // not measured by the caller (memo_keys)
     tn = strlen(name);
     for (size_t i = 1; i < cmd->nwords; i++)
       tn += 1 + strlen(cmd->words[i].text);
@@ -2031,7 +2160,7 @@ static bool bash_cannot_match(const struct prule *pr,
 // An allow rule against an atom (path: the lexical or the resolved path of
 // a Read/Edit atom, or NULL): the narrow semantics.
 static bool allows(const struct prule *pr, const struct request_atom *a,
-                   const char *path, size_t tn) {
+                   const char *path, size_t tn, enum how how) {
   const char *spec = pr->r.spec;
   if (pr->list != POLICY_LIST_ALLOW)
     return false;
@@ -2039,9 +2168,13 @@ static bool allows(const struct prule *pr, const struct request_atom *a,
     return false; // find -exec/-delete: no allow rule covers it
   switch (pr->r.cls) {
   case RULES_BASH:
-    return a->cls == REQUEST_BASH && !bash_cannot_match(pr, a->cmd, true, tn) &&
-           shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true, tn) ==
-               SHELL_YES;
+    if (a->cls != REQUEST_BASH || ((how != HOW_KEYED || !pr->lrun) &&
+                                   bash_cannot_match(pr, a->cmd, true, tn)))
+      return false;
+    return (how != HOW_REF && pr->lrun
+                ? shell_pattern_match_lit(pr->mpat, pr->npat, a->cmd, true, tn)
+                : shell_pattern_match_n(pr->mpat, pr->npat, a->cmd, true,
+                                        tn)) == SHELL_YES;
   case RULES_READ:
   case RULES_EDIT:
     if (a->cls != (pr->r.cls == RULES_READ ? REQUEST_READ : REQUEST_EDIT))
@@ -2081,20 +2214,21 @@ static const struct prule *find_allow(const struct eval *e,
     for (int i = 0; i < 2 && !found; i++) {
       if (!ps[i])
         continue;
-      struct memo *mb = e->naive ? NULL : memo_bash(e, ps[i], j);
+      const struct memo_atom *ma = e->naive ? NULL : memo_keys(e, ps[i], j);
       if (have[i])
         cands_rewind(&c[i]);
       else if (e->naive)
         c[i] = (struct cands){.all = true};
       else
-        gather(ps[i], POLICY_LIST_ALLOW, a, true, mb, j, &c[i]);
+        gather(ps[i], POLICY_LIST_ALLOW, a, true, e->memo, ma, &c[i]);
       have[i] = true;
-      size_t tn = mb ? mb->a[j].bash.tn : SIZE_MAX;
+      size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
       for (uint32_t k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i]);
            k != UINT32_MAX && !found;
            k = cands_next(ps[i], POLICY_LIST_ALLOW, &c[i])) {
         const struct prule *pr = &ps[i]->rules[k];
-        if (allows(pr, a, paths[n], tn)) {
+        enum how how = e->naive ? HOW_REF : c[i].all ? HOW_SCAN : HOW_KEYED;
+        if (allows(pr, a, paths[n], tn, how)) {
           *memory = *memory || i == 1;
           found = pr;
         }
@@ -2198,8 +2332,11 @@ static int tier_of(const struct policy *p, const struct request_atom *a,
   if (a->where == REQUEST_UNKNOWN)
     return 1;
   if (a->where == REQUEST_KNOWN) {
-    int t1 = tier_of_path(p, a->lex, naive),
-        t2 = tier_of_path(p, a->res, naive);
+    int t1 = tier_of_path(p, a->lex, naive);
+    int t2 =
+        !naive && a->res && (a->res == a->lex || strcmp(a->res, a->lex) == 0)
+            ? t1 // the same path
+            : tier_of_path(p, a->res, naive);
     return t1 && t2 ? (t1 < t2 ? t1 : t2) : t1 ? t1 : t2;
   }
   char probe[PATH_LEN_MAX + 1] = "";
@@ -2431,7 +2568,7 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str) {
 // vsnprintf(buf, n, fmt, ap) for a format whose only conversions are %s
 // (every reason's), without the printf machinery; any other conversion
 // goes to vsnprintf.
-static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
+static size_t format_s(char *buf, size_t n, const char *fmt, va_list ap) {
   va_list all;
   va_copy(all, ap);
   size_t at = 0;
@@ -2442,7 +2579,7 @@ static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
       // file takes this way).
       vsnprintf(buf, n, fmt, all);
       va_end(all);
-      return;
+      return strlen(buf);
     }
     size_t lit = pc ? (size_t)(pc - f) : strlen(f);
     if (at + 1 < n) {
@@ -2463,8 +2600,10 @@ static void format_s(char *buf, size_t n, const char *fmt, va_list ap) {
     at += len;
     f = pc + 2;
   }
-  buf[at < n ? at : n - 1] = '\0';
+  at = at < n ? at : n - 1;
+  buf[at] = '\0';
   va_end(all);
+  return at;
 }
 
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
@@ -2475,10 +2614,13 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   out->by = by;
   va_list ap;
   va_start(ap, fmt);
-  if (e->naive)
+  size_t len; // strlen(out->reason)
+  if (e->naive) {
     vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
-  else
-    format_s(out->reason, sizeof(out->reason), fmt, ap);
+    len = strlen(out->reason);
+  } else {
+    len = format_s(out->reason, sizeof(out->reason), fmt, ap);
+  }
   va_end(ap);
   cat(out->rule, sizeof(out->rule), 0, pr ? pr->text : "");
   cat(out->source, sizeof(out->source), 0,
@@ -2487,10 +2629,10 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
              : "");
   if (pr && !e->naive && pr->owner == e->p) {
     // The same text, built when the rule was compiled.
-    cat(out->reason, sizeof(out->reason), strlen(out->reason), pr->suffix);
+    cat(out->reason, sizeof(out->reason), len, pr->suffix);
   } else if (pr) {
     char buf[PATH_LEN_MAX + 1];
-    size_t n = strlen(out->reason), sz = sizeof(out->reason);
+    size_t n = len, sz = sizeof(out->reason);
     n = cat(out->reason, sz, n, " (");
     n = cat(out->reason, sz, n, shown(e->p, pr->source, buf, sizeof(buf)));
     cat(out->reason, sz, n, ")");

@@ -79,6 +79,13 @@ void ruleidx_add(struct ruleidx *t, int list, char tag, const char *key,
   ruleidx_vec_push(&s->rules[list], pos);
 }
 
+void ruleidx_aux_max(struct ruleidx *t, char tag, const char *key, size_t n,
+                     size_t v) {
+  struct ruleidx_slot *s = find(t, hash_of(tag, key, n), tag, key, n);
+  if (s->key && s->aux < v)
+    s->aux = v;
+}
+
 struct ruleidx_list ruleidx_get(const struct ruleidx *t, int list, char tag,
                                 const char *key, size_t n) {
   return ruleidx_get_hashed(t, list, hash_of(tag, key, n), tag, key, n);

@@ -36,6 +36,7 @@ struct ruleidx_slot {
   char *key; // tag byte, then the key; NULL: an empty slot
   size_t len;
   struct ruleidx_vec rules[RULEIDX_LISTS];
+  size_t aux; // the caller's (ruleidx_aux_max); 0 at first
 };
 
 struct ruleidx {
@@ -51,6 +52,9 @@ void ruleidx_free(struct ruleidx *t);
 // must not be lower than what was added there before.
 void ruleidx_add(struct ruleidx *t, int list, char tag, const char *key,
                  size_t n, uint32_t pos);
+// Raises the aux value of (tag, key[0..n)), added before, to v (when below).
+void ruleidx_aux_max(struct ruleidx *t, char tag, const char *key, size_t n,
+                     size_t v);
 // List `list` of (tag, key[0..n)), empty when there is none.
 struct ruleidx_list ruleidx_get(const struct ruleidx *t, int list, char tag,
                                 const char *key, size_t n);

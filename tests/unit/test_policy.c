@@ -793,10 +793,10 @@ static void test_index(void) {
 }
 
 // One decision remembers what it learnt about each atom (the first deny
-// and ask rules, the allow rule, the tier, the command's folded text and
-// its keys' hashes) within fixed bounds: 64 atoms, 8 KiB of texts, 512
-// keys' ends. Past them it looks things up again, as the reference does:
-// decisions, reasons and rules stay the same.
+// and ask rules, the allow rule, the tier, the index's keys it meets)
+// within fixed bounds: 64 atoms, 256 keys found. Past them it looks things
+// up again, as the reference does: decisions, reasons and rules stay the
+// same.
 static char *repeat(const char *part, size_t n, const char *sep,
                     const char *last) {
   size_t len = n * (strlen(part) + strlen(sep)) + strlen(last) + 1;
@@ -878,6 +878,29 @@ static void test_memo(void) {
   memo_case(rule, cmd, ALLOW, "allowed by  (x)", "600 keys' ends, allowed");
   free(cmd);
   free(words);
+  // More keys met than the memo keeps (256 slots): every word of the
+  // command ends a key (`a *`, `a a *`, ... 300 words), and the deny rule's
+  // key is the 301st.
+  char *a300 = repeat("a", 299, " ", "a");
+  size_t cap = 300 * 620 + 1000;
+  char *many = calloc(1, cap);
+  for (size_t k = 1; k <= 300; k++) {
+    char *ak = repeat("a", k - 1, " ", "a");
+    size_t at = strlen(many);
+    snprintf(many + at, cap - at, "allow:Bash(%s *)|", ak);
+    free(ak);
+  }
+  size_t at = strlen(many);
+  snprintf(many + at, cap - at, "deny:Bash(%s rm *)", a300);
+  cmd = repeat(a300, 1, " rm z && ", a300);
+  memo_case(many, cmd, DENY, "denied by Bash(a a a", "301 keys met, a deny");
+  free(cmd);
+  cmd = repeat(a300, 1, " && ", a300);
+  memo_case(many, cmd, ALLOW, "allowed by Bash(a *) (x)",
+            "300 keys met, allowed");
+  free(cmd);
+  free(many);
+  free(a300);
   // A reason longer than its 256 bytes (a rule of 300), cut where
   // vsnprintf cuts it.
   char *args = repeat("f", 300, "", "");

@@ -1122,11 +1122,16 @@ static void check_literal_matcher(void) {
       enum shell_match g = shell_pattern_match_glob(pat, &a, allow);
       enum shell_match c = shell_pattern_match_n(conv, pn, &a, allow, tn);
       enum shell_match u = shell_pattern_match_n(pat, pn, &a, allow, SIZE_MAX);
+      // The compiled policy's literal patterns skip the look for a `*`.
+      enum shell_match l =
+          !star || !star[1] ? shell_pattern_match_lit(conv, pn, &a, allow, tn)
+                            : m;
       yes += m == SHELL_YES;
       maybe += m == SHELL_MAYBE;
-      if ((m != g || m != c || m != u) && differ++ < 5)
-        printf("#   [%s] allow %d: %d, the glob %d, with lengths %d, %d\n", pat,
-               allow, (int)m, (int)g, (int)c, (int)u);
+      if ((m != g || m != c || m != u || m != l) && differ++ < 5)
+        printf("#   [%s] allow %d: %d, the glob %d, with lengths %d, %d, "
+               "literal %d\n",
+               pat, allow, (int)m, (int)g, (int)c, (int)u, (int)l);
     }
   }
   is_int(differ, 0, "the literal matcher answers as the glob");

@@ -81,6 +81,11 @@ enum shell_match shell_pattern_match(const char *pattern,
 enum shell_match shell_pattern_match_n(const char *pattern, size_t pn,
                                        const struct shell_atom *atom,
                                        bool for_allow, size_t tn);
+// The same for a pattern known to hold no `*` but (maybe) its last byte
+// (the policy's compiled Bash rules): it is not looked at again.
+enum shell_match shell_pattern_match_lit(const char *pattern, size_t pn,
+                                         const struct shell_atom *atom,
+                                         bool for_allow, size_t tn);
 // The same, always through the glob (patterns with a `*` before their end
 // take it anyway; the others are matched byte by byte): for tests, which
 // check that both answer the same.

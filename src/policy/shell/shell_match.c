@@ -158,33 +158,38 @@ static enum shell_match literal_run(const char *p, size_t pn, bool trail,
   size_t ln = star ? pn - 1 : pn; // the literal bytes (with trail's space)
   size_t i = 0;                   // the word
   const char *c = name;           // in word i
-  bool sep = false;               // at the space after word i
-  for (size_t pi = 0; pi < ln; pi++) {
-    if (!sep && !*c) {
-      if (i + 1 == a->nwords) // the end of the text
-        return trail && pi + 2 == pn ? SHELL_YES : SHELL_NO;
-      sep = true;
+  size_t pi = 0;
+  for (;;) {
+    // The bytes of word i against the pattern's, a word at a time.
+    if (*c && pi < ln) {
+      if (a->words[i].dynamic)
+        return SHELL_MAYBE; // a literal against an unknown word
+      if (i == 0 && fold) {
+        for (; *c && pi < ln; c++, pi++)
+          if (lower(p[pi]) != lower(*c))
+            return SHELL_NO;
+      } else {
+        for (; *c && pi < ln; c++, pi++)
+          if (p[pi] != *c)
+            return SHELL_NO;
+      }
     }
-    if (sep) {
-      if (p[pi] != ' ')
-        return SHELL_NO;
-      sep = false;
-      c = a->words[++i].text;
-      continue;
-    }
-    if (a->words[i].dynamic)
-      return SHELL_MAYBE; // a literal against an unknown word
-    char t = *c++, q = p[pi];
-    if (i == 0 && fold ? lower(q) != lower(t) : q != t)
+    if (pi == ln)
+      break;
+    // The end of word i: the end of the text, or a space.
+    if (i + 1 == a->nwords)
+      return trail && pi + 2 == pn ? SHELL_YES : SHELL_NO;
+    if (p[pi++] != ' ')
       return SHELL_NO;
+    c = a->words[++i].text;
   }
   if (star)
     return SHELL_YES; // a final `*` takes the rest, or nothing
   // The text must be used up, or be only dynamic words and the spaces
   // between them from here (last_row).
-  if (!sep && !*c && i + 1 == a->nwords)
+  if (!*c && i + 1 == a->nwords)
     return SHELL_YES;
-  if (!sep && *c && !a->words[i].dynamic)
+  if (*c && !a->words[i].dynamic)
     return SHELL_NO;
   for (size_t k = i + 1; k < a->nwords; k++)
     if (!a->words[k].dynamic && a->words[k].text[0])
@@ -193,11 +198,14 @@ static enum shell_match literal_run(const char *p, size_t pn, bool trail,
 }
 
 // tn: text_len(a, name), or SIZE_MAX when the caller did not measure it.
+// glob_only: 1 the glob for every pattern, 2 a pattern known to have no
+// `*` but (maybe) its last byte, 0 look.
 static enum shell_match match_name(const char *pattern, size_t pn, bool trail,
                                    const struct shell_atom *a, const char *name,
-                                   bool fold, bool glob_only, size_t tn) {
-  if (!glob_only) {
-    const char *star = memchr(pattern, '*', pn);
+                                   bool fold, int glob_only, size_t tn) {
+  if (glob_only != 1) {
+    const char *star =
+        glob_only == 2 ? NULL : (const char *)memchr(pattern, '*', pn);
     if (!star || star == pattern + pn - 1) {
       if (tn == SIZE_MAX)
         tn = text_len(a, name);
@@ -226,7 +234,7 @@ static int rank(enum shell_match m) {
 
 static enum shell_match pattern_match(const char *pattern, size_t pn,
                                       const struct shell_atom *atom,
-                                      bool for_allow, bool glob_only,
+                                      bool for_allow, int glob_only,
                                       size_t tn) {
   if (!pattern || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
     return SHELL_NO;
@@ -249,8 +257,10 @@ static enum shell_match pattern_match(const char *pattern, size_t pn,
   }
   enum shell_match r =
       match_name(p, pn, trail, atom, cmd->text, !for_allow, glob_only, tn);
-  const char *base = strrchr(cmd->text, '/');
-  if (!for_allow && r != SHELL_YES && !cmd->dynamic && base && base[1]) {
+  const char *base = !for_allow && r != SHELL_YES && !cmd->dynamic
+                         ? strrchr(cmd->text, '/')
+                         : NULL;
+  if (base && base[1]) {
     enum shell_match b =
         match_name(p, pn, trail, atom, base + 1, true, glob_only, SIZE_MAX);
     r = rank(b) > rank(r) ? b : r;
@@ -266,20 +276,26 @@ enum shell_match shell_pattern_match(const char *pattern,
                                      const struct shell_atom *atom,
                                      bool for_allow) {
   return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
-                       false, SIZE_MAX);
+                       0, SIZE_MAX);
 }
 
 enum shell_match shell_pattern_match_n(const char *pattern, size_t pn,
                                        const struct shell_atom *atom,
                                        bool for_allow, size_t tn) {
-  return pattern_match(pattern, pn, atom, for_allow, false, tn);
+  return pattern_match(pattern, pn, atom, for_allow, 0, tn);
+}
+
+enum shell_match shell_pattern_match_lit(const char *pattern, size_t pn,
+                                         const struct shell_atom *atom,
+                                         bool for_allow, size_t tn) {
+  return pattern_match(pattern, pn, atom, for_allow, 2, tn);
 }
 
 enum shell_match shell_pattern_match_glob(const char *pattern,
                                           const struct shell_atom *atom,
                                           bool for_allow) {
   return pattern_match(pattern, pattern ? strlen(pattern) : 0, atom, for_allow,
-                       true, SIZE_MAX);
+                       1, SIZE_MAX);
 }
 
 bool shell_pattern_narrows(const char *p) {
