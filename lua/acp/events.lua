@@ -9,6 +9,7 @@
 local compat = require('acp.compat')
 local config = require('acp.config')
 local decided = require('acp.decided')
+local D_DECISION = decided.DECISION
 local format = require('acp.format')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -491,7 +492,7 @@ function H.decided_effect(d)
     -- The autocommand may have defined or deleted others.
     H.decided_user = nil
   end
-  local decision = d[decided.DECISION]
+  local decision = d[D_DECISION]
   if decision == 'deny' then
     data = data or H.decided_data(d)
     vim.notify(('(acp) denied %s: %s'):format(text.squash(data.title), format.why(data)), vim.log.levels.WARN)

@@ -27,6 +27,8 @@
 
 local compat = require('acp.compat')
 local decided = require('acp.decided')
+-- The items of a `decided` event the ledger reads for each one.
+local D_SESSION, D_TOOL_CALL_ID, D_PATHS, D_SNAPSHOTS = decided.SESSION, decided.TOOL_CALL_ID, decided.PATHS, decided.SNAPSHOTS
 local fs = require('acp.fs')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -67,9 +69,9 @@ function M.on_event(name, d)
     -- An array (acp.decided). What the broker read before answering (kept
     -- out of the event log).
     d = decided.wrap(d)
-    given, d[decided.SNAPSHOTS] = d[decided.SNAPSHOTS], nil
+    given, d[D_SNAPSHOTS] = d[D_SNAPSHOTS], nil
   end
-  local sid = compat.str(name == 'decided' and d[decided.SESSION] or d.session)
+  local sid = compat.str(name == 'decided' and d[D_SESSION] or d.session)
   if sid == nil then
     return
   end
@@ -106,12 +108,12 @@ function M.on_event(name, d)
   elseif name == 'decided' then
     -- An allowed call that may change files names them (doc/protocol.md),
     -- with the broker's snapshots of those the turn had not named.
-    local paths = d[decided.PATHS]
+    local paths = d[D_PATHS]
     if type(paths) == 'table' and #paths > 0 then
       H.name_paths(sid, rec, d, given)
     end
     -- Kept as the event, put in words when the review asks (H.words).
-    H.decision(sid, d[decided.TOOL_CALL_ID], d)
+    H.decision(sid, d[D_TOOL_CALL_ID], d)
   elseif name == 'fs' then
     local path = compat.str(d.path)
     if path ~= nil and d.op == 'write' then

@@ -12,6 +12,8 @@
 
 local compat = require('acp.compat')
 local decided = require('acp.decided')
+-- The items of a `decided` event read for each one.
+local D_AGENT, D_SESSION, D_TOOL_CALL_ID, D_DECISION = decided.AGENT, decided.SESSION, decided.TOOL_CALL_ID, decided.DECISION
 local format = require('acp.format')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -698,10 +700,10 @@ end
 
 --- d: an array (acp.decided), read by position.
 function H.events.decided(d)
-  local session, id = compat.str(d[decided.SESSION]), compat.str(d[decided.TOOL_CALL_ID])
+  local session, id = compat.str(d[D_SESSION]), compat.str(d[D_TOOL_CALL_ID])
   local chat
   if session ~= nil then
-    chat = H.get(session, d[decided.AGENT])
+    chat = H.get(session, d[D_AGENT])
   else
     chat = H.chat_for(d)
   end
@@ -810,7 +812,7 @@ function H.count_decided(chat, id, d)
     op = { kind = 'auto', allowed = 0, denied = 0, turn = chat.turn }
     chat.auto_op = op
   end
-  if d[decided.DECISION] == 'allow' then
+  if d[D_DECISION] == 'allow' then
     op.allowed = op.allowed + 1
   else
     op.denied = op.denied + 1
