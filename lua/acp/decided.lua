@@ -9,6 +9,10 @@
 --- empty string, as nil), and the items after the last one present are
 --- left out. A title that is the command is `true` (M.title). No paths are
 --- nil. The atoms are flat: kind, text, inner (a boolean) for each.
+---
+--- Hot code reads an item that may be left out with rawget: d[i] of an
+--- absent item calls the metatable's __index (a Lua call, ~600 instructions
+--- per read on 0.7.2, as much as a quarter of what Lua does per event).
 
 local M = {}
 
@@ -118,9 +122,9 @@ end
 ---@param d table
 ---@return string|nil
 function M.title(d)
-  local t = d[M.TITLE]
+  local t = rawget(d, M.TITLE)
   if t == true then
-    t = d[M.COMMAND]
+    t = rawget(d, M.COMMAND)
   end
   if type(t) == 'string' and t ~= '' then
     return t
@@ -135,7 +139,7 @@ end
 ---@param command string|nil d's command (compat.str)
 ---@return {kind: string, text: string, inner: boolean}[]
 function M.atoms(d, command)
-  local flat = d[M.ATOMS]
+  local flat = rawget(d, M.ATOMS)
   if type(flat) ~= 'table' then
     return command and { { kind = 'command', text = command, inner = false } } or {}
   end

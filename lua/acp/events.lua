@@ -455,24 +455,24 @@ end
 --- The data of `User AcpPermissionDecided` for a `decided` event d (an
 --- array, acp.decided).
 function H.decided_data(d)
-  local session = compat.str(d[decided.SESSION]) or ''
-  local tcid = compat.str(d[decided.TOOL_CALL_ID]) or ''
+  local session = compat.str(rawget(d, decided.SESSION)) or ''
+  local tcid = compat.str(rawget(d, decided.TOOL_CALL_ID)) or ''
   local s = state.sessions[session]
   local known = s and s.tools[tcid] or {}
-  local kind = compat.str(d[decided.KIND])
-  local command = compat.str(d[decided.COMMAND])
+  local kind = compat.str(rawget(d, decided.KIND))
+  local command = compat.str(rawget(d, decided.COMMAND))
   return {
-    agent = compat.str(d[decided.AGENT]),
+    agent = compat.str(rawget(d, decided.AGENT)),
     session = session,
     toolCallId = tcid,
     title = decided.title(d) or compat.str(known.title) or kind or 'a tool call',
     kind = kind or compat.str(known.kind) or 'other',
-    decision = compat.str(d[decided.DECISION]) or '?',
-    optionId = compat.str(d[decided.OPTION_ID]),
-    reason = compat.str(d[decided.REASON]),
-    rule = compat.str(d[decided.RULE]),
-    source = compat.str(d[decided.SOURCE]),
-    by = compat.str(d[decided.BY]),
+    decision = compat.str(rawget(d, decided.DECISION)) or '?',
+    optionId = compat.str(rawget(d, decided.OPTION_ID)),
+    reason = compat.str(rawget(d, decided.REASON)),
+    rule = compat.str(rawget(d, decided.RULE)),
+    source = compat.str(rawget(d, decided.SOURCE)),
+    by = compat.str(rawget(d, decided.BY)),
     command = command,
     atoms = decided.atoms(d, command),
   }

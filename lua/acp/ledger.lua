@@ -68,8 +68,12 @@ function M.on_event(name, d)
   if name == 'decided' then
     -- An array (acp.decided). What the broker read before answering (kept
     -- out of the event log).
+    -- rawget: an item left out would call the metatable's __index.
     d = decided.wrap(d)
-    given, d[D_SNAPSHOTS] = d[D_SNAPSHOTS], nil
+    given = rawget(d, D_SNAPSHOTS)
+    if given ~= nil then
+      d[D_SNAPSHOTS] = nil
+    end
   end
   local sid = compat.str(name == 'decided' and d[D_SESSION] or d.session)
   if sid == nil then
@@ -108,7 +112,7 @@ function M.on_event(name, d)
   elseif name == 'decided' then
     -- An allowed call that may change files names them (doc/protocol.md),
     -- with the broker's snapshots of those the turn had not named.
-    local paths = d[D_PATHS]
+    local paths = rawget(d, D_PATHS)
     if type(paths) == 'table' and #paths > 0 then
       H.name_paths(sid, rec, d, given)
     end

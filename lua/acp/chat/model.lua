@@ -755,12 +755,12 @@ end
 
 --- The permission line of a tool call's block, from a `decided` event.
 function H.decided_perm(d)
-  local allowed = d[decided.DECISION] == 'allow'
+  local allowed = rawget(d, decided.DECISION) == 'allow'
   local why = format.why({
-    reason = compat.str(d[decided.REASON]),
-    rule = compat.str(d[decided.RULE]),
-    source = compat.str(d[decided.SOURCE]),
-    by = compat.str(d[decided.BY]),
+    reason = compat.str(rawget(d, decided.REASON)),
+    rule = compat.str(rawget(d, decided.RULE)),
+    source = compat.str(rawget(d, decided.SOURCE)),
+    by = compat.str(rawget(d, decided.BY)),
   })
   return {
     text = (allowed and 'allowed: ' or 'denied: ') .. why,
@@ -780,13 +780,13 @@ end
 function H.apply_decided(rec, d)
   local over = rec.over
   over.title = decided.title(d) or over.title
-  over.kind = compat.str(d[decided.KIND]) or over.kind
-  local cmd = compat.str(d[decided.COMMAND])
+  over.kind = compat.str(rawget(d, decided.KIND)) or over.kind
+  local cmd = compat.str(rawget(d, decided.COMMAND))
   if cmd ~= nil then
     -- As H.judged: the command the policy analysed, for good.
     rec.command, rec.judged = cmd, true
   end
-  rec.rejected = d[decided.DECISION] ~= 'allow'
+  rec.rejected = rawget(d, decided.DECISION) ~= 'allow'
   rec.perm = H.decided_perm(d)
 end
 
