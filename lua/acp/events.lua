@@ -8,6 +8,8 @@
 
 local compat = require('acp.compat')
 local config = require('acp.config')
+local decided = require('acp.decided')
+local D_DECISION = decided.DECISION
 local format = require('acp.format')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -37,6 +39,10 @@ M.seq = 0
 ---@return boolean
 function M.handle(name, data)
   M.seq = M.seq + 1
+  if name == 'decided' then
+    -- An array (acp.decided): readable by name for the log and the views.
+    data = decided.wrap(data)
+  end
   if not H.is_chunk(name, data) then
     state.log(name, data)
   end
@@ -446,37 +452,30 @@ function H.handlers.decided()
   return H.decided_effect
 end
 
---- The data of `User AcpPermissionDecided` for a `decided` event d.
+--- The data of `User AcpPermissionDecided` for a `decided` event d (an
+--- array, acp.decided).
 function H.decided_data(d)
-  local session = compat.str(d.session) or ''
-  local tcid = compat.str(d.toolCallId) or ''
+  local session = compat.str(rawget(d, decided.SESSION)) or ''
+  local tcid = compat.str(rawget(d, decided.TOOL_CALL_ID)) or ''
   local s = state.sessions[session]
   local known = s and s.tools[tcid] or {}
+  local kind = compat.str(rawget(d, decided.KIND))
+  local command = compat.str(rawget(d, decided.COMMAND))
   return {
-    agent = compat.str(d.agent),
+    agent = compat.str(rawget(d, decided.AGENT)),
     session = session,
     toolCallId = tcid,
-    title = compat.str(d.title) or compat.str(known.title) or compat.str(d.kind) or 'a tool call',
-    kind = compat.str(d.kind) or compat.str(known.kind) or 'other',
-    decision = compat.str(d.decision) or '?',
-    optionId = compat.str(d.optionId),
-    reason = compat.str(d.reason),
-    rule = compat.str(d.rule),
-    source = compat.str(d.source),
-    by = compat.str(d.by),
-    command = compat.str(d.command),
-    atoms = H.decided_atoms(d),
+    title = decided.title(d) or compat.str(known.title) or kind or 'a tool call',
+    kind = kind or compat.str(known.kind) or 'other',
+    decision = compat.str(rawget(d, decided.DECISION)) or '?',
+    optionId = compat.str(rawget(d, decided.OPTION_ID)),
+    reason = compat.str(rawget(d, decided.REASON)),
+    rule = compat.str(rawget(d, decided.RULE)),
+    source = compat.str(rawget(d, decided.SOURCE)),
+    by = compat.str(rawget(d, decided.BY)),
+    command = command,
+    atoms = decided.atoms(d, command),
   }
-end
-
---- The atoms of a `decided` event: the broker leaves them out when they
---- are one `command` atom whose text is the command (doc/protocol.md).
-function H.decided_atoms(d)
-  local command = compat.str(d.command)
-  if d.atoms == nil and command then
-    return { { kind = 'command', text = command, inner = false } }
-  end
-  return H.atoms(d.atoms)
 end
 
 --- The effect of a `decided` event d: `User AcpPermissionDecided` (its data
@@ -493,11 +492,12 @@ function H.decided_effect(d)
     -- The autocommand may have defined or deleted others.
     H.decided_user = nil
   end
-  if d.decision == 'deny' then
+  local decision = d[D_DECISION]
+  if decision == 'deny' then
     data = data or H.decided_data(d)
     vim.notify(('(acp) denied %s: %s'):format(text.squash(data.title), format.why(data)), vim.log.levels.WARN)
     H.decided_user = nil
-  elseif d.decision == 'allow' then
+  elseif decision == 'allow' then
     H.echo_allowed(d)
   end
 end

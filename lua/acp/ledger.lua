@@ -22,10 +22,13 @@
 ---
 --- review() and revert() (acp.review/revert, :AcpReview) compare each file
 --- with its snapshot. Reverting changes the buffer (undoable) and tells the
---- agent nothing. This module requires only acp.compat, acp.state and
---- acp.text.
+--- agent nothing. This module requires only acp.compat, acp.decided,
+--- acp.state and acp.text.
 
 local compat = require('acp.compat')
+local decided = require('acp.decided')
+-- The items of a `decided` event the ledger reads for each one.
+local D_SESSION, D_TOOL_CALL_ID, D_PATHS, D_SNAPSHOTS = decided.SESSION, decided.TOOL_CALL_ID, decided.PATHS, decided.SNAPSHOTS
 local fs = require('acp.fs')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -63,10 +66,16 @@ function M.on_event(name, d)
   end
   local given
   if name == 'decided' then
-    -- What the broker read before answering (kept out of the event log).
-    given, d.snapshots = d.snapshots, nil
+    -- An array (acp.decided). What the broker read before answering (kept
+    -- out of the event log).
+    -- rawget: an item left out would call the metatable's __index.
+    d = decided.wrap(d)
+    given = rawget(d, D_SNAPSHOTS)
+    if given ~= nil then
+      d[D_SNAPSHOTS] = nil
+    end
   end
-  local sid = compat.str(d.session)
+  local sid = compat.str(name == 'decided' and d[D_SESSION] or d.session)
   if sid == nil then
     return
   end
@@ -103,11 +112,12 @@ function M.on_event(name, d)
   elseif name == 'decided' then
     -- An allowed call that may change files names them (doc/protocol.md),
     -- with the broker's snapshots of those the turn had not named.
-    if type(d.paths) == 'table' and #d.paths > 0 then
+    local paths = rawget(d, D_PATHS)
+    if type(paths) == 'table' and #paths > 0 then
       H.name_paths(sid, rec, d, given)
     end
     -- Kept as the event, put in words when the review asks (H.words).
-    H.decision(sid, d.toolCallId, d)
+    H.decision(sid, d[D_TOOL_CALL_ID], d)
   elseif name == 'fs' then
     local path = compat.str(d.path)
     if path ~= nil and d.op == 'write' then

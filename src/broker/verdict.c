@@ -130,29 +130,24 @@ static inline void mp_str(struct mp *m, const char *s, size_t n) {
   mp_put(m, s, n);
 }
 
-static void mp_map(struct mp *m, size_t n) {
-  mp_head(m, 0x80, 15, 0xde, 0xdf, n);
-}
-
 static void mp_array(struct mp *m, size_t n) {
   mp_head(m, 0x90, 15, 0xdc, 0xdd, n);
 }
 
-#define KEY(m, lit) mp_str(m, lit, sizeof(lit) - 1)
-
-// key: s, when s is a non-empty string.
+// Whether s is a non-empty string (what the event carries).
 static bool has(const char *s) {
   return s && s[0];
 }
 
-static void field(struct mp *m, const char *key, size_t n, const char *s) {
-  if (has(s)) {
-    mp_str(m, key, n);
+// One string field: nil when absent or empty (Lua's compat.str takes both
+// as nil).
+static void field(struct mp *m, const char *s) {
+  static const unsigned char nil = 0xc0;
+  if (has(s))
     mp_str(m, s, strlen(s));
-  }
+  else
+    mp_put(m, &nil, 1);
 }
-
-#define FIELD(m, lit, s) field(m, lit, sizeof(lit) - 1, s)
 
 // Whether the atoms say no more than the command: one `command` atom,
 // not inner, whose text is the command as sent (*first: that atom).
@@ -167,62 +162,77 @@ static bool atoms_plain(const struct gate_verdict *v,
          strcmp(first->text, v->command) == 0;
 }
 
+// An atom as three items of the flat atoms array: kind, text, inner.
 static void pack_atom(struct mp *m, const struct policy_atom_view *a) {
-  static const unsigned char yes = 0xc3;
-  mp_map(m, a->inner ? 3 : 2);
-  KEY(m, "kind");
+  const unsigned char inner = a->inner ? 0xc3 : 0xc2;
   mp_str(m, a->kind, strlen(a->kind));
-  KEY(m, "text");
   mp_str(m, a->text, strlen(a->text));
-  if (a->inner) {
-    KEY(m, "inner");
-    mp_put(m, &yes, 1);
-  }
+  mp_put(m, &inner, 1);
 }
 
 void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
                           bool with_paths, const json_t *snapshots) {
+  static const unsigned char yes = 0xc3;
   struct policy_atom_view first;
   bool atoms = !atoms_plain(v, &first);
   struct mp m;
   m.pk = pk;
   m.len = 0;
-  mp_map(&m, (size_t)has(v->agent) + has(v->session) + has(v->tool_call_id) +
-                 has(v->kind) + has(v->title) + has(v->command) + atoms +
-                 with_paths + has(v->decision_name) + has(v->by) +
-                 has(v->reason) + has(v->rule) + has(v->source) +
-                 has(v->option_id) + (snapshots != NULL));
-  FIELD(&m, "agent", v->agent);
-  FIELD(&m, "session", v->session);
-  FIELD(&m, "toolCallId", v->tool_call_id);
-  FIELD(&m, "kind", v->kind);
-  FIELD(&m, "title", v->title);
-  FIELD(&m, "command", v->command);
-  if (atoms) {
-    KEY(&m, "atoms");
-    size_t na = gate_verdict_natoms(v);
-    mp_array(&m, na);
-    struct policy_atom_view a;
-    for (size_t i = 0; i < na; i++) {
-      if (i)
-        gate_verdict_atom(v, i, &a);
-      pack_atom(&m, i ? &a : &first);
+  // The items after the last one present are left out.
+  // No paths: nil (Lua does the same for none and an empty list).
+  with_paths = with_paths && v->npaths > 0;
+  size_t n = snapshots           ? DECIDED_SNAPSHOTS
+             : with_paths        ? DECIDED_PATHS
+             : atoms             ? DECIDED_ATOMS
+             : has(v->source)    ? DECIDED_SOURCE
+             : has(v->rule)      ? DECIDED_RULE
+             : has(v->reason)    ? DECIDED_REASON
+             : has(v->option_id) ? DECIDED_OPTION_ID
+                                 : DECIDED_BY;
+  mp_array(&m, n);
+  field(&m, v->agent);
+  field(&m, v->session);
+  field(&m, v->tool_call_id);
+  field(&m, v->kind);
+  if (has(v->title) && has(v->command) && strcmp(v->title, v->command) == 0)
+    mp_put(&m, &yes, 1); // the title is the command
+  else
+    field(&m, v->title);
+  field(&m, v->command);
+  field(&m, v->decision_name);
+  field(&m, v->by);
+  if (n >= DECIDED_OPTION_ID)
+    field(&m, v->option_id);
+  if (n >= DECIDED_REASON)
+    field(&m, v->reason);
+  if (n >= DECIDED_RULE)
+    field(&m, v->rule);
+  if (n >= DECIDED_SOURCE)
+    field(&m, v->source);
+  if (n >= DECIDED_ATOMS) {
+    if (atoms) {
+      size_t na = gate_verdict_natoms(v);
+      mp_array(&m, 3 * na);
+      struct policy_atom_view a;
+      for (size_t i = 0; i < na; i++) {
+        if (i)
+          gate_verdict_atom(v, i, &a);
+        pack_atom(&m, i ? &a : &first);
+      }
+    } else {
+      field(&m, NULL);
     }
   }
-  if (with_paths) {
-    KEY(&m, "paths");
-    mp_array(&m, v->npaths);
-    for (size_t i = 0; i < v->npaths; i++)
-      mp_str(&m, v->paths[i], strlen(v->paths[i]));
+  if (n >= DECIDED_PATHS) {
+    if (with_paths) {
+      mp_array(&m, v->npaths);
+      for (size_t i = 0; i < v->npaths; i++)
+        mp_str(&m, v->paths[i], strlen(v->paths[i]));
+    } else {
+      field(&m, NULL);
+    }
   }
-  FIELD(&m, "decision", v->decision_name);
-  FIELD(&m, "by", v->by);
-  FIELD(&m, "reason", v->reason);
-  FIELD(&m, "rule", v->rule);
-  FIELD(&m, "source", v->source);
-  FIELD(&m, "optionId", v->option_id);
   if (snapshots) {
-    KEY(&m, "snapshots");
     mp_flush(&m);
     jsonpack_pack(pk, snapshots);
   }

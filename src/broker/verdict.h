@@ -21,12 +21,34 @@ void verdict_audit_info(const json_t *info, const char *decision,
                         const char *by, const char *option_id,
                         long long wait_ms, struct audit_entry *a);
 
+// The items of the `decided` event, by position (1-based, as Lua reads
+// them; doc/protocol.md). The event is an array rather than a map: Neovim
+// decodes thousands a second, and a key costs about as much as its value.
+enum decided_item {
+  DECIDED_AGENT = 1,
+  DECIDED_SESSION,
+  DECIDED_TOOL_CALL_ID,
+  DECIDED_KIND,
+  DECIDED_TITLE,
+  DECIDED_COMMAND,
+  DECIDED_DECISION,
+  DECIDED_BY,
+  DECIDED_OPTION_ID,
+  DECIDED_REASON,
+  DECIDED_RULE,
+  DECIDED_SOURCE,
+  DECIDED_ATOMS,
+  DECIDED_PATHS,
+  DECIDED_SNAPSHOTS,
+};
+
 // Packs the data of the `decided` event of v (doc/protocol.md) as one
-// msgpack map: agent, session, toolCallId, kind, title, command, atoms,
-// paths (only when with_paths), decision, by, reason, rule, source,
-// optionId, snapshots (when not NULL). Left out to keep the event small
-// (Neovim decodes every field of thousands of decisions a second): keys
-// with no value, an empty rule or source, a NULL optionId, and atoms that
-// are one `command` atom whose text is the command (Lua rebuilds them).
+// msgpack array in the order of enum decided_item. A string with no value
+// or an empty one is nil, and the items after the last one present are
+// left out: a NULL optionId, no rule and source, atoms that are one
+// `command` atom whose text is the command (Lua rebuilds them), paths
+// (only when with_paths, and nil when there are none), snapshots (when not
+// NULL). A title that is the command is `true`. The atoms are flat: kind,
+// text, inner (a boolean) for each.
 void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
                           bool with_paths, const json_t *snapshots);

@@ -850,6 +850,9 @@ T.test('requests decided by rules that the agent never announced: one counting l
   local i = find(ls, '[done] ls 2 · execute')
   T.ok(i, 'the reported call has a block with its title:\n' .. t)
   T.eq(ls[i + 1], '  allowed: allowed by Bash(ls *) (setup)', 'with the decision on it')
+  -- The last one, read from the `decided` array by name (its title, sent as
+  -- `true`: the command).
+  T.ok(t:find('  last: ls %d allowed: allowed by Bash%(ls %*%) %(setup%)'), 'the last decision on the counting line:\n' .. t)
 end)
 
 T.done()

@@ -5,6 +5,7 @@
 local T = require('helpers')
 
 local broker = require('acp.broker')
+local decided_ev = require('acp.decided')
 local state = require('acp.state')
 local sid, agent = 'decided-1', 'ghost'
 
@@ -13,6 +14,16 @@ local function cleanup()
   T.defer(function()
     broker._on_event('agent_exit', { agent = agent, code = 0 })
   end)
+end
+
+--- The event as the broker sends it: an array (acp.decided), the items
+--- after the last one present left out.
+local function pack(d)
+  local a = decided_ev.from_map(d)
+  while #a > 0 and a[#a] == vim.NIL do
+    a[#a] = nil
+  end
+  return a
 end
 
 local function decided(n, extra)
@@ -35,7 +46,7 @@ local function decided(n, extra)
   for k, v in pairs(extra or {}) do
     d[k] = v
   end
-  return { 'decided', d }
+  return { 'decided', pack(d) }, d
 end
 
 --- Counts the calls of vim.fn.exists while fn runs and its effects are done.
@@ -100,13 +111,13 @@ end)
 T.test('the short event: atoms that are the command, an empty rule and a null optionId left out', function()
   cleanup()
   local seen = T.on('AcpPermissionDecided')
-  local plain = decided(6)[2]
+  local _, plain = decided(6)
   plain.atoms = nil
-  local bare = decided(7, { kind = 'read', title = 'Read a.txt', by = 'mode', reason = 'reads inside the project' })[2]
+  local _, bare = decided(7, { kind = 'read', title = 'Read a.txt', by = 'mode', reason = 'reads inside the project' })
   bare.atoms, bare.command, bare.rule, bare.source = nil, nil, nil, nil
-  local denied = decided(8, { decision = 'deny', reason = 'denied by Bash(rm *) (setup)', rule = 'Bash(rm *)' })[2]
+  local _, denied = decided(8, { decision = 'deny', reason = 'denied by Bash(rm *) (setup)', rule = 'Bash(rm *)' })
   denied.optionId = nil
-  broker._on_events({ { 'decided', plain }, { 'decided', bare }, { 'decided', denied } })
+  broker._on_events({ { 'decided', pack(plain) }, { 'decided', pack(bare) }, { 'decided', pack(denied) } })
   T.wait(function()
     return #seen == 3
   end, nil, 'three AcpPermissionDecided')
@@ -150,6 +161,96 @@ T.test('an autocommand an earlier effect defines sees the decisions after it', f
     return #late == 1
   end, nil, 'the later decision')
   T.eq(late, { 'auto_5' }, 'only the decision after it')
+end)
+
+T.test('the User data, field for field, from the array the broker sends', function()
+  cleanup()
+  local seen = T.on('AcpPermissionDecided')
+  -- Every item present: two atoms, one inner; the paths and snapshots of an
+  -- allowed edit (which the User data never had).
+  local full = {
+    'ghost',
+    sid,
+    'auto_9',
+    'execute',
+    'Run it',
+    'ls $(pwd) && rm -rf x',
+    'allow',
+    'rule',
+    'ok',
+    'allowed by Bash(ls *) (setup)',
+    'Bash(ls *)',
+    'setup',
+    { 'command', 'ls $(pwd)', false, 'command', 'pwd', true, 'command', 'rm -rf x', false },
+    { '/tmp/x' },
+    vim.NIL,
+  }
+  -- The least: no agent, the rest left out after `by`.
+  local least = { vim.NIL, sid, 'auto_10', vim.NIL, vim.NIL, vim.NIL, 'deny', 'yolo' }
+  -- A title that is the command: true.
+  local same = { 'ghost', sid, 'auto_13', 'execute', true, 'ls 13', 'allow', 'mode' }
+  broker._on_events({ { 'decided', full }, { 'decided', least }, { 'decided', same } })
+  T.wait(function()
+    return #seen == 3
+  end, nil, 'three AcpPermissionDecided')
+  T.eq(seen[1], {
+    agent = 'ghost',
+    session = sid,
+    toolCallId = 'auto_9',
+    title = 'Run it',
+    kind = 'execute',
+    decision = 'allow',
+    optionId = 'ok',
+    reason = 'allowed by Bash(ls *) (setup)',
+    rule = 'Bash(ls *)',
+    source = 'setup',
+    by = 'rule',
+    command = 'ls $(pwd) && rm -rf x',
+    atoms = {
+      { kind = 'command', text = 'ls $(pwd)', inner = false },
+      { kind = 'command', text = 'pwd', inner = true },
+      { kind = 'command', text = 'rm -rf x', inner = false },
+    },
+  }, 'every field')
+  T.eq(seen[2], {
+    session = sid,
+    toolCallId = 'auto_10',
+    title = 'a tool call',
+    kind = 'other',
+    decision = 'deny',
+    by = 'yolo',
+    atoms = {},
+  }, 'the least')
+  T.eq(seen[3], {
+    agent = 'ghost',
+    session = sid,
+    toolCallId = 'auto_13',
+    title = 'ls 13',
+    kind = 'execute',
+    decision = 'allow',
+    by = 'mode',
+    command = 'ls 13',
+    atoms = { { kind = 'command', text = 'ls 13', inner = false } },
+  }, 'the title that is the command')
+end)
+
+T.test('the event log and the views read the array by name', function()
+  cleanup()
+  local logged = #state.events
+  broker._on_events({ decided(11) })
+  local e = state.events[logged + 1]
+  T.eq(e.event, 'decided', 'logged')
+  T.eq({ e.data.session, e.data.toolCallId, e.data.decision, e.data.rule, e.data.optionId }, { sid, 'auto_11', 'allow', 'Bash(ls *)', 'ok' }, 'by name')
+  T.eq(e.data[decided_ev.TOOL_CALL_ID], 'auto_11', 'by position')
+  T.eq(e.data.snapshots, nil, 'an item left out reads as nil')
+  broker._on_events({ { 'decided', { 'ghost', sid, 'auto_14', 'execute', true, 'ls 14', 'allow', 'mode' } } })
+  T.eq(state.events[#state.events].data.title, 'ls 14', 'a title that is the command, by name')
+  T.eq(e.data.nosuch, nil, 'a name that is no item reads as nil')
+  -- A map (the form before) is still read.
+  local _, map = decided(12)
+  broker._on_events({ { 'decided', map } })
+  T.eq(state.events[#state.events].data.toolCallId, 'auto_12', 'a map, by name')
+  T.eq(state.events[#state.events].data[decided_ev.RULE], 'Bash(ls *)', 'a map, by position')
 end)
 
 T.done()

@@ -66,7 +66,8 @@ static json_t *event_from_info(json_t *info, const char *option_id,
                                bool with_paths, json_t *snaps) {
   json_t *e = json_deep_copy(info);
   json_object_del(e, "root");
-  if (!with_paths)
+  // No paths and an empty list read the same in Lua (the ledger).
+  if (!with_paths || json_array_size(json_object_get(e, "paths")) == 0)
     json_object_del(e, "paths");
   json_object_set_new(e, "optionId",
                       option_id ? json_string(option_id) : json_null());
@@ -85,8 +86,16 @@ static json_t *event_from_info(json_t *info, const char *option_id,
   return out;
 }
 
-// The event packed from the struct, as Lua reads it after
-// events.lua's H.decided_atoms.
+// The names of the `decided` event's items, by position (verdict.h
+// enum decided_item, lua/acp/decided.lua).
+static const char *const item_names[] = {
+    "agent",   "session",  "toolCallId", "kind",     "title",
+    "command", "decision", "by",         "optionId", "reason",
+    "rule",    "source",   "atoms",      "paths",    "snapshots"};
+
+// The event packed from the struct, as Lua reads it through acp.decided
+// (by name; a nil item left out) and events.lua's atoms: an array of at
+// most 15 items, the last one present, no empty string.
 static json_t *event_from_struct(const struct gate_verdict *v, bool with_paths,
                                  json_t *snaps) {
   msgpack_sbuffer sb;
@@ -96,18 +105,58 @@ static json_t *event_from_struct(const struct gate_verdict *v, bool with_paths,
   verdict_pack_decided(&pk, v, with_paths, snaps);
   msgpack_unpacked u;
   msgpack_unpacked_init(&u);
-  json_t *e = NULL;
-  if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS)
-    e = jsonpack_unpack(&u.data);
+  json_t *a = NULL;
+  size_t off = 0;
+  if (msgpack_unpack_next(&u, sb.data, sb.size, &off) ==
+          MSGPACK_UNPACK_SUCCESS &&
+      off == sb.size)
+    a = jsonpack_unpack(&u.data);
   msgpack_unpacked_destroy(&u);
   msgpack_sbuffer_destroy(&sb);
-  if (e && !json_object_get(e, "atoms")) {
-    const char *cmd = json_string_value(json_object_get(e, "command"));
-    json_object_set_new(
-        e, "atoms",
-        cmd ? json_pack("[{s:s,s:s}]", "kind", "command", "text", cmd)
-            : json_array());
+  size_t n = json_array_size(a);
+  if (!json_is_array(a) || n < DECIDED_BY || n > DECIDED_SNAPSHOTS ||
+      json_is_null(json_array_get(a, n - 1))) {
+    ok(0, "the event is an array of %d to %d items, the last not nil",
+       DECIDED_BY, DECIDED_SNAPSHOTS);
+    json_decref(a);
+    return NULL;
   }
+  json_t *e = json_object();
+  for (size_t i = 0; i < n; i++) {
+    json_t *val = json_array_get(a, i);
+    if (json_is_string(val) && json_string_length(val) == 0)
+      ok(0, "item %s: nil, not an empty string", item_names[i]);
+    if (!json_is_null(val))
+      json_object_set(e, item_names[i], val);
+  }
+  json_decref(a);
+  // A title that is the command is `true` (acp.decided reads it so).
+  json_t *title = json_object_get(e, "title");
+  if (json_is_true(title) && json_is_string(json_object_get(e, "command")))
+    json_object_set(e, "title", json_object_get(e, "command"));
+  else if (title && !json_is_string(title))
+    ok(0, "the title: a string, or true with a command");
+  json_t *flat = json_object_get(e, "atoms");
+  json_t *atoms = json_array();
+  if (flat) {
+    if (json_array_size(flat) % 3 != 0)
+      ok(0, "the atoms: kind, text, inner for each");
+    for (size_t i = 0; i + 2 < json_array_size(flat); i += 3) {
+      json_t *at = json_pack("{s:O,s:O}", "kind", json_array_get(flat, i),
+                             "text", json_array_get(flat, i + 1));
+      if (json_is_true(json_array_get(flat, i + 2)))
+        json_object_set_new(at, "inner", json_true());
+      else if (!json_is_false(json_array_get(flat, i + 2)))
+        ok(0, "inner is a boolean");
+      json_array_append_new(atoms, at);
+    }
+  } else {
+    const char *cmd = json_string_value(json_object_get(e, "command"));
+    if (cmd)
+      json_array_append_new(
+          atoms, json_pack("{s:s,s:s}", "kind", "command", "text", cmd));
+  }
+  json_object_set_new(e, "atoms", atoms);
   return e;
 }
 
@@ -223,6 +272,33 @@ int main(void) {
                               "deny", "Bash(rm *)"));
   json_t *r = execute("ls -la");
   ok(check(g, r, "allowed by a rule") == POLICY_ALLOW, "allowed");
+  // The array, item for item (doc/protocol.md): the title that is the
+  // command is true, the atoms and paths after the source left out.
+  {
+    struct gate_verdict v;
+    gate_decide(g, "demo", "s1", proj, r, &v);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    verdict_pack_decided(&pk, &v, true, NULL);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    json_t *got = NULL;
+    if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) ==
+        MSGPACK_UNPACK_SUCCESS)
+      got = jsonpack_unpack(&u.data);
+    json_t *want =
+        json_pack("[s,s,s,s,b,s,s,s,s,s,s,s]", "demo", "s1", "tc1", "execute",
+                  1, "ls -la", "allow", "rule", "yes",
+                  "allowed by Bash(ls *) (setup)", "Bash(ls *)", "setup");
+    same_json(got, want, "the decided event, item for item");
+    json_decref(got);
+    json_decref(want);
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+    gate_verdict_clear(&v);
+  }
   json_decref(r);
   r = execute("ls \"a b\" && ls c");
   ok(check(g, r, "two atoms, one quoted") == POLICY_ALLOW, "allowed");

@@ -11,6 +11,9 @@
 --- once, in the model of the broker's state).
 
 local compat = require('acp.compat')
+local decided = require('acp.decided')
+-- The items of a `decided` event read for each one.
+local D_AGENT, D_SESSION, D_TOOL_CALL_ID, D_DECISION = decided.AGENT, decided.SESSION, decided.TOOL_CALL_ID, decided.DECISION
 local format = require('acp.format')
 local state = require('acp.state')
 local text = require('acp.text')
@@ -328,9 +331,9 @@ function H.tool(chat, id)
   local rec = chat.tools[id]
   if rec == nil then
     rec = { id = id, over = {} }
-    local decided = H.decided_for(chat, id)
-    if decided ~= nil then
-      H.apply_decided(rec, decided)
+    local kept = H.decided_for(chat, id)
+    if kept ~= nil then
+      H.apply_decided(rec, kept)
     end
     chat.tools[id] = rec
     chat.tool_order[#chat.tool_order + 1] = id
@@ -695,9 +698,16 @@ function H.events.permission_resolved(d)
   H.touch(chat)
 end
 
+--- d: an array (acp.decided), read by position.
 function H.events.decided(d)
-  local chat, id = H.chat_with(d, 'toolCallId')
-  if chat == nil then
+  local session, id = compat.str(d[D_SESSION]), compat.str(d[D_TOOL_CALL_ID])
+  local chat
+  if session ~= nil then
+    chat = H.get(session, d[D_AGENT])
+  else
+    chat = H.chat_for(d)
+  end
+  if chat == nil or id == nil then
     return
   end
   local rec = chat.tools[id]
@@ -745,12 +755,12 @@ end
 
 --- The permission line of a tool call's block, from a `decided` event.
 function H.decided_perm(d)
-  local allowed = d.decision == 'allow'
+  local allowed = rawget(d, decided.DECISION) == 'allow'
   local why = format.why({
-    reason = compat.str(d.reason),
-    rule = compat.str(d.rule),
-    source = compat.str(d.source),
-    by = compat.str(d.by),
+    reason = compat.str(rawget(d, decided.REASON)),
+    rule = compat.str(rawget(d, decided.RULE)),
+    source = compat.str(rawget(d, decided.SOURCE)),
+    by = compat.str(rawget(d, decided.BY)),
   })
   return {
     text = (allowed and 'allowed: ' or 'denied: ') .. why,
@@ -768,9 +778,15 @@ function H.judged(rec, d)
 end
 
 function H.apply_decided(rec, d)
-  H.override(rec, { title = d.title, kind = d.kind })
-  H.judged(rec, d)
-  rec.rejected = d.decision ~= 'allow'
+  local over = rec.over
+  over.title = decided.title(d) or over.title
+  over.kind = compat.str(rawget(d, decided.KIND)) or over.kind
+  local cmd = compat.str(rawget(d, decided.COMMAND))
+  if cmd ~= nil then
+    -- As H.judged: the command the policy analysed, for good.
+    rec.command, rec.judged = cmd, true
+  end
+  rec.rejected = rawget(d, decided.DECISION) ~= 'allow'
   rec.perm = H.decided_perm(d)
 end
 
@@ -796,7 +812,7 @@ function H.count_decided(chat, id, d)
     op = { kind = 'auto', allowed = 0, denied = 0, turn = chat.turn }
     chat.auto_op = op
   end
-  if d.decision == 'allow' then
+  if d[D_DECISION] == 'allow' then
     op.allowed = op.allowed + 1
   else
     op.denied = op.denied + 1

@@ -120,6 +120,11 @@ end
 ---@param name string broker event
 ---@param data table
 function M.open_pending(name, data)
+  if name ~= 'session_new' and name ~= 'agent_exit' then
+    -- Before reading data: a `decided` event is read by name through a
+    -- metatable (acp.decided), and there are thousands a second.
+    return
+  end
   local agent = compat.str(data.agent)
   if agent == nil or not H.waiting[agent] then
     return
