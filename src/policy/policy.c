@@ -2944,7 +2944,7 @@ static bool quick_covers(char **rules, size_t n, const struct request *r,
         if (!(need[j] & (1 << t)))
           continue;
         const char *path = !(need[j] & 4) ? NULL : t ? a->res : a->lex;
-        if (allows(&pr, a, path, SIZE_MAX)) {
+        if (allows(&pr, a, path, SIZE_MAX, HOW_REF)) {
           need[j] &= (uint8_t) ~(1 << t);
           left--;
         }
