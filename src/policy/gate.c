@@ -583,29 +583,10 @@ static const char *root_of(struct gate *g, const char *cwd) {
   return g->root;
 }
 
-// policy_pick_option over the options of a flat view (all strings).
-static const char *pick_view(const struct gate_options *o,
-                             enum policy_decision *decision) {
-  static const char *const want[][2] = {
-      [POLICY_ALLOW] = {"allow_once", NULL},
-      [POLICY_ASK] = {NULL, NULL},
-      [POLICY_DENY] = {"reject_once", "reject_always"}};
-  if ((unsigned)*decision > POLICY_DENY)
-    *decision = POLICY_ASK;
-  for (int pass = 0; pass < 2; pass++) {
-    const char *kind = want[*decision][pass];
-    for (size_t i = 0; kind && i < o->n; i++)
-      if (strcmp(o->kinds[i], kind) == 0)
-        return o->ids[i];
-  }
-  if (*decision == POLICY_ALLOW)
-    *decision = POLICY_ASK; // never a silent allow_always
-  return NULL;
-}
-
 static const char *pick(const json_t *options, const struct gate_options *ov,
                         enum policy_decision *decision) {
-  return ov ? pick_view(ov, decision) : policy_pick_option(options, decision);
+  return ov ? policy_pick_option_of(ov->ids, ov->kinds, ov->n, decision)
+            : policy_pick_option(options, decision);
 }
 
 static void decide(struct gate *g, const char *agent, const char *session,

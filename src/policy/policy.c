@@ -751,8 +751,9 @@ void policy_decide_reference(const struct policy *p,
   decide(p, memory, r, out, true);
 }
 
-const char *policy_pick_option(const json_t *options,
-                               enum policy_decision *decision) {
+const char *policy_pick_option_of(const char *const *ids,
+                                  const char *const *kinds, size_t n,
+                                  enum policy_decision *decision) {
   static const char *const want[][2] = {
       [POLICY_ALLOW] = {"allow_once", NULL},
       [POLICY_ASK] = {NULL, NULL},
@@ -761,18 +762,27 @@ const char *policy_pick_option(const json_t *options,
     *decision = POLICY_ASK;
   for (int pass = 0; pass < 2; pass++) {
     const char *kind = want[*decision][pass];
-    size_t i;
-    const json_t *o;
-    json_array_foreach(options, i, o) {
-      const char *id = json_string_value(json_object_get(o, "optionId"));
-      const char *k = json_string_value(json_object_get(o, "kind"));
-      if (kind && id && k && strcmp(k, kind) == 0)
-        return id;
-    }
+    for (size_t i = 0; kind && i < n; i++)
+      if (ids[i] && kinds[i] && strcmp(kinds[i], kind) == 0)
+        return ids[i];
   }
   if (*decision == POLICY_ALLOW)
     *decision = POLICY_ASK; // never a silent allow_always
   return NULL;
+}
+
+const char *policy_pick_option(const json_t *options,
+                               enum policy_decision *decision) {
+  size_t n = json_array_size(options);
+  const char **v = xmalloc((n ? 2 * n : 1) * sizeof(*v));
+  for (size_t i = 0; i < n; i++) {
+    const json_t *o = json_array_get(options, i);
+    v[i] = json_string_value(json_object_get(o, "optionId"));
+    v[n + i] = json_string_value(json_object_get(o, "kind"));
+  }
+  const char *id = policy_pick_option_of(v, v + n, n, decision);
+  free(v);
+  return id;
 }
 
 const char *policy_decision_name(enum policy_decision d) {

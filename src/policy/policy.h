@@ -156,6 +156,11 @@ void policy_decide(const struct policy *p, const struct policy *memory,
 // string is borrowed from options.
 const char *policy_pick_option(const json_t *options,
                                enum policy_decision *decision);
+// The same over n options given as their optionIds and kinds (a NULL one
+// is never picked).
+const char *policy_pick_option_of(const char *const *ids,
+                                  const char *const *kinds, size_t n,
+                                  enum policy_decision *decision);
 
 // Names used in settings files, output and the audit log.
 const char *policy_decision_name(enum policy_decision d); // "allow", ...
