@@ -74,7 +74,7 @@ end
 vim.wait(500)
 local info = vim.rpcrequest(ch, 'nvim_exec_lua', [[
   local l = require('acp.ledger').sessions['sess_1']
-  local ev = require('acp.state').events
+  local ev = require('acp.state').logged()
   local last = ev[#ev]
   return { n = l and l.ndecisions or -1, last = last and last.event, tcid = last and last.data and last.data.toolCallId, err = require('acp.events').view_error, msgs = vim.fn.execute('messages'):sub(-300) }
 ]], {})

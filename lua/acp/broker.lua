@@ -19,6 +19,7 @@ require('acp.ledger')
 require('acp.prompt')
 
 local M = setmetatable({}, { __index = rpc })
+local H = {}
 
 -- Module definition ==========================================================
 
@@ -29,22 +30,14 @@ local M = setmetatable({}, { __index = rpc })
 ---@param data table|nil
 ---@return boolean
 function M._on_event(name, data)
-  if type(data) ~= 'table' then
-    data = {}
-  end
-  if name == 'ready' then
-    rpc.info = data
-  end
   if name == 'permission' then
     -- A request: an error here reaches the broker, which answers the agent
     -- `cancelled` (fail closed).
-    return events.handle(name, data)
+    return H.handle(name, data)
   end
-  local ok, err = pcall(events.handle, name, data)
+  local ok, err = pcall(H.handle, name, data)
   if not ok then
-    vim.schedule(function()
-      vim.notify(('(acp) internal error handling broker event %s: %s'):format(name, tostring(err)), vim.log.levels.ERROR)
-    end)
+    H.report(name, err)
   end
   return ok
 end
@@ -52,22 +45,53 @@ end
 --- The notifications of one broker loop iteration, in order:
 --- `{ {name, data}, ... }`. Each is handled as by `_on_event`; a failing
 --- one does not keep the others from being handled.
+---
+--- One pcall covers the whole batch (a burst of `decided` events costs no
+--- pcall per event); when an event fails, it is reported and the batch goes
+--- on with the next one under a new pcall.
 ---@param list table
 function M._on_events(list)
   compat.user_cache = {}
-  for i = 1, #list do
-    local e = list[i]
-    local ok, err = true, nil
-    if type(e) == 'table' then
-      ok, err = pcall(M._on_event, e[1], e[2])
-    end
-    if not ok then
-      vim.schedule(function()
-        vim.notify('(acp) internal error handling broker events: ' .. tostring(err), vim.log.levels.ERROR)
-      end)
+  local n, at = #list, 0
+  local function handle_from(from)
+    for i = from, n do
+      at = i
+      local e = list[i]
+      if type(e) == 'table' then
+        H.handle(e[1], e[2])
+      end
     end
   end
+  local from = 1
+  while from <= n do
+    local ok, err = pcall(handle_from, from)
+    if ok then
+      break
+    end
+    local e = list[at]
+    H.report(type(e) == 'table' and e[1] or '?', err)
+    from = at + 1
+  end
   compat.user_cache = nil
+end
+
+-- Helper functionality =======================================================
+
+--- Handles one event; errors are the caller's.
+function H.handle(name, data)
+  if type(data) ~= 'table' then
+    data = {}
+  end
+  if name == 'ready' then
+    rpc.info = data
+  end
+  return events.handle(name, data)
+end
+
+function H.report(name, err)
+  vim.schedule(function()
+    vim.notify(('(acp) internal error handling broker event %s: %s'):format(tostring(name), tostring(err)), vim.log.levels.ERROR)
+  end)
 end
 
 return M

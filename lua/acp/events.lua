@@ -57,7 +57,7 @@ function M.handle(name, data)
   if err ~= nil then
     M.view_error = tostring(err)
   end
-  if effect == nil and #state.listeners == 0 then
+  if effect == nil and #state.listeners == 0 and state.listeners_of[name] == nil then
     return true
   end
   -- Queued as (fn, args) without a closure: a burst of thousands of
@@ -92,11 +92,22 @@ function H.run_deferred()
   -- Whether a User AcpPermissionDecided autocommand exists, looked up
   -- once for a run of `decided` effects (H.decided_effect).
   H.decided_user = nil
-  for i = 1, q.n, 4 do
-    local ok, err = pcall(q[i], q[i + 1], q[i + 2], q[i + 3])
-    if not ok then
-      vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
+  -- One pcall for the whole queue; after a failure, the rest under another.
+  local n, at = q.n, 0
+  local function run_from(from)
+    for i = from, n, 4 do
+      at = i
+      q[i](q[i + 1], q[i + 2], q[i + 3])
     end
+  end
+  local from = 1
+  while from <= n do
+    local ok, err = pcall(run_from, from)
+    if ok then
+      break
+    end
+    vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
+    from = at + 4
   end
 end
 
@@ -114,8 +125,16 @@ function H.event_effect(effect, name, data)
   if effect then
     effect(data)
   end
-  for _, fn in ipairs(state.listeners) do
-    local ok, err = pcall(fn, name, data)
+  H.call_listeners(state.listeners, name, data)
+  local only = state.listeners_of[name]
+  if only ~= nil then
+    H.call_listeners(only, name, data)
+  end
+end
+
+function H.call_listeners(list, name, data)
+  for i = 1, #list do
+    local ok, err = pcall(list[i], name, data)
     if not ok then
       vim.notify('(acp) listener error: ' .. tostring(err), vim.log.levels.ERROR)
     end

@@ -343,13 +343,11 @@ end
 --- A turn that ends (or an agent that exits) while a write is held means
 --- the broker refused it (client_cancel): taking it later would apply text
 --- the agent was told was not written.
-state.subscribe(function(name)
-  if name == 'turn_end' or name == 'agent_exit' then
-    for _, w in pairs(H.waiting) do
-      w.stale = true
-    end
+state.subscribe(function()
+  for _, w in pairs(H.waiting) do
+    w.stale = true
   end
-end)
+end, { 'turn_end', 'agent_exit' })
 
 H.choices = {
   { key = 'mine', label = 'Keep mine (the agent is told its write was refused)' },

@@ -61,13 +61,16 @@ M.order = {}
 --- session id -> {agent, cwd, modes, tools = {toolCallId -> merged tool call}, tool_order}
 M.sessions = {}
 
---- The last events seen, oldest first (at least max_events, at most twice
---- as many): broker events by their
---- protocol name (streamed message chunks left out), autocmds by their
---- pattern. For tests and debugging.
----@type {event: string, data: table}[]
-M.events = {}
+--- The event log: the last events seen (M.logged reads them): broker
+--- events by their protocol name (streamed message chunks left out),
+--- autocmds by their pattern. For tests and debugging. Kept as a ring of
+--- references (two slots per event, no table per event: a burst of
+--- `decided` events logs thousands a second) of 2 * max_events events.
 M.max_events = 200
+
+--- How many events were ever logged (M.logged(from) reads those after).
+---@type integer
+M.nlogged = 0
 
 --- Most tool calls remembered per session (for titles and prompt bodies).
 M.max_tools = 500
@@ -99,9 +102,23 @@ M.settings = {}
 --- mirror is updated, from the scheduled effects). For other modules.
 M.listeners = {}
 
+--- Event name -> the functions subscribed to that event only (called after
+--- M.listeners): an event nobody listens to queues no work for them.
+---@type table<string, function[]>
+M.listeners_of = {}
+
 ---@param fn fun(name: string, data: table)
-function M.subscribe(fn)
-  table.insert(M.listeners, fn)
+---@param names string[]|nil only these events (default: every event)
+function M.subscribe(fn, names)
+  if names == nil then
+    table.insert(M.listeners, fn)
+    return
+  end
+  for _, name in ipairs(names) do
+    local list = M.listeners_of[name] or {}
+    M.listeners_of[name] = list
+    list[#list + 1] = fn
+  end
 end
 
 --- Subscribers by event (see M.on). Events emitted:
@@ -142,30 +159,67 @@ end
 ---@param event string
 ---@return any|nil err
 function M.try_emit(event, ...)
-  local list, first = H.subscribers[event], nil
-  for i = 1, list and #list or 0 do
-    local ok, err = pcall(list[i], ...)
-    if not ok and first == nil then
-      first = err
-    end
+  local list = H.subscribers[event]
+  if list == nil then
+    return nil
+  end
+  -- One pcall for all the subscribers (this runs for every broker event);
+  -- after a failure, the rest under another. H.at[depth] is where the call
+  -- at this depth got to (a subscriber may emit in turn).
+  local depth = H.depth + 1
+  local ok, first = pcall(H.call_from, depth, list, 1, ...)
+  H.depth = depth - 1
+  if ok then
+    return nil
+  end
+  while not ok do
+    ok = pcall(H.call_from, depth, list, H.at[depth] + 1, ...)
+    H.depth = depth - 1
   end
   return first
+end
+
+H.depth, H.at = 0, {}
+
+--- Calls list[from..] with the arguments, noting in H.at[depth] which one
+--- runs.
+function H.call_from(depth, list, from, ...)
+  H.depth = depth
+  local at = H.at
+  for i = from, #list do
+    at[depth] = i
+    list[i](...)
+  end
 end
 
 ---@param event string
 ---@param data table
 function M.log(event, data)
-  local ev = M.events
-  ev[#ev + 1] = { event = event, data = data }
-  -- Trimmed in one pass once twice as long as kept: O(1) per event.
-  if #ev > 2 * M.max_events then
-    local keep = {}
-    for i = #ev - M.max_events + 1, #ev do
-      keep[#keep + 1] = ev[i]
-    end
-    M.events = keep
-  end
+  local n = M.nlogged
+  local i = 2 * (n % H.log_size) + 1
+  local ring = H.log
+  ring[i], ring[i + 1] = event, data
+  M.nlogged = n + 1
 end
+
+--- The events logged after the first `from` ever logged (default: all that
+--- are kept), oldest first, as a new list.
+---@param from integer|nil
+---@return {event: string, data: table}[]
+function M.logged(from)
+  local n, size = M.nlogged, H.log_size
+  local first = math.max((from or 0) + 1, n - size + 1, 1)
+  local out = {}
+  for k = first, n do
+    local i = 2 * ((k - 1) % size) + 1
+    out[#out + 1] = { event = H.log[i], data = H.log[i + 1] }
+  end
+  return out
+end
+
+--- The ring of M.log: event k (from 1) at 2 * ((k - 1) % size) + 1, its
+--- data after it.
+H.log, H.log_size = {}, 2 * M.max_events
 
 --- Records that `name` is being started in `cwd` and makes it current.
 ---@param name string

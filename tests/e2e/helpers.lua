@@ -58,12 +58,12 @@ end
 -- Dump of the plugin's event log (if it keeps one), for failure messages.
 local function events_dump(max)
   local ok, state = pcall(require, 'acp.state')
-  if not ok or type(state) ~= 'table' or type(state.events) ~= 'table' then
-    return '(no acp.state.events)'
+  if not ok or type(state) ~= 'table' or type(state.logged) ~= 'function' then
+    return '(no acp.state.logged)'
   end
-  local ev = state.events
+  local ev = state.logged()
   local first = math.max(1, #ev - (max or 40) + 1)
-  local lines = { string.format('acp.state.events (%d, last %d):', #ev, #ev - first + 1) }
+  local lines = { string.format('acp.state.logged() (%d, last %d):', #ev, #ev - first + 1) }
   for i = first, #ev do
     lines[#lines + 1] = '  ' .. one_line(vim.inspect(ev[i], { newline = ' ', indent = '' }))
   end

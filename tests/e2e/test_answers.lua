@@ -23,7 +23,7 @@ T.test('respond() with an optionId that was not offered is refused; the prompt s
   end, nil, 'an error message for the refused optionId')
   -- The refusal comes from the broker (the authority), as an `error` event.
   T.wait(function()
-    for _, e in ipairs(require('acp.state').events) do
+    for _, e in ipairs(require('acp.state').logged()) do
       if e.event == 'error' and tostring(e.data.message):find('was not offered', 1, true) then
         return true
       end

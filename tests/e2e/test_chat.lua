@@ -375,7 +375,7 @@ T.test("<CR> in the input sends it to the chat's agent and clears it; one chat p
   local abuf = wait_text(a.session, 'Reply number 1.')
   T.idle()
   -- turn_start carries the prompt's text once the broker sends it.
-  for _, e in ipairs(require('acp.state').events) do
+  for _, e in ipairs(require('acp.state').logged()) do
     if e.event == 'turn_start' and e.data.session == a.session and e.data.text ~= nil then
       local ls = lines(abuf)
       local i = T.ok(find(ls, 'You'), 'the person as author:\n' .. text(abuf))

@@ -49,6 +49,12 @@ local function decided(n, extra)
   return { 'decided', pack(d) }, d
 end
 
+--- The last event logged.
+local function last()
+  local ev = state.logged()
+  return ev[#ev]
+end
+
 --- Counts the calls of vim.fn.exists while fn runs and its effects are done.
 local function count_exists(fn)
   local orig, n = vim.fn.exists, 0
@@ -68,7 +74,7 @@ T.test('a burst with no AcpPermissionDecided autocommand: one lookup, no copy in
   for i = 1, 300 do
     list[i] = decided(i)
   end
-  local logged = #state.events
+  local logged = state.nlogged
   local n = count_exists(function()
     broker._on_events(list)
     -- The effects run once Neovim may block again.
@@ -78,8 +84,8 @@ T.test('a burst with no AcpPermissionDecided autocommand: one lookup, no copy in
   end)
   T.ok(n <= 2, ('vim.fn.exists called %d times for 300 decided events'):format(n))
   local users = 0
-  for i = logged + 1, #state.events do
-    if state.events[i].event == 'AcpPermissionDecided' then
+  for _, e in ipairs(state.logged(logged)) do
+    if e.event == 'AcpPermissionDecided' then
       users = users + 1
     end
   end
@@ -236,21 +242,142 @@ end)
 
 T.test('the event log and the views read the array by name', function()
   cleanup()
-  local logged = #state.events
+  local logged = state.nlogged
   broker._on_events({ decided(11) })
-  local e = state.events[logged + 1]
+  local e = state.logged(logged)[1]
   T.eq(e.event, 'decided', 'logged')
   T.eq({ e.data.session, e.data.toolCallId, e.data.decision, e.data.rule, e.data.optionId }, { sid, 'auto_11', 'allow', 'Bash(ls *)', 'ok' }, 'by name')
   T.eq(e.data[decided_ev.TOOL_CALL_ID], 'auto_11', 'by position')
   T.eq(e.data.snapshots, nil, 'an item left out reads as nil')
   broker._on_events({ { 'decided', { 'ghost', sid, 'auto_14', 'execute', true, 'ls 14', 'allow', 'mode' } } })
-  T.eq(state.events[#state.events].data.title, 'ls 14', 'a title that is the command, by name')
+  T.eq(last().data.title, 'ls 14', 'a title that is the command, by name')
   T.eq(e.data.nosuch, nil, 'a name that is no item reads as nil')
   -- A map (the form before) is still read.
   local _, map = decided(12)
   broker._on_events({ { 'decided', map } })
-  T.eq(state.events[#state.events].data.toolCallId, 'auto_12', 'a map, by name')
-  T.eq(state.events[#state.events].data[decided_ev.RULE], 'Bash(ls *)', 'a map, by position')
+  T.eq(last().data.toolCallId, 'auto_12', 'a map, by name')
+  T.eq(last().data[decided_ev.RULE], 'Bash(ls *)', 'a map, by position')
+end)
+
+--- The toolCallIds of the `decided` events logged after position `from`.
+local function logged_ids(from)
+  local ids = {}
+  for _, e in ipairs(state.logged(from)) do
+    if e.event == 'decided' then
+      ids[#ids + 1] = e.data.toolCallId
+    end
+  end
+  return ids
+end
+
+T.test('one failing event of a batch does not lose the others (one pcall per batch)', function()
+  cleanup()
+  local events = require('acp.events')
+  local orig = events.handle
+  T.defer(function()
+    events.handle = orig
+  end)
+  -- The 2nd, the 5th and the last event fail before they are logged.
+  local fail = { auto_2 = true, auto_5 = true, auto_7 = true }
+  events.handle = function(name, data)
+    if name == 'decided' and fail[data[decided_ev.TOOL_CALL_ID]] then
+      error('boom ' .. data[decided_ev.TOOL_CALL_ID])
+    end
+    return orig(name, data)
+  end
+  local list = {}
+  for i = 1, 7 do
+    list[i] = decided(i)
+  end
+  local logged = state.nlogged
+  broker._on_events(list)
+  T.eq(logged_ids(logged), { 'auto_1', 'auto_3', 'auto_4', 'auto_6' }, 'the others are handled, in order')
+  T.wait(function()
+    return #T.notes_with('internal error handling broker event decided') == 3
+  end, nil, 'each failure reported once:\n' .. T.notes_text())
+  for _, id in ipairs({ 'auto_2', 'auto_5', 'auto_7' }) do
+    T.eq(#T.notes_with('boom ' .. id), 1, 'reported: ' .. id)
+  end
+end)
+
+T.test('a failing view does not keep the views after it from seeing the event', function()
+  cleanup()
+  local failing, seen, nested = false, {}, 0
+  state.on('event', function(name)
+    if failing and name == 'decided' then
+      -- A view that emits in turn before it fails.
+      state.try_emit('test_nested')
+      error('view boom')
+    end
+  end)
+  state.on('test_nested', function()
+    nested = nested + 1
+  end)
+  state.on('event', function(name, d)
+    if failing and name == 'decided' then
+      seen[#seen + 1] = d.toolCallId
+    end
+  end)
+  T.defer(function()
+    failing = false
+  end)
+  failing = true
+  local events = require('acp.events')
+  events.view_error = nil
+  broker._on_events({ decided(21), decided(22) })
+  failing = false
+  T.eq(seen, { 'auto_21', 'auto_22' }, 'the later view saw both events')
+  T.eq(nested, 2, 'the nested emit ran')
+  T.ok(tostring(events.view_error):find('view boom', 1, true), 'the error is kept: ' .. tostring(events.view_error))
+end)
+
+T.test('a failing deferred effect does not lose the ones after it', function()
+  local events = require('acp.events')
+  local ran = {}
+  events.defer(function()
+    ran[#ran + 1] = 1
+  end)
+  events.defer(function()
+    error('effect boom')
+  end)
+  events.defer(function()
+    ran[#ran + 1] = 3
+  end)
+  events.defer(function()
+    error('effect boom 2')
+  end)
+  T.wait(function()
+    return #ran == 2 and #T.notes_with('effect boom') == 2
+  end, nil, 'ran: ' .. vim.inspect(ran) .. ' notes:\n' .. T.notes_text())
+  T.eq(ran, { 1, 3 }, 'in order')
+end)
+
+T.test('a listener of some events is called for those only', function()
+  cleanup()
+  local got = {}
+  state.subscribe(function(name, d)
+    got[#got + 1] = name .. ':' .. tostring(d.agent)
+  end, { 'turn_end' })
+  broker._on_events({ decided(31), { 'turn_start', { agent = agent, session = sid } }, { 'turn_end', { agent = agent, session = sid } } })
+  T.wait(function()
+    return #got > 0
+  end, nil, 'the listener was called')
+  T.wait_ms(50)
+  T.eq(got, { 'turn_end:' .. agent }, 'once, for turn_end')
+end)
+
+T.test('the event log is a ring of the last events, read oldest first', function()
+  local from = state.nlogged
+  for i = 1, 1000 do
+    state.log('test_ring', { i = i })
+  end
+  T.eq(state.nlogged, from + 1000, 'every event counted')
+  local all = state.logged()
+  T.eq(#all, 2 * state.max_events, 'twice max_events kept')
+  T.eq({ all[1].event, all[1].data.i, all[#all].data.i }, { 'test_ring', 1001 - 2 * state.max_events, 1000 }, 'the last ones, in order')
+  local tail = state.logged(state.nlogged - 3)
+  T.eq({ #tail, tail[1].data.i, tail[3].data.i }, { 3, 998, 1000 }, 'those after a position')
+  T.eq(#state.logged(state.nlogged), 0, 'none after the last')
 end)
 
 T.done()

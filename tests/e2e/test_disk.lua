@@ -140,7 +140,7 @@ T.test('mid-turn: a file changed on disk under an unmodified buffer is reloaded 
   T.idle()
   T.eq(require('acp.ledger').watching(), 0, 'every watch is stopped at the turn end')
   local data = T.wait(function()
-    for _, e in ipairs(require('acp.state').events) do
+    for _, e in ipairs(require('acp.state').logged()) do
       if e.event == 'changes' and e.data.session == ctx.session then
         return e.data
       end

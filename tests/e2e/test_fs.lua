@@ -64,7 +64,7 @@ T.test('fs/write_text_file lands in the loaded buffer: written, undoable', funct
   T.eq(api.nvim_buf_get_lines(buf, 0, -1, false), { 'local a = 1', 'local b = 2', 'return a + b' }, 'one undo restores it')
   local fs = T.wait(function()
     local vias = {}
-    for _, e in ipairs(require('acp.state').events) do
+    for _, e in ipairs(require('acp.state').logged()) do
       if e.event == 'fs' and e.data.session == ctx.session then
         vias[#vias + 1] = e.data.op .. ':' .. e.data.via
       end

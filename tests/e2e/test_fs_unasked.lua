@@ -216,7 +216,7 @@ T.test('an allowed request links its own write (no second prompt), never another
   T.eq(T.read(ctx.project .. '/a.txt'), 'A\n', 'the second write of a.txt was refused')
   T.ok(not T.exists(ctx.project .. '/b.txt'), 'b.txt not written')
   local n = 0
-  for _, e in ipairs(require('acp.state').events) do
+  for _, e in ipairs(require('acp.state').logged()) do
     if e.event == 'permission' and e.data.session == ctx.session then
       n = n + 1
     end

@@ -43,7 +43,7 @@ end
 -- Waits for the summary of the turn of ctx's session (the 'changes' event).
 local function changes(ctx)
   return T.wait(function()
-    local ev = require('acp.state').events
+    local ev = require('acp.state').logged()
     for i = #ev, 1, -1 do
       if ev[i].event == 'changes' and ev[i].data.session == ctx.session then
         return ev[i].data
@@ -358,7 +358,7 @@ T.test('yolo: a file the agent writes itself at once is in the review, against t
   T.eq(#review, 2, 'both in review()')
   T.eq(require('acp.ledger').snapshot_of(path).lines, { 'one', 'two', 'three' }, 'the snapshot is the file before the write')
   T.contains(review[2].hunks[1].toolCall.decision, 'allowed by yolo', 'how it was allowed')
-  for _, e in ipairs(require('acp.state').events) do
+  for _, e in ipairs(require('acp.state').logged()) do
     T.eq(e.event == 'decided' and e.data.snapshots or nil, nil, 'the event log keeps no file contents')
   end
   vim.cmd('AcpReview revert all')

@@ -241,7 +241,7 @@ T.test('fs/* outside the project and unapproved terminals are refused; inside wo
   T.eq(T.read(outside .. '/secret.txt'), SECRET, 'secret.txt')
   -- The person was told about the refusals.
   local told = false
-  for _, e in ipairs(require('acp.state').events) do
+  for _, e in ipairs(require('acp.state').logged()) do
     if e.event == 'error' and tostring(e.data.message):find('outside the project', 1, true) then
       told = true
     end
