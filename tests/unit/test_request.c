@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "request_ref.c"
 
 static void describe(const struct request *r, char *buf, size_t n) {
@@ -361,6 +362,20 @@ static void compare_all(const json_t *params, const char *p, const char *h,
   json_decref(s);
 }
 
+struct same_ctx {
+  const char *p, *h;
+  size_t cases;
+};
+
+static void same_fixture(const json_t *c, const char *what, void *ud) {
+  struct same_ctx *x = ud;
+  const json_t *params = json_object_get(c, "request");
+  if (params) {
+    compare_all(params, x->p, x->h, what);
+    x->cases++;
+  }
+}
+
 static void test_same_as_before(void) {
   char tmpl[] = "/tmp/test_request.XXXXXX";
   char *t = mkdtemp(tmpl);
@@ -372,32 +387,9 @@ static void test_same_as_before(void) {
   snprintf(h, sizeof(h), "%s/h", t);
   mkdir(p, 0700);
   mkdir(h, 0700);
-  static const char *const files[] = {"tests/fixtures/policy.jsonl",
-                                      "tests/fixtures/policy-extra.jsonl",
-                                      "tests/fixtures/policy-adversarial.jsonl",
-                                      "tests/fixtures/policy-failclosed.jsonl"};
-  size_t cases = 0;
-  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
-    FILE *in = fopen(files[f], "r");
-    ok(in != NULL, "%s", files[f]);
-    char *line = NULL;
-    size_t cap = 0;
-    while (in && getline(&line, &cap, in) > 0) {
-      json_t *c = json_loads(line, 0, NULL);
-      const json_t *params = json_object_get(c, "request");
-      char what[128];
-      snprintf(what, sizeof(what), "%s case %s", files[f],
-               json_string_value(json_object_get(c, "id")));
-      if (params) {
-        compare_all(params, p, h, what);
-        cases++;
-      }
-      json_decref(c);
-    }
-    free(line);
-    if (in)
-      fclose(in);
-  }
+  struct same_ctx x = {p, h, 0};
+  each_fixture(same_fixture, &x);
+  size_t cases = x.cases;
   ok(cases == 1015, "%zu conformance requests", cases);
   // The fuzz corpus of request (params as JSON), as it is.
   DIR *d = opendir("tests/fuzz/corpus/request");

@@ -25,6 +25,7 @@
 #include "broker/verdict.h"
 #include "check.h"
 #include "codec/jsonfast.h"
+#include "fixtures.h"
 #include "policy/gate.h"
 #include "policy/request.h"
 #include "request_ref.c"
@@ -193,33 +194,19 @@ static size_t check_params(const json_t *params, const char *what) {
   return took;
 }
 
-static void test_fixtures(void) {
-  static const char *const files[] = {"tests/fixtures/policy.jsonl",
-                                      "tests/fixtures/policy-extra.jsonl",
-                                      "tests/fixtures/policy-adversarial.jsonl",
-                                      "tests/fixtures/policy-failclosed.jsonl"};
-  size_t cases = 0, took = 0;
-  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
-    FILE *in = fopen(files[f], "r");
-    ok(in != NULL, "%s", files[f]);
-    char *line = NULL;
-    size_t cap = 0;
-    while (in && getline(&line, &cap, in) > 0) {
-      json_t *c = json_loads(line, 0, NULL);
-      const json_t *params = json_object_get(c, "request");
-      char what[128];
-      snprintf(what, sizeof(what), "%s case %s", files[f],
-               json_string_value(json_object_get(c, "id")));
-      if (params) {
-        took += check_params(params, what);
-        cases++;
-      }
-      json_decref(c);
-    }
-    free(line);
-    if (in)
-      fclose(in);
+static void view_fixture(const json_t *c, const char *what, void *ud) {
+  size_t *n = ud;
+  const json_t *params = json_object_get(c, "request");
+  if (params) {
+    n[1] += check_params(params, what);
+    n[0]++;
   }
+}
+
+static void test_fixtures(void) {
+  size_t n[2] = {0, 0}; // cases, lines taken
+  each_fixture(view_fixture, n);
+  size_t cases = n[0], took = n[1];
   ok(cases == 1015, "%zu conformance requests", cases);
   // Most are of the modelled shape: the comparison is not vacuous.
   ok(took > cases * 3, "the view took %zu of %zu lines", took, cases * 5);

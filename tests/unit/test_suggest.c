@@ -20,6 +20,7 @@
 
 #include "../fuzz/fuzz_requests.h"
 #include "check.h"
+#include "fixtures.h"
 
 static char root[512], home[512];
 static size_t compared, offered, differ;
@@ -157,11 +158,29 @@ static void cover_sets(const json_t *params, size_t first, size_t last,
   policy_request_free(r);
 }
 
+// One conformance case: its request (with {P}/{H} put in) compared, and its
+// rules added to the pool and checked as sets.
+static void suggest_fixture(const json_t *c, const char *what, void *ud) {
+  size_t *cases = ud;
+  json_t *rq = json_object_get(c, "request");
+  if (!json_is_object(rq))
+    return;
+  char *s = json_dumps(rq, JSON_COMPACT);
+  char *t = fuzz_subst(s, root, home);
+  json_t *params = json_loads(t, 0, NULL);
+  if (params) {
+    compare_params(params, what);
+    size_t first = npool;
+    pool_rules(json_object_get(c, "files"));
+    cover_sets(params, first, npool, what);
+    (*cases)++;
+  }
+  json_decref(params);
+  free(s);
+  free(t);
+}
+
 static void test_fixtures(void) {
-  static const char *const files[] = {"tests/fixtures/policy.jsonl",
-                                      "tests/fixtures/policy-extra.jsonl",
-                                      "tests/fixtures/policy-adversarial.jsonl",
-                                      "tests/fixtures/policy-failclosed.jsonl"};
   size_t cases = 0, before = differ;
   // Rules the fixtures have few of: arguments a Gemini tool ignores (a
   // note), tool-name globs, PowerShell, anchors of every kind.
@@ -191,38 +210,7 @@ static void test_fixtures(void) {
                                       "mcp__github__*"};
   for (size_t i = 0; i < sizeof(extra) / sizeof(*extra); i++)
     pool[npool++] = fuzz_subst(extra[i], root, home);
-  for (size_t f = 0; f < sizeof(files) / sizeof(*files); f++) {
-    FILE *in = fopen(files[f], "r");
-    ok(in != NULL, "%s", files[f]);
-    char *line = NULL;
-    size_t cap = 0;
-    while (in && getline(&line, &cap, in) > 0) {
-      json_t *c = json_loads(line, 0, NULL);
-      json_t *rq = json_object_get(c, "request");
-      if (json_is_object(rq)) {
-        char *s = json_dumps(rq, JSON_COMPACT);
-        char *t = fuzz_subst(s, root, home);
-        json_t *params = json_loads(t, 0, NULL);
-        char what[160];
-        snprintf(what, sizeof(what), "%s case %s", files[f],
-                 json_string_value(json_object_get(c, "id")));
-        if (params) {
-          compare_params(params, what);
-          size_t first = npool;
-          pool_rules(json_object_get(c, "files"));
-          cover_sets(params, first, npool, what);
-          cases++;
-        }
-        json_decref(params);
-        free(s);
-        free(t);
-      }
-      json_decref(c);
-    }
-    free(line);
-    if (in)
-      fclose(in);
-  }
+  each_fixture(suggest_fixture, &cases);
   ok(cases == 1015, "%zu conformance requests", cases);
   ok(differ == before, "the same suggestions for every conformance request");
   printf("# any rules: %zu sets cover, %zu do not, %zu differ\n", covers_yes,
