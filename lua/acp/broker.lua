@@ -11,6 +11,7 @@
 local compat = require('acp.compat')
 local events = require('acp.events')
 local rpc = require('acp.rpc')
+local util = require('acp.util')
 -- The views subscribe to acp.state when they load.
 require('acp.auth')
 require('acp.chat')
@@ -52,26 +53,15 @@ end
 ---@param list table
 function M._on_events(list)
   compat.user_cache = {}
-  local n, at = #list, 0
-  local function handle_from(from)
-    for i = from, n do
-      at = i
-      local e = list[i]
-      if type(e) == 'table' then
-        H.handle(e[1], e[2])
-      end
+  util.each_protected(1, #list, 1, function(i)
+    local e = list[i]
+    if type(e) == 'table' then
+      H.handle(e[1], e[2])
     end
-  end
-  local from = 1
-  while from <= n do
-    local ok, err = pcall(handle_from, from)
-    if ok then
-      break
-    end
-    local e = list[at]
+  end, function(i, err)
+    local e = list[i]
     H.report(type(e) == 'table' and e[1] or '?', err)
-    from = at + 1
-  end
+  end)
   compat.user_cache = nil
 end
 

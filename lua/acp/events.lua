@@ -13,6 +13,7 @@ local D_DECISION = decided.DECISION
 local format = require('acp.format')
 local state = require('acp.state')
 local text = require('acp.text')
+local util = require('acp.util')
 
 local M = {}
 local H = {}
@@ -93,22 +94,11 @@ function H.run_deferred()
   -- once for a run of `decided` effects (H.decided_effect).
   H.decided_user = nil
   -- One pcall for the whole queue; after a failure, the rest under another.
-  local n, at = q.n, 0
-  local function run_from(from)
-    for i = from, n, 4 do
-      at = i
-      q[i](q[i + 1], q[i + 2], q[i + 3])
-    end
-  end
-  local from = 1
-  while from <= n do
-    local ok, err = pcall(run_from, from)
-    if ok then
-      break
-    end
+  util.each_protected(1, q.n, 4, function(i)
+    q[i](q[i + 1], q[i + 2], q[i + 3])
+  end, function(_, err)
     vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
-    from = at + 4
-  end
+  end)
 end
 
 function H.call(fn)
