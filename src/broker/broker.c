@@ -20,6 +20,7 @@
 #include "io/nvim_rpc.h"
 #include "pending.h"
 #include "policy/gate.h"
+#include "prompt.h"
 #include "unasked.h"
 #include "verdict.h"
 
@@ -547,22 +548,41 @@ static void host_permission_view(void *ud, struct acp_conn *c,
   jsonrpc_msg_free(&m);
 }
 
-// The person is asked about a request the gate did not decide (v: ASK).
+// The person is asked about a request the gate did not decide (v: ASK):
+// the pending entry keeps what the answer reads, and the `permission`
+// event is packed from the verdict (prompt.h), without the verdict's JSON.
 static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
                   json_t *params, struct gate_verdict *v) {
-  json_object_set_new(v->info, "rawCommand",
-                      json_boolean(note_request(b, c, v)));
-  uint64_t token = ask(b, c, id, params, v->info);
+  json_t *info = prompt_kept(v, note_request(b, c, v));
+  json_t *tc = json_object_get(params, "toolCall");
+  json_t *options = json_object_get(params, "options");
+  const char *sid = json_string_value(json_object_get(params, "sessionId"));
+  const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+  uint64_t token =
+      pending_add(&b->pending, c, json_deep_copy(id), xstrdup(sid),
+                  xstrdup(tcid), json_incref(options), uv_now(b->loop));
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
-    audit(b, v->info, "ask", "error", NULL, 0);
+    audit(b, info, "ask", "error", NULL, 0);
+    json_decref(info);
     gate_verdict_clear(v);
     broker_emit_error(b, acp_conn_name(c),
                       "too many permission requests waiting; one was answered "
                       "`cancelled`");
     return;
   }
-  v->info = NULL; // the pending entry has it
+  pending_find(&b->pending, token)->info = info;
+  if (!b->rpc_closed && !b->shutting_down) {
+    struct shown *sh = xmalloc(sizeof(*sh));
+    *sh = (struct shown){b, token};
+    msgpack_packer *pk =
+        nvim_rpc_begin_request(b->rpc, "nvim_exec_lua", 2, shown_cb, sh);
+    jsonpack_str(pk, lua_event);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, "permission");
+    prompt_pack(pk, token, acp_conn_name(c), sid, tc, options, v);
+    nvim_rpc_end(b->rpc, false);
+  }
   gate_verdict_clear(v);
   if (b->shutting_down)
     broker_resolve(b, token, NULL, "cancel");
@@ -570,10 +590,11 @@ static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
 
 // Shows a prompt for a request of c that the person must answer: adds it
 // to the pending table and sends the `permission` event. params is
-// {sessionId, toolCall, options} (borrowed); info (the gate's info) is
-// taken on success. Returns the token, or 0 when the table is full (info
-// not taken, nothing answered). The caller resolves it at once when the
-// broker is shutting down.
+// {sessionId, toolCall, options} (borrowed); info (a verdict's JSON with
+// rawCommand: the broker's own prompts, client.c) is taken on success.
+// Returns the token, or 0 when the table is full (info not taken, nothing
+// answered). The caller resolves it at once when the broker is shutting
+// down.
 static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
                     json_t *params, json_t *info) {
   struct broker *b = ud;
@@ -587,35 +608,11 @@ static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
   if (token == 0)
     return 0;
   pending_find(&b->pending, token)->info = info;
-  json_t *title = json_object_get(tc, "title");
-  json_t *kind = json_object_get(tc, "kind");
-  json_t *data = json_pack(
-      "{s:I,s:s,s:s,s:s,s:O?,s:O?,s:O,s:O}", "id", (json_int_t)token, "agent",
-      acp_conn_name(c), "session", sid, "toolCallId", tcid, "title",
-      json_is_string(title) ? title : NULL, "kind",
-      json_is_string(kind) ? kind : NULL, "options", options, "toolCall", tc);
-  // From the verdict: why the person is asked, what the policy judged (the
-  // analysed command and its atoms, the paths it names) and the options it
-  // would answer allow or reject with: Lua shows and uses these, it
-  // rebuilds nothing from rawInput.
-  static const char *const judged[] = {
-      "reason",  "rule",  "source", "narrow",      "broad",
-      "command", "atoms", "paths",  "allowOption", "rejectOption"};
-  for (size_t i = 0; i < sizeof(judged) / sizeof(*judged); i++) {
-    json_t *val = json_object_get(info, judged[i]);
-    if (val)
-      json_object_set_nocheck(data, judged[i], val);
-  }
+  json_t *data = prompt_data_json(token, acp_conn_name(c), params, info);
   struct shown *sh = xmalloc(sizeof(*sh));
   *sh = (struct shown){b, token};
   broker_send_event(b, "permission", data, sh);
-  // While the prompt waits, the entry keeps only what its answer reads (the
-  // audit line, the approval, the rules to remember): the rest went to Lua
-  // and held about 1.6 KiB per waiting prompt.
-  static const char *const shown_only[] = {
-      "atoms", "reason", "decision", "by", "allowOption", "rejectOption"};
-  for (size_t i = 0; i < sizeof(shown_only) / sizeof(*shown_only); i++)
-    json_object_del(info, shown_only[i]);
+  prompt_info_trim(info);
   return token;
 }
 

