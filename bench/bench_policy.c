@@ -22,7 +22,12 @@
 //           BENCH_POLICY_ONLY=request);
 //   gate:   what the broker does per request: gate_decide (the project's
 //           settings files checked, the policy, the verdict as a C struct),
-//           from the settings files.
+//           from the settings files;
+//   asked:  what the broker does per asked request (counted per asked
+//           request only): the gate, the pending entry kept (and freed),
+//           the `permission` event's data packed (broker/prompt.h);
+//           BENCH_POLICY_ONLY=asked_ref does the same the way it was done
+//           before the prompt was packed from the verdict (its JSON).
 // Each loops over the requests for about SECONDS and counts decisions. One
 // pass over the requests is one epoch (gate_epoch, path_cache_epoch): the
 // broker starts one per event loop iteration, so that requests read
@@ -35,6 +40,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "broker/pending.h"
+#include "broker/prompt.h"
+#include "codec/jsonpack.h"
 #include "policy/gate.h"
 #include "policy/path.h"
 #include "policy/policy.h"
@@ -197,6 +205,85 @@ static struct tally run_gate(json_t *reqs, const char *root, double seconds) {
   return t;
 }
 
+// An asked request as the broker handles it (broker.c asked()): the gate,
+// the pending entry (what it keeps, and freed as when it is answered) and
+// the `permission` event's data packed (into a buffer reused). ref: the
+// way before the prompt was packed from the struct (the verdict's JSON,
+// the event's data built as JSON and packed, the kept JSON trimmed), as
+// the broker's own prompts still do. Counts only the asked requests.
+static struct tally run_asked(json_t *reqs, const char *root, double seconds,
+                              bool ref) {
+  struct tally t = {0};
+  struct gate *g = gate_new();
+  struct pending pend;
+  pending_init(&pend, 16);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  // The requests the gate asks about, found once (this also loads the
+  // settings, as run_gate's first pass does).
+  size_t n = json_array_size(reqs), nasked = 0;
+  json_t **asked = calloc(n ? n : 1, sizeof(*asked));
+  gate_epoch(g, 1);
+  for (size_t i = 0; i < n; i++) {
+    struct gate_verdict v;
+    gate_decide(g, "bench", "bench-session-1", root, json_array_get(reqs, i),
+                &v);
+    if (v.decision == POLICY_ASK)
+      asked[nasked++] = json_array_get(reqs, i);
+    gate_verdict_clear(&v);
+  }
+  double t0 = now_s(), t1;
+  uint64_t epoch = 1;
+  long passes_done = 0;
+  do {
+    gate_epoch(g, ++epoch);
+    for (size_t i = 0; i < nasked; i++) {
+      json_t *params = asked[i];
+      struct gate_verdict v;
+      gate_decide(g, "bench", "bench-session-1", root, params, &v);
+      t.decisions[v.decision]++;
+      t.n++;
+      json_t *tc = json_object_get(params, "toolCall");
+      json_t *options = json_object_get(params, "options");
+      const char *sid = json_string_value(json_object_get(params, "sessionId"));
+      const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+      uint64_t token =
+          pending_add(&pend, NULL, json_integer((json_int_t)i), strdup(sid),
+                      strdup(tcid), json_incref(options), 0);
+      sb.size = 0;
+      if (ref) {
+        json_t *info = gate_verdict_info(&v);
+        v.info = NULL;
+        gate_verdict_clear(&v);
+        json_object_set_new(info, "rawCommand", json_true());
+        pending_find(&pend, token)->info = info;
+        json_t *data = prompt_data_json(token, "bench", params, info);
+        jsonpack_pack(&pk, data);
+        json_decref(data);
+        prompt_info_trim(info);
+      } else {
+        struct pending_entry *e = pending_find(&pend, token);
+        e->kept = prompt_keep(&v, true);
+        e->info = prompt_rules(&v);
+        prompt_pack(&pk, token, "bench", sid, tc, options, &v);
+        gate_verdict_clear(&v);
+      }
+      struct pending_entry e;
+      pending_take(&pend, token, &e);
+      pending_entry_clear(&e);
+    }
+    t1 = now_s();
+  } while (more(t1 - t0, ++passes_done, seconds));
+  t.per_s = (double)t.n / (t1 - t0);
+  free(asked);
+  msgpack_sbuffer_destroy(&sb);
+  pending_free(&pend);
+  gate_free(g);
+  return t;
+}
+
 static json_t *tally_json(const struct tally *t) {
   return json_pack("{s:f,s:I,s:I,s:I,s:I}", "per_s", t->per_s, "n",
                    (json_int_t)t->n, "allow", (json_int_t)t->decisions[0],
@@ -224,6 +311,8 @@ int main(int argc, char **argv) {
     struct tally t;
     if (strcmp(only, "gate") == 0)
       t = run_gate(reqs, root, seconds);
+    else if (strcmp(only, "asked") == 0 || strcmp(only, "asked_ref") == 0)
+      t = run_asked(reqs, root, seconds, strcmp(only, "asked_ref") == 0);
     else if (strcmp(only, "match") == 0)
       t = run_match(p, reqs, root, home, false, seconds);
     else if (strcmp(only, "request") == 0)
@@ -255,13 +344,14 @@ int main(int argc, char **argv) {
   struct tally tp = run_policy(p, reqs, root, home, seconds);
   run_gate(reqs, root, seconds / 10);
   struct tally tg = run_gate(reqs, root, seconds);
-  json_t *out =
-      json_pack("{s:o,s:o,s:o,s:o,s:o,s:I}", "policy", tally_json(&tp), "cold",
-                tally_json(&tc), "match", tally_json(&tm), "scan",
-                tally_json(&ts), "gate", tally_json(&tg), "rules",
-                (json_int_t)(json_array_size(json_object_get(rules, "allow")) +
-                             json_array_size(json_object_get(rules, "ask")) +
-                             json_array_size(json_object_get(rules, "deny"))));
+  struct tally ta = run_asked(reqs, root, seconds / 2, false);
+  json_t *out = json_pack(
+      "{s:o,s:o,s:o,s:o,s:o,s:o,s:I}", "policy", tally_json(&tp), "cold",
+      tally_json(&tc), "match", tally_json(&tm), "scan", tally_json(&ts),
+      "gate", tally_json(&tg), "asked", tally_json(&ta), "rules",
+      (json_int_t)(json_array_size(json_object_get(rules, "allow")) +
+                   json_array_size(json_object_get(rules, "ask")) +
+                   json_array_size(json_object_get(rules, "deny"))));
   char *s = json_dumps(out, JSON_COMPACT);
   puts(s);
   free(s);

@@ -386,14 +386,26 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   // not ask about: the answer completes or refuses that call.
   if (!client_answered(b->client, c, token, allow, by)) {
     acp_conn_respond_outcome(c, e.agent_id, option_id);
-    if (allow)
-      client_approved(b->client, c, e.info, strcmp(by, "person") == 0);
+    const struct prompt_kept *k = e.kept;
+    bool person = strcmp(by, "person") == 0;
+    if (allow && k)
+      client_approved_call(b->client, c, k->session,
+                           k->raw_command ? k->command : NULL, k->kind,
+                           k->paths, k->npaths, person);
+    else if (allow)
+      client_approved(b->client, c, e.info, person);
   }
   LOG_I("%s: permission %llu (%s) answered %s by %s", acp_conn_name(c),
         (unsigned long long)token, e.tool_call_id,
         option_id ? option_id : "cancelled", by);
-  audit(b, e.info, "ask", audit_by(by), option_id,
-        (long long)(uv_now(b->loop) - e.added_ms));
+  long long wait_ms = (long long)(uv_now(b->loop) - e.added_ms);
+  if (e.kept) {
+    struct audit_entry a;
+    prompt_kept_audit(e.kept, "ask", audit_by(by), option_id, wait_ms, &a);
+    audit_entry(b, &a);
+  } else {
+    audit(b, e.info, "ask", audit_by(by), option_id, wait_ms);
+  }
   broker_send_event(
       b, "permission_resolved",
       json_pack("{s:I,s:s,s:s,s:s,s:s,s:s?,s:s}", "id", (json_int_t)token,
@@ -553,7 +565,7 @@ static void host_permission_view(void *ud, struct acp_conn *c,
 // event is packed from the verdict (prompt.h), without the verdict's JSON.
 static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
                   json_t *params, struct gate_verdict *v) {
-  json_t *info = prompt_kept(v, note_request(b, c, v));
+  struct prompt_kept *kept = prompt_keep(v, note_request(b, c, v));
   json_t *tc = json_object_get(params, "toolCall");
   json_t *options = json_object_get(params, "options");
   const char *sid = json_string_value(json_object_get(params, "sessionId"));
@@ -563,15 +575,19 @@ static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
                   xstrdup(tcid), json_incref(options), uv_now(b->loop));
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
-    audit(b, info, "ask", "error", NULL, 0);
-    json_decref(info);
+    struct audit_entry a;
+    prompt_kept_audit(kept, "ask", "error", NULL, 0, &a);
+    audit_entry(b, &a);
+    free(kept);
     gate_verdict_clear(v);
     broker_emit_error(b, acp_conn_name(c),
                       "too many permission requests waiting; one was answered "
                       "`cancelled`");
     return;
   }
-  pending_find(&b->pending, token)->info = info;
+  struct pending_entry *e = pending_find(&b->pending, token);
+  e->kept = kept;
+  e->info = prompt_rules(v); // for gate_remember
   if (!b->rpc_closed && !b->shutting_down) {
     struct shown *sh = xmalloc(sizeof(*sh));
     *sh = (struct shown){b, token};

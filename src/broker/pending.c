@@ -84,10 +84,12 @@ bool pending_take(struct pending *p, uint64_t token,
 void pending_entry_clear(struct pending_entry *e) {
   json_decref(e->agent_id);
   json_decref(e->info);
+  free(e->kept);
   free(e->options);
   free(e->session);
   free(e->tool_call_id);
   e->agent_id = e->info = NULL;
+  e->kept = NULL;
   e->options = NULL;
   e->noptions = 0;
   e->session = e->tool_call_id = NULL;

@@ -20,6 +20,8 @@ struct pending_option {
   const char *kind; // "allow_once", "reject_once", ...
 };
 
+struct prompt_kept; // the owner's (prompt.h)
+
 struct pending_entry {
   uint64_t token;                 // broker's token, > 0, increasing
   bool live;                      // false once taken (tombstone)
@@ -31,6 +33,7 @@ struct pending_entry {
                                   // the well-formed offered options, in order
   size_t noptions;                // entries in options
   json_t *info;                   // owned reference: the owner's data, or NULL
+  struct prompt_kept *kept;       // owned (one allocation: free), or NULL
   uint64_t added_ms;              // loop time when the request arrived
 };
 

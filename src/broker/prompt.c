@@ -1,7 +1,9 @@
 #include "prompt.h"
 
+#include <stdint.h>
 #include <string.h>
 
+#include "base/mem.h"
 #include "codec/jsonpack.h"
 
 // The JSON of a string member of tc (a string), or NULL.
@@ -10,84 +12,189 @@ static const json_t *tc_str(const json_t *tc, const char *key) {
   return json_is_string(s) ? s : NULL;
 }
 
-static void pack_rules(msgpack_packer *pk, char *const *v, size_t n) {
-  msgpack_pack_array(pk, n);
-  for (size_t i = 0; i < n; i++)
-    jsonpack_str(pk, v[i]);
+// The data is encoded here into a buffer and handed to the packer in a few
+// writes (its writer, called for every header and every string, cost more
+// than the encoding: as verdict.c does for the `decided` event); the
+// agent's toolCall and options go through jsonpack, which buffers too.
+struct mp {
+  msgpack_packer *pk;
+  size_t len;
+  char buf[2048];
+};
+
+static void mp_flush(struct mp *m) {
+  if (m->len)
+    m->pk->callback(m->pk->data, m->buf, m->len);
+  m->len = 0;
 }
 
-static void pack_kv(msgpack_packer *pk, const char *key, const char *s) {
-  if (s) {
-    jsonpack_str(pk, key);
-    jsonpack_str(pk, s);
+static void mp_put(struct mp *m, const void *p, size_t n) {
+  if (m->len + n > sizeof(m->buf)) {
+    mp_flush(m);
+    if (n > sizeof(m->buf)) {
+      m->pk->callback(m->pk->data, p, n);
+      return;
+    }
   }
+  memcpy(m->buf + m->len, p, n);
+  m->len += n;
+}
+
+// A header: fix (small) or 16/32-bit big-endian length after tag16/tag32.
+static void mp_head(struct mp *m, unsigned fix, size_t fixmax,
+                    unsigned char tag16, unsigned char tag32, size_t n) {
+  unsigned char h[5];
+  size_t k;
+  if (n <= fixmax) {
+    h[0] = (unsigned char)(fix | n);
+    k = 1;
+  } else if (n <= 0xffff) {
+    h[0] = tag16;
+    h[1] = (unsigned char)(n >> 8);
+    h[2] = (unsigned char)n;
+    k = 3;
+  } else {
+    h[0] = tag32;
+    h[1] = (unsigned char)(n >> 24);
+    h[2] = (unsigned char)(n >> 16);
+    h[3] = (unsigned char)(n >> 8);
+    h[4] = (unsigned char)n;
+    k = 5;
+  }
+  mp_put(m, h, k);
+}
+
+// A string as msgpack-c and jsonpack write it: fixstr, str8, str16, str32.
+static void mp_strn(struct mp *m, const char *s, size_t n) {
+  if (n <= 31 && m->len + 1 + n <= sizeof(m->buf)) { // fixstr: most are
+    m->buf[m->len] = (char)(0xa0 | n);
+    memcpy(m->buf + m->len + 1, s, n);
+    m->len += 1 + n;
+    return;
+  }
+  if (n > 31 && n <= 0xff) { // str8
+    unsigned char h[2] = {0xd9, (unsigned char)n};
+    mp_put(m, h, 2);
+  } else {
+    mp_head(m, 0xa0, 31, 0xda, 0xdb, n);
+  }
+  mp_put(m, s, n);
+}
+
+static void mp_str(struct mp *m, const char *s) {
+  mp_strn(m, s, strlen(s));
+}
+
+// A JSON string, or nil for NULL.
+static void mp_json_str(struct mp *m, const json_t *s) {
+  static const unsigned char nil = 0xc0;
+  if (s)
+    mp_strn(m, json_string_value(s), json_string_length(s));
+  else
+    mp_put(m, &nil, 1);
+}
+
+// A key (a literal) and its string value, when there is one.
+#define MP_KV(m, key, s)                                                       \
+  do {                                                                         \
+    if (s) {                                                                   \
+      mp_strn(m, key, sizeof(key) - 1);                                        \
+      mp_str(m, s);                                                            \
+    }                                                                          \
+  } while (0)
+#define MP_KEY(m, key) mp_strn(m, key, sizeof(key) - 1)
+
+// An unsigned integer, as small as it fits (positive fixint, uint8 ...).
+static void mp_uint(struct mp *m, uint64_t u) {
+  unsigned char h[9];
+  size_t k;
+  if (u < 128) {
+    h[0] = (unsigned char)u;
+    k = 1;
+  } else {
+    unsigned char tag = u <= 0xff          ? 0xcc
+                        : u <= 0xffff      ? 0xcd
+                        : u <= 0xffffffffu ? 0xce
+                                           : 0xcf;
+    size_t bytes = (size_t)1 << (tag - 0xcc);
+    h[0] = tag;
+    for (size_t i = 0; i < bytes; i++)
+      h[1 + i] = (unsigned char)(u >> (8 * (bytes - 1 - i)));
+    k = 1 + bytes;
+  }
+  mp_put(m, h, k);
+}
+
+static void mp_rules(struct mp *m, char *const *v, size_t n) {
+  mp_head(m, 0x90, 15, 0xdc, 0xdd, n);
+  for (size_t i = 0; i < n; i++)
+    mp_str(m, v[i]);
 }
 
 void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
                  const char *session, const json_t *tc, const json_t *options,
                  const struct gate_verdict *v) {
+  static const unsigned char yes = 0xc3;
   const char *opt[] = {v->reason,  v->rule,         v->source,
                        v->command, v->allow_option, v->reject_option};
   size_t n = 12; // id ... toolCall (8), narrow, broad, atoms, paths
   for (size_t i = 0; i < sizeof(opt) / sizeof(*opt); i++)
     n += opt[i] != NULL;
-  msgpack_pack_map(pk, n);
-  jsonpack_str(pk, "id");
-  msgpack_pack_uint64(pk, token);
-  jsonpack_str(pk, "agent");
-  jsonpack_str(pk, agent);
-  jsonpack_str(pk, "session");
-  jsonpack_str(pk, session);
-  jsonpack_str(pk, "toolCallId");
-  jsonpack_pack(pk, json_object_get(tc, "toolCallId"));
-  jsonpack_str(pk, "title");
-  jsonpack_pack(pk, tc_str(tc, "title")); // NULL packs nil
-  jsonpack_str(pk, "kind");
-  jsonpack_pack(pk, tc_str(tc, "kind"));
-  jsonpack_str(pk, "options");
+  struct mp m;
+  m.pk = pk;
+  m.len = 0;
+  mp_head(&m, 0x80, 15, 0xde, 0xdf, n);
+  MP_KEY(&m, "id");
+  mp_uint(&m, token);
+  MP_KEY(&m, "agent");
+  mp_str(&m, agent);
+  MP_KEY(&m, "session");
+  mp_str(&m, session);
+  MP_KEY(&m, "toolCallId");
+  mp_json_str(&m, json_object_get(tc, "toolCallId"));
+  MP_KEY(&m, "title");
+  mp_json_str(&m, tc_str(tc, "title"));
+  MP_KEY(&m, "kind");
+  mp_json_str(&m, tc_str(tc, "kind"));
+  MP_KEY(&m, "options");
+  mp_flush(&m);
   jsonpack_pack(pk, options);
-  jsonpack_str(pk, "toolCall");
+  MP_KEY(&m, "toolCall");
+  mp_flush(&m);
   jsonpack_pack(pk, tc);
   // From the verdict: why the person is asked, what the policy judged (the
   // analysed command and its atoms, the paths it names) and the options it
   // would answer allow or reject with: Lua shows and uses these, it
   // rebuilds nothing from rawInput.
-  pack_kv(pk, "reason", v->reason);
-  pack_kv(pk, "rule", v->rule);
-  pack_kv(pk, "source", v->source);
-  jsonpack_str(pk, "narrow");
-  pack_rules(pk, v->narrow, v->nnarrow);
-  jsonpack_str(pk, "broad");
-  pack_rules(pk, v->broad, v->nbroad);
-  pack_kv(pk, "command", v->command);
-  jsonpack_str(pk, "atoms");
+  MP_KV(&m, "reason", v->reason);
+  MP_KV(&m, "rule", v->rule);
+  MP_KV(&m, "source", v->source);
+  MP_KEY(&m, "narrow");
+  mp_rules(&m, v->narrow, v->nnarrow);
+  MP_KEY(&m, "broad");
+  mp_rules(&m, v->broad, v->nbroad);
+  MP_KV(&m, "command", v->command);
+  MP_KEY(&m, "atoms");
   size_t na = gate_verdict_natoms(v);
-  msgpack_pack_array(pk, na);
+  mp_head(&m, 0x90, 15, 0xdc, 0xdd, na);
   for (size_t i = 0; i < na; i++) {
     struct policy_atom_view a;
     gate_verdict_atom(v, i, &a);
-    msgpack_pack_map(pk, a.inner ? 3 : 2);
-    jsonpack_str(pk, "kind");
-    jsonpack_str(pk, a.kind);
-    jsonpack_str(pk, "text");
-    jsonpack_str(pk, a.text);
+    mp_head(&m, 0x80, 15, 0xde, 0xdf, a.inner ? 3 : 2);
+    MP_KEY(&m, "kind");
+    mp_str(&m, a.kind);
+    MP_KEY(&m, "text");
+    mp_str(&m, a.text);
     if (a.inner) {
-      jsonpack_str(pk, "inner");
-      msgpack_pack_true(pk);
+      MP_KEY(&m, "inner");
+      mp_put(&m, &yes, 1);
     }
   }
-  jsonpack_str(pk, "paths");
-  msgpack_pack_array(pk, v->npaths);
-  for (size_t i = 0; i < v->npaths; i++)
-    jsonpack_str(pk, v->paths[i]);
-  pack_kv(pk, "allowOption", v->allow_option);
-  pack_kv(pk, "rejectOption", v->reject_option);
-}
-
-// obj[key] = s (already UTF-8: the verdict's strings), unless s is NULL.
-static void set_valid(json_t *obj, const char *key, const char *s) {
-  if (s)
-    json_object_set_new_nocheck(obj, key, json_string_nocheck(s));
+  MP_KEY(&m, "paths");
+  mp_rules(&m, (char *const *)(uintptr_t)v->paths, v->npaths);
+  MP_KV(&m, "allowOption", v->allow_option);
+  MP_KV(&m, "rejectOption", v->reject_option);
+  mp_flush(&m);
 }
 
 static json_t *rules_json(char *const *v, size_t n) {
@@ -97,33 +204,77 @@ static json_t *rules_json(char *const *v, size_t n) {
   return a;
 }
 
-json_t *prompt_kept(const struct gate_verdict *v, bool raw_command) {
-  // The keys gate_verdict_info writes, in its order, less those the event
-  // alone needed (prompt_info_trim).
-  json_t *info = json_object();
-  set_valid(info, "root", v->root);
-  set_valid(info, "agent", v->agent);
-  set_valid(info, "session", v->session);
-  const json_t *id = json_object_get(v->tc, "toolCallId");
-  if (id)
-    json_object_set_nocheck(info, "toolCallId", (json_t *)(uintptr_t)id);
-  const json_t *kind = tc_str(v->tc, "kind"), *title = tc_str(v->tc, "title");
-  if (kind)
-    json_object_set_nocheck(info, "kind", (json_t *)(uintptr_t)kind);
-  if (title)
-    json_object_set_nocheck(info, "title", (json_t *)(uintptr_t)title);
-  set_valid(info, "command", v->command);
-  json_t *paths = json_array();
+json_t *prompt_rules(const struct gate_verdict *v) {
+  json_t *r = json_object();
+  json_object_set_new_nocheck(r, "narrow", rules_json(v->narrow, v->nnarrow));
+  json_object_set_new_nocheck(r, "broad", rules_json(v->broad, v->nbroad));
+  return r;
+}
+
+// Copies s (NULL stays NULL) to *at.
+static const char *keep_str(char **at, const char *s) {
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = memcpy(*at, s, n);
+  *at += n;
+  return d;
+}
+
+struct prompt_kept *prompt_keep(const struct gate_verdict *v,
+                                bool raw_command) {
+  const char *s[] = {v->root,  v->agent,   v->session, v->tool_call_id, v->kind,
+                     v->title, v->command, v->rule,    v->source};
+  size_t bytes = 0;
+  for (size_t i = 0; i < sizeof(s) / sizeof(*s); i++)
+    bytes += s[i] ? strlen(s[i]) + 1 : 0;
   for (size_t i = 0; i < v->npaths; i++)
-    json_array_append_new(paths, json_string_nocheck(v->paths[i]));
-  json_object_set_new_nocheck(info, "paths", paths);
-  set_valid(info, "rule", v->rule);
-  set_valid(info, "source", v->source);
-  json_object_set_new_nocheck(info, "narrow",
-                              rules_json(v->narrow, v->nnarrow));
-  json_object_set_new_nocheck(info, "broad", rules_json(v->broad, v->nbroad));
-  json_object_set_new_nocheck(info, "rawCommand", json_boolean(raw_command));
-  return info;
+    bytes += strlen(v->paths[i]) + 1;
+  struct prompt_kept *k =
+      xmalloc(sizeof(*k) + v->npaths * sizeof(char *) + bytes);
+  k->paths = (const char **)(k + 1);
+  char *at = (char *)(k->paths + v->npaths);
+  k->root = keep_str(&at, v->root);
+  k->agent = keep_str(&at, v->agent);
+  k->session = keep_str(&at, v->session);
+  k->tool_call_id = keep_str(&at, v->tool_call_id);
+  k->kind = keep_str(&at, v->kind);
+  k->title = keep_str(&at, v->title);
+  k->command = keep_str(&at, v->command);
+  k->rule = keep_str(&at, v->rule);
+  k->source = keep_str(&at, v->source);
+  for (size_t i = 0; i < v->npaths; i++)
+    k->paths[i] = keep_str(&at, v->paths[i]);
+  k->npaths = v->npaths;
+  k->raw_command = raw_command;
+  return k;
+}
+
+void prompt_kept_audit(const struct prompt_kept *k, const char *decision,
+                       const char *by, const char *option_id, long long wait_ms,
+                       struct audit_entry *a) {
+  *a = (struct audit_entry){
+      .root = k->root,
+      .agent = k->agent,
+      .session = k->session,
+      .tool_call_id = k->tool_call_id,
+      .kind = k->kind,
+      .title = k->title,
+      .command = k->command,
+      .path_list = k->paths,
+      .npaths = k->npaths,
+      .decision = decision,
+      .by = by,
+      .rule = k->rule,
+      .source = k->source,
+      .outcome = strcmp(by, "agent") == 0 ? "unasked"
+                 : option_id              ? "selected"
+                                          : "cancelled",
+      .option_id = option_id,
+      .wait_ms = wait_ms,
+  };
+  if (a->rule && !a->rule[0])
+    a->rule = a->source = NULL;
 }
 
 json_t *prompt_data_json(uint64_t token, const char *agent,

@@ -8,20 +8,23 @@
 //    reason?, rule?, source?, narrow, broad, command?, atoms, paths,
 //    allowOption?, rejectOption?}
 // (title and kind nil when the tool call has none; a key with `?` absent
-// when the verdict has no such string). The pending entry keeps the JSON
-// the answer reads (the audit line, the approval, the rules to remember):
-//   {root, agent, session, toolCallId, kind, title, command, paths, rule,
-//    source, narrow, broad, rawCommand}
-// prompt_data_json and prompt_info_trim build the same from the verdict's
-// JSON (gate_verdict_info): the broker's own prompts (fs/terminal calls
-// the agent did not ask about) take that way, and tests/unit/test_prompt.c
-// checks that both give the same bytes.
+// when the verdict has no such string). The pending entry keeps a C struct
+// (prompt_kept: the audit line's and the approval's fields) and, as JSON,
+// the rules gate_remember reads ({narrow, broad}): what the JSON it kept
+// before ({root, agent, session, toolCallId, kind, title, command, paths,
+// rule, source, narrow, broad, rawCommand}) held.
+// prompt_data_json and prompt_info_trim build the event's data and the
+// entry's JSON the way it was done before, from the verdict's JSON
+// (gate_verdict_info): the broker's own prompts (fs/terminal calls the
+// agent did not ask about) still take that way, and
+// tests/unit/test_prompt.c checks that both ways give the same.
 
 #include <jansson.h>
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "audit.h"
 #include "policy/gate.h"
 
 // Packs the event's data for v (ASK, from gate_decide) as the prompt with
@@ -30,9 +33,27 @@
 void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
                  const char *session, const json_t *tc, const json_t *options,
                  const struct gate_verdict *v);
-// What the pending entry keeps of v (a new object); raw_command: the
-// command is the agent's own (rawInput), not read from the title.
-json_t *prompt_kept(const struct gate_verdict *v, bool raw_command);
+// What the pending entry keeps of an asked request for its answer: the
+// audit line's fields and the approval's (client_approved_call), in one
+// allocation (free() it). The strings are those of the verdict (NULL where
+// its JSON has no such key).
+struct prompt_kept {
+  const char *root, *agent, *session, *tool_call_id, *kind, *title, *command;
+  const char *rule, *source;
+  const char **paths;
+  size_t npaths;
+  bool raw_command; // the command is the agent's own (rawInput), not read
+                    // from the title
+};
+struct prompt_kept *prompt_keep(const struct gate_verdict *v, bool raw_command);
+// The audit line of the answer, as verdict_audit_info writes it from the
+// verdict's JSON.
+void prompt_kept_audit(const struct prompt_kept *k, const char *decision,
+                       const char *by, const char *option_id, long long wait_ms,
+                       struct audit_entry *a);
+// The rules the pending entry keeps for gate_remember: {narrow, broad} (a
+// new object).
+json_t *prompt_rules(const struct gate_verdict *v);
 // The event's data built as JSON from params ({sessionId, toolCall,
 // options}, borrowed) and info (a verdict's JSON, borrowed); NULL when
 // params lack a string sessionId or toolCall.toolCallId.

@@ -1,30 +1,41 @@
 // The prompt of an asked request (broker/prompt.h): the `permission` event's
 // data packed from the verdict struct is byte for byte the data the broker
 // built before as JSON from the verdict's JSON (gate_verdict_info, the
-// agent's params; prompt_data_json) and packed with jsonpack, and the
-// pending entry keeps the same JSON (same keys, same order, same values),
-// for every request of the policy conformance sets that the gate asks
-// about (through gate_decide and through the flat view's gate_decide_tc),
-// and for requests with no title or kind, paths that are not UTF-8, rules
-// that suggest nothing and several atoms. One prompt is also compared with
-// its data written out in full.
+// agent's params; prompt_data_json) and packed with jsonpack, and what the
+// pending entry keeps (prompt_keep, prompt_rules) holds what the JSON it
+// kept before held (the audit lines of its answers byte for byte, the
+// approval's fields, the rules to remember), for every request of the policy
+// conformance sets that the gate asks about (through gate_decide and through
+// the flat view's gate_decide_tc), and for requests with no title or kind,
+// paths that are not UTF-8, rules that suggest nothing and several atoms. One
+// prompt is also compared with its data written out in full.
 
 #include <jansson.h>
 #include <msgpack.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/audit.h"
 #include "broker/prompt.h"
+#include "broker/verdict.h"
 #include "check.h"
 #include "codec/jsonpack.h"
 #include "fixtures.h"
 #include "policy/gate.h"
 
-static char proj[300];
+static char proj[300], audit_file[400];
 static size_t asked, compared_view;
+// The prompt's token: each comparison takes the next of these (each size
+// of msgpack integer); the prompt written out is 42.
+static uint64_t token = 42;
+static const uint64_t tokens[] = {
+    1,     127,   128,         255,         256,
+    65535, 65536, 4294967295u, 4294967296u, 9007199254740993u};
+static size_t ntoken;
 
 static void pack_to(msgpack_sbuffer *sb, const json_t *data) {
   msgpack_packer pk;
@@ -37,7 +48,7 @@ static void pack_new(msgpack_sbuffer *sb, const json_t *params,
                      const struct gate_verdict *v) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  prompt_pack(&pk, 42, "demo",
+  prompt_pack(&pk, token, "demo",
               json_string_value(json_object_get(params, "sessionId")),
               json_object_get(params, "toolCall"),
               json_object_get(params, "options"), v);
@@ -62,18 +73,89 @@ static char *as_json(const msgpack_sbuffer *sb) {
   return s;
 }
 
+// The lines of the audit file after the flush, without their timestamps.
+static json_t *audit_lines(void) {
+  audit_flush();
+  json_t *all = json_array();
+  FILE *f = fopen(audit_file, "r");
+  char buf[16384];
+  while (f && fgets(buf, sizeof(buf), f)) {
+    const char *rest = strstr(buf, ",\"root\":");
+    json_array_append_new(all, json_string(rest ? rest : buf));
+  }
+  if (f)
+    fclose(f);
+  if (truncate(audit_file, 0) != 0)
+    printf("# cannot truncate %s\n", audit_file);
+  return all;
+}
+
+static bool same_str(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+// What the pending entry keeps of v (the struct and the rules' JSON) holds
+// what the JSON it kept before (info, trimmed) held: the audit line of
+// each kind of answer is the same byte for byte, the approval has the
+// same fields, gate_remember reads the same rules.
+static void kept_same(const struct gate_verdict *v, bool raw, json_t *info,
+                      const char *what) {
+  struct prompt_kept *k = prompt_keep(v, raw);
+  static const char *const answers[][2] = {
+      {"person", "yes"}, {"cancel", NULL}, {"error", NULL}};
+  for (size_t i = 0; i < sizeof(answers) / sizeof(*answers); i++) {
+    struct audit_entry a;
+    prompt_kept_audit(k, "ask", answers[i][0], answers[i][1], 12, &a);
+    audit_write(audit_file, &a);
+    verdict_audit_info(info, "ask", answers[i][0], answers[i][1], 12, &a);
+    audit_write(audit_file, &a);
+    json_t *l = audit_lines();
+    const char *l1 = json_string_value(json_array_get(l, 0));
+    const char *l2 = json_string_value(json_array_get(l, 1));
+    bool eq = json_array_size(l) == 2 && l1 && l2 && !strcmp(l1, l2);
+    if (!eq)
+      printf("# kept: %s# json: %s", l1 ? l1 : "(none)\n",
+             l2 ? l2 : "(none)\n");
+    ok(eq, "%s: the audit line of an answer by %s", what, answers[i][0]);
+    json_decref(l);
+  }
+  // client_approved's fields (the command only when it is the agent's).
+  const char *cmd = json_is_true(json_object_get(info, "rawCommand"))
+                        ? json_string_value(json_object_get(info, "command"))
+                        : NULL;
+  const json_t *paths = json_object_get(info, "paths");
+  bool same =
+      same_str(k->raw_command ? k->command : NULL, cmd) &&
+      same_str(k->session,
+               json_string_value(json_object_get(info, "session"))) &&
+      same_str(k->kind, json_string_value(json_object_get(info, "kind"))) &&
+      k->npaths == json_array_size(paths);
+  for (size_t i = 0; same && i < k->npaths; i++)
+    same = same_str(k->paths[i], json_string_value(json_array_get(paths, i)));
+  ok(same, "%s: the approval's fields", what);
+  free(k);
+  json_t *rules = prompt_rules(v);
+  ok(json_equal(json_object_get(rules, "narrow"),
+                json_object_get(info, "narrow")) &&
+         json_equal(json_object_get(rules, "broad"),
+                    json_object_get(info, "broad")),
+     "%s: the rules to remember", what);
+  json_decref(rules);
+}
+
 // Compares v's prompt both ways; returns the new data as JSON (free it).
 static char *compare(const json_t *params, struct gate_verdict *v, bool raw,
                      const char *what) {
   msgpack_sbuffer a, b;
   msgpack_sbuffer_init(&a);
   msgpack_sbuffer_init(&b);
+  token = tokens[ntoken++ % (sizeof(tokens) / sizeof(*tokens))];
   pack_new(&a, params, v);
   // Before: the verdict's JSON with rawCommand, the data built from it and
   // packed, then the keys only the event needed deleted.
   json_t *info = json_deep_copy(gate_verdict_info(v));
   json_object_set_new(info, "rawCommand", json_boolean(raw));
-  json_t *data = prompt_data_json(42, "demo", params, info);
+  json_t *data = prompt_data_json(token, "demo", params, info);
   pack_to(&b, data);
   bool same = a.size == b.size && memcmp(a.data, b.data, a.size) == 0;
   char *got = as_json(&a);
@@ -85,15 +167,7 @@ static char *compare(const json_t *params, struct gate_verdict *v, bool raw,
   }
   ok(same, "%s: the permission event's data, byte for byte", what);
   prompt_info_trim(info);
-  json_t *kept = prompt_kept(v, raw);
-  char *k1 = dump(kept), *k2 = dump(info);
-  bool keq = k1 && k2 && strcmp(k1, k2) == 0;
-  if (!keq)
-    printf("# new: %s\n# old: %s\n", k1 ? k1 : "(none)", k2 ? k2 : "(none)");
-  ok(keq, "%s: what the pending entry keeps", what);
-  free(k1);
-  free(k2);
-  json_decref(kept);
+  kept_same(v, raw, info, what);
   json_decref(info);
   json_decref(data);
   msgpack_sbuffer_destroy(&a);
@@ -171,6 +245,7 @@ int main(void) {
   char home[300], p[700];
   snprintf(home, sizeof(home), "%s/home", base);
   snprintf(proj, sizeof(proj), "%s/proj", base);
+  snprintf(audit_file, sizeof(audit_file), "%s/audit.jsonl", base);
   mkdir(home, 0700);
   mkdir(proj, 0700);
   setenv("HOME", home, 1);
@@ -240,6 +315,7 @@ int main(void) {
   check_params(g, r, "the prompt written out");
   struct gate_verdict v;
   gate_decide(g, "demo", "s1", proj, r, &v);
+  token = 42;
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   pack_new(&sb, r, &v);
@@ -272,6 +348,7 @@ int main(void) {
   json_decref(r);
 
   gate_free(g);
+  audit_close();
   char cmd[400];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
   if (system(cmd) != 0)
