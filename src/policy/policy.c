@@ -751,38 +751,71 @@ void policy_decide_reference(const struct policy *p,
   decide(p, memory, r, out, true);
 }
 
+// How an option of this kind answers decision d: 1 the kind wanted first
+// (allow_once; reject_once), 2 the one wanted when there is none of those
+// (reject_always), 0 never.
+static int pick_rank(const char *kind, enum policy_decision d) {
+  if (!kind)
+    return 0;
+  switch (d) {
+  case POLICY_ALLOW:
+    return strcmp(kind, "allow_once") == 0;
+  case POLICY_DENY:
+    if (strncmp(kind, "reject_", 7) != 0)
+      return 0;
+    return strcmp(kind + 7, "once") == 0     ? 1
+           : strcmp(kind + 7, "always") == 0 ? 2
+                                             : 0;
+  case POLICY_ASK:
+    break;
+  }
+  return 0;
+}
+
+// What both pickers end with: the second choice when there was no first
+// one, and never a silent allow_always.
+static const char *picked(const char *second, enum policy_decision *decision) {
+  if (!second && *decision == POLICY_ALLOW)
+    *decision = POLICY_ASK;
+  return second;
+}
+
 const char *policy_pick_option_of(const char *const *ids,
                                   const char *const *kinds, size_t n,
                                   enum policy_decision *decision) {
-  static const char *const want[][2] = {
-      [POLICY_ALLOW] = {"allow_once", NULL},
-      [POLICY_ASK] = {NULL, NULL},
-      [POLICY_DENY] = {"reject_once", "reject_always"}};
   if ((unsigned)*decision > POLICY_DENY)
     *decision = POLICY_ASK;
-  for (int pass = 0; pass < 2; pass++) {
-    const char *kind = want[*decision][pass];
-    for (size_t i = 0; kind && i < n; i++)
-      if (ids[i] && kinds[i] && strcmp(kinds[i], kind) == 0)
-        return ids[i];
+  const char *second = NULL;
+  for (size_t i = 0; *decision != POLICY_ASK && i < n; i++) {
+    int rank = ids[i] ? pick_rank(kinds[i], *decision) : 0;
+    if (rank == 1)
+      return ids[i];
+    if (rank == 2 && !second)
+      second = ids[i];
   }
-  if (*decision == POLICY_ALLOW)
-    *decision = POLICY_ASK; // never a silent allow_always
-  return NULL;
+  return picked(second, decision);
 }
 
 const char *policy_pick_option(const json_t *options,
                                enum policy_decision *decision) {
-  size_t n = json_array_size(options);
-  const char **v = xmalloc((n ? 2 * n : 1) * sizeof(*v));
+  // One walk, no copy: an option's optionId is looked up only when its
+  // kind would answer.
+  if ((unsigned)*decision > POLICY_DENY)
+    *decision = POLICY_ASK;
+  const char *second = NULL;
+  size_t n = *decision == POLICY_ASK ? 0 : json_array_size(options);
   for (size_t i = 0; i < n; i++) {
     const json_t *o = json_array_get(options, i);
-    v[i] = json_string_value(json_object_get(o, "optionId"));
-    v[n + i] = json_string_value(json_object_get(o, "kind"));
+    int rank =
+        pick_rank(json_string_value(json_object_get(o, "kind")), *decision);
+    const char *id =
+        rank ? json_string_value(json_object_get(o, "optionId")) : NULL;
+    if (id && rank == 1)
+      return id;
+    if (id && rank == 2 && !second)
+      second = id;
   }
-  const char *id = policy_pick_option_of(v, v + n, n, decision);
-  free(v);
-  return id;
+  return picked(second, decision);
 }
 
 const char *policy_decision_name(enum policy_decision d) {

@@ -229,6 +229,74 @@ static void each_case(const json_t *c, const char *what, void *ud) {
   check_params(ud, params, what);
 }
 
+// The option picker as it was written first (two passes over a table of
+// the kinds wanted), against which policy_pick_option and
+// policy_pick_option_of are checked.
+static const char *pick_ref(const char *const *ids, const char *const *kinds,
+                            size_t n, enum policy_decision *decision) {
+  static const char *const want[][2] = {
+      [POLICY_ALLOW] = {"allow_once", NULL},
+      [POLICY_ASK] = {NULL, NULL},
+      [POLICY_DENY] = {"reject_once", "reject_always"}};
+  if ((unsigned)*decision > POLICY_DENY)
+    *decision = POLICY_ASK;
+  for (int pass = 0; pass < 2; pass++) {
+    const char *kind = want[*decision][pass];
+    for (size_t i = 0; kind && i < n; i++)
+      if (ids[i] && kinds[i] && strcmp(kinds[i], kind) == 0)
+        return ids[i];
+  }
+  if (*decision == POLICY_ALLOW)
+    *decision = POLICY_ASK;
+  return NULL;
+}
+
+// Every list of up to four options of these kinds (a missing optionId or
+// kind among them), for each decision: the same option and decision.
+static void check_pick(void) {
+  static const char *const kinds[] = {
+      "allow_once",  "allow_always", "reject_once", "reject_always", "reject_",
+      "allow_oncex", "_x",           NULL,          "reject_once"};
+  const size_t nk = sizeof(kinds) / sizeof(*kinds);
+  size_t lists = 0, bad = 0;
+  for (size_t len = 0; len <= 4; len++) {
+    size_t combos = 1;
+    for (size_t i = 0; i < len; i++)
+      combos *= nk;
+    for (size_t c = 0; c < combos; c++) {
+      const char *ids[4], *ks[4];
+      static const char *const names[] = {"o0", "o1", "o2", "o3"};
+      json_t *arr = json_array();
+      for (size_t i = 0, x = c; i < len; i++, x /= nk) {
+        ks[i] = kinds[x % nk];
+        // The last kind of the table is offered without an optionId.
+        ids[i] = x % nk == nk - 1 ? NULL : names[i];
+        json_t *o = json_object();
+        if (ids[i])
+          json_object_set_new(o, "optionId", json_string(ids[i]));
+        if (ks[i])
+          json_object_set_new(o, "kind", json_string(ks[i]));
+        json_array_append_new(arr, o);
+      }
+      for (int d = 0; d < 4; d++) {
+        enum policy_decision want = (enum policy_decision)d,
+                             got = (enum policy_decision)d,
+                             got_of = (enum policy_decision)d;
+        const char *w = pick_ref(ids, ks, len, &want);
+        const char *g = policy_pick_option(arr, &got);
+        const char *g_of = policy_pick_option_of(ids, ks, len, &got_of);
+        lists++;
+        if (!same_str(w, g) || !same_str(w, g_of) || want != got ||
+            want != got_of)
+          bad++;
+      }
+      json_decref(arr);
+    }
+  }
+  ok(bad == 0, "the option picked, %zu lists and decisions: %zu differ", lists,
+     bad);
+}
+
 static json_t *options(void) {
   return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId",
                    "always", "name", "Always", "kind", "allow_always",
@@ -253,6 +321,8 @@ int main(void) {
   unsetenv("XDG_STATE_HOME");
   snprintf(p, sizeof(p), "%s/.git", proj);
   mkdir(p, 0700);
+
+  check_pick();
 
   struct gate *g = gate_new();
   gate_configure(g, json_pack("{s:{s:[s,s,s],s:[s,s],s:[s]}}", "permissions",
