@@ -27,7 +27,10 @@
 //           request only): the gate, the pending entry kept (and freed),
 //           the `permission` event's data packed (broker/prompt.h);
 //           BENCH_POLICY_ONLY=asked_ref does the same the way it was done
-//           before the prompt was packed from the verdict (its JSON).
+//           before the prompt was packed from the verdict (its JSON);
+//           asked_line and asked_line_ref: the same from the request's
+//           line, as the broker meets it (the flat view; before, the line
+//           also read as a tree for the prompt).
 // Each loops over the requests for about SECONDS and counts decisions. One
 // pass over the requests is one epoch (gate_epoch, path_cache_epoch): the
 // broker starts one per event loop iteration, so that requests read
@@ -40,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "acp/jsonrpc.h"
+#include "acp/reqview.h"
 #include "broker/pending.h"
 #include "broker/prompt.h"
 #include "codec/jsonpack.h"
@@ -284,6 +289,106 @@ static struct tally run_asked(json_t *reqs, const char *root, double seconds,
   return t;
 }
 
+// The same as the broker meets an asked request's line (acp.c with the
+// flat view on, its default): the line read into a view (reqview_parse),
+// the gate on its toolCall and options, then the pending entry and the
+// event packed from the view. ref: as before, the line read again as a
+// tree (jsonrpc_parse) for the prompt, built from the verdict's JSON.
+static struct tally run_asked_line(json_t *reqs, const char *root,
+                                   double seconds, bool ref) {
+  struct tally t = {0};
+  struct gate *g = gate_new();
+  struct pending pend;
+  pending_init(&pend, 16);
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  size_t n = json_array_size(reqs), nasked = 0;
+  char **lines = calloc(n ? n : 1, sizeof(*lines));
+  gate_epoch(g, 1);
+  for (size_t i = 0; i < n; i++) {
+    struct gate_verdict v;
+    json_t *params = json_array_get(reqs, i);
+    gate_decide(g, "bench", "bench-session-1", root, params, &v);
+    if (v.decision == POLICY_ASK) {
+      json_t *msg =
+          json_pack("{s:s,s:I,s:s,s:O}", "jsonrpc", "2.0", "id", (json_int_t)i,
+                    "method", "session/request_permission", "params", params);
+      lines[nasked++] = json_dumps(msg, JSON_COMPACT);
+      json_decref(msg);
+    }
+    gate_verdict_clear(&v);
+  }
+  double t0 = now_s(), t1;
+  uint64_t epoch = 1;
+  long passes_done = 0;
+  do {
+    gate_epoch(g, ++epoch);
+    for (size_t i = 0; i < nasked; i++) {
+      struct reqview rv;
+      if (reqview_parse(lines[i], strlen(lines[i]), &rv) != 0) {
+        fprintf(stderr, "bench_policy: the view declines a line\n");
+        exit(1);
+      }
+      struct gate_options o = {(const char *const *)rv.option_id_z,
+                               (const char *const *)rv.option_kind_z,
+                               rv.noptions};
+      struct gate_verdict v;
+      gate_decide_tc(g, "bench", rv.sid_z, root, rv.tc, &o, &v);
+      t.decisions[v.decision]++;
+      t.n++;
+      uint64_t token;
+      sb.size = 0;
+      if (ref) {
+        struct jsonrpc_msg m;
+        char err[200];
+        jsonrpc_parse(lines[i], strlen(lines[i]), &m, err, sizeof(err));
+        json_t *tc = json_object_get(m.params, "toolCall");
+        token = pending_add(
+            &pend, NULL, json_deep_copy(rv.id),
+            strdup(json_string_value(json_object_get(m.params, "sessionId"))),
+            strdup(json_string_value(json_object_get(tc, "toolCallId"))),
+            json_incref(json_object_get(m.params, "options")), 0);
+        json_t *info = gate_verdict_info(&v);
+        v.info = NULL;
+        gate_verdict_clear(&v);
+        json_object_set_new(info, "rawCommand", json_true());
+        pending_find(&pend, token)->info = info;
+        json_t *data = prompt_data_json(token, "bench", m.params, info);
+        jsonpack_pack(&pk, data);
+        json_decref(data);
+        prompt_info_trim(info);
+        jsonrpc_msg_free(&m);
+      } else {
+        token = pending_add_of(
+            &pend, NULL, json_deep_copy(rv.id), strdup(rv.sid_z),
+            strdup(json_string_value(json_object_get(rv.tc, "toolCallId"))),
+            (const char *const *)rv.option_id_z,
+            (const char *const *)rv.option_kind_z, rv.noptions, 0);
+        struct pending_entry *e = pending_find(&pend, token);
+        e->kept = prompt_keep(&v, true);
+        e->info = prompt_rules(&v);
+        prompt_pack_view(&pk, token, "bench", &rv, &v);
+        gate_verdict_clear(&v);
+      }
+      struct pending_entry e;
+      pending_take(&pend, token, &e);
+      pending_entry_clear(&e);
+      reqview_clear(&rv);
+    }
+    t1 = now_s();
+  } while (more(t1 - t0, ++passes_done, seconds));
+  t.per_s = (double)t.n / (t1 - t0);
+  for (size_t i = 0; i < nasked; i++)
+    free(lines[i]);
+  free(lines);
+  msgpack_sbuffer_destroy(&sb);
+  pending_free(&pend);
+  gate_free(g);
+  return t;
+}
+
 static json_t *tally_json(const struct tally *t) {
   return json_pack("{s:f,s:I,s:I,s:I,s:I}", "per_s", t->per_s, "n",
                    (json_int_t)t->n, "allow", (json_int_t)t->decisions[0],
@@ -313,6 +418,10 @@ int main(int argc, char **argv) {
       t = run_gate(reqs, root, seconds);
     else if (strcmp(only, "asked") == 0 || strcmp(only, "asked_ref") == 0)
       t = run_asked(reqs, root, seconds, strcmp(only, "asked_ref") == 0);
+    else if (strcmp(only, "asked_line") == 0 ||
+             strcmp(only, "asked_line_ref") == 0)
+      t = run_asked_line(reqs, root, seconds,
+                         strcmp(only, "asked_line_ref") == 0);
     else if (strcmp(only, "match") == 0)
       t = run_match(p, reqs, root, home, false, seconds);
     else if (strcmp(only, "request") == 0)

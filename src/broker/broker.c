@@ -53,7 +53,8 @@ static void gate_fresh(struct broker *b) {
 static void shown_cb(void *ud, const msgpack_object *error,
                      const msgpack_object *result);
 static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
-                  json_t *params, struct gate_verdict *v);
+                  const char *sid, json_t *tc, const json_t *options,
+                  const struct reqview *rv, struct gate_verdict *v);
 static uint64_t ask(void *ud, struct acp_conn *c, const json_t *id,
                     json_t *params, json_t *info);
 
@@ -522,12 +523,15 @@ static void host_permission(void *ud, struct acp_conn *c, const json_t *id,
     gate_verdict_clear(&v);
     return;
   }
-  asked(b, c, id, params, &v);
+  asked(b, c, id, json_string_value(json_object_get(params, "sessionId")),
+        json_object_get(params, "toolCall"), json_object_get(params, "options"),
+        NULL, &v);
 }
 
 // A request read into a flat view (no tree of the message): decided from
-// its toolCall's tree and its options; only a prompt reads the message as
-// a tree (the permission event and the pending entry hold params' parts).
+// its toolCall's tree and its options, and a prompt packed from the view
+// too (its options' strings are read in line, which is alive until this
+// returns).
 static void host_permission_view(void *ud, struct acp_conn *c,
                                  const struct reqview *rv, const char *line,
                                  size_t len) {
@@ -545,34 +549,30 @@ static void host_permission_view(void *ud, struct acp_conn *c,
     gate_verdict_clear(&v);
     return;
   }
-  struct jsonrpc_msg m;
-  char err[200];
-  if (jsonrpc_parse(line, len, &m, err, sizeof(err)) != 0 ||
-      !json_is_object(m.params)) {
-    // Cannot happen (the view reads only what the tree reads); fail closed.
-    LOG_E("%s: a permission request the tree cannot read: %s", acp_conn_name(c),
-          err);
-    acp_conn_respond_outcome(c, rv->id, NULL);
-    gate_verdict_clear(&v);
-  } else {
-    asked(b, c, rv->id, m.params, &v);
-  }
-  jsonrpc_msg_free(&m);
+  (void)line; // the view holds what the prompt needs of it
+  (void)len;
+  asked(b, c, rv->id, rv->sid_z, rv->tc, NULL, rv, &v);
 }
 
 // The person is asked about a request the gate did not decide (v: ASK):
 // the pending entry keeps what the answer reads, and the `permission`
 // event is packed from the verdict (prompt.h), without the verdict's JSON.
+// The request is the tree's (options) or the flat view's (rv: the line it
+// was read from still alive); the prompt is the same.
 static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
-                  json_t *params, struct gate_verdict *v) {
+                  const char *sid, json_t *tc, const json_t *options,
+                  const struct reqview *rv, struct gate_verdict *v) {
   struct prompt_kept *kept = prompt_keep(v, note_request(b, c, v));
-  json_t *tc = json_object_get(params, "toolCall");
-  json_t *options = json_object_get(params, "options");
-  const char *sid = json_string_value(json_object_get(params, "sessionId"));
   const char *tcid = json_string_value(json_object_get(tc, "toolCallId"));
+  json_t *agent_id = json_deep_copy(id);
+  uint64_t now = uv_now(b->loop);
   uint64_t token =
-      pending_add(&b->pending, c, json_deep_copy(id), xstrdup(sid),
-                  xstrdup(tcid), json_incref(options), uv_now(b->loop));
+      rv ? pending_add_of(&b->pending, c, agent_id, xstrdup(sid), xstrdup(tcid),
+                          (const char *const *)rv->option_id_z,
+                          (const char *const *)rv->option_kind_z, rv->noptions,
+                          now)
+         : pending_add(&b->pending, c, agent_id, xstrdup(sid), xstrdup(tcid),
+                       json_incref((json_t *)(uintptr_t)options), now);
   if (token == 0) {
     acp_conn_respond_outcome(c, id, NULL);
     struct audit_entry a;
@@ -596,7 +596,10 @@ static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
     jsonpack_str(pk, lua_event);
     msgpack_pack_array(pk, 2);
     jsonpack_str(pk, "permission");
-    prompt_pack(pk, token, acp_conn_name(c), sid, tc, options, v);
+    if (rv)
+      prompt_pack_view(pk, token, acp_conn_name(c), rv, v);
+    else
+      prompt_pack(pk, token, acp_conn_name(c), sid, tc, options, v);
     nvim_rpc_end(b->rpc, false);
   }
   gate_verdict_clear(v);

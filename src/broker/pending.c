@@ -8,7 +8,9 @@
 static bool search(const struct pending *p, uint64_t token, size_t *at);
 static void compact(struct pending *p);
 static const char *option_str(const json_t *opt, const char *key);
-static bool option_valid(const json_t *opt);
+static struct pending_option *options_of(const char *const *ids,
+                                         const char *const *kinds, size_t n,
+                                         size_t *count);
 static struct pending_option *compile_options(const json_t *options, size_t *n);
 
 void pending_init(struct pending *p, size_t max) {
@@ -21,6 +23,19 @@ void pending_free(struct pending *p) {
     pending_entry_clear(&p->v[i]);
   free(p->v);
   *p = (struct pending){.max = p->max, .next_token = p->next_token};
+}
+
+// Adds an entry whose options are compiled already (opts, n: taken).
+static uint64_t add(struct pending *p, struct pending_entry *e) {
+  if (p->len == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    p->v = xrealloc(p->v, cap * sizeof(*p->v)); // bounded by 2 * max + 1
+    p->cap = cap;
+  }
+  e->token = p->next_token++;
+  p->v[p->len++] = *e;
+  p->live++;
+  return e->token;
 }
 
 uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
@@ -39,15 +54,25 @@ uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
   }
   e.options = compile_options(options, &e.noptions);
   json_decref(options);
-  if (p->len == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 16;
-    p->v = xrealloc(p->v, cap * sizeof(*p->v)); // bounded by 2 * max + 1
-    p->cap = cap;
+  return add(p, &e);
+}
+
+uint64_t pending_add_of(struct pending *p, void *conn, json_t *agent_id,
+                        char *session, char *tool_call_id,
+                        const char *const *ids, const char *const *kinds,
+                        size_t n, uint64_t now_ms) {
+  struct pending_entry e = {.live = true,
+                            .conn = conn,
+                            .agent_id = agent_id,
+                            .session = session,
+                            .tool_call_id = tool_call_id,
+                            .added_ms = now_ms};
+  if (p->live >= p->max) {
+    pending_entry_clear(&e);
+    return 0;
   }
-  e.token = p->next_token++;
-  p->v[p->len++] = e;
-  p->live++;
-  return e.token;
+  e.options = options_of(ids, kinds, n, &e.noptions);
+  return add(p, &e);
 }
 
 struct pending_entry *pending_find(struct pending *p, uint64_t token) {
@@ -148,38 +173,29 @@ static const char *option_str(const json_t *opt, const char *key) {
   return json_string_value(json_object_get(opt, key));
 }
 
-// An option is {"optionId": string, "name": string, "kind": string, ...};
-// anything else the agent sent is ignored rather than trusted.
-static bool option_valid(const json_t *opt) {
-  return json_is_object(opt) && option_str(opt, "optionId") &&
-         option_str(opt, "name") && option_str(opt, "kind");
-}
-
-// The well-formed options of the array `options` (anything else: none), as
-// one allocation: the array of n entries, then their strings. NULL when
-// there are none. The strings are no longer than the request's line, which
-// the connection bounds.
-static struct pending_option *compile_options(const json_t *options,
-                                              size_t *n) {
-  size_t i, count = 0, bytes = 0;
-  const json_t *opt;
-  *n = 0;
-  json_array_foreach(options, i, opt) {
-    if (option_valid(opt)) {
-      count++;
-      bytes += strlen(option_str(opt, "optionId")) + 1 +
-               strlen(option_str(opt, "kind")) + 1;
+// The options given as n optionIds and kinds (a NULL one is left out), as
+// one allocation: the array of the entries kept, then their strings. NULL
+// when none is kept. The strings are no longer than the request's line,
+// which the connection bounds.
+static struct pending_option *options_of(const char *const *ids,
+                                         const char *const *kinds, size_t n,
+                                         size_t *count) {
+  size_t k = 0, bytes = 0;
+  *count = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] && kinds[i]) {
+      k++;
+      bytes += strlen(ids[i]) + 1 + strlen(kinds[i]) + 1;
     }
-  }
-  if (count == 0)
+  if (k == 0)
     return NULL;
-  struct pending_option *v = xmalloc(count * sizeof(*v) + bytes);
-  char *at = (char *)(v + count);
-  size_t k = 0;
-  json_array_foreach(options, i, opt) {
-    if (!option_valid(opt))
+  struct pending_option *v = xmalloc(k * sizeof(*v) + bytes);
+  char *at = (char *)(v + k);
+  k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!ids[i] || !kinds[i])
       continue;
-    const char *s[2] = {option_str(opt, "optionId"), option_str(opt, "kind")};
+    const char *s[2] = {ids[i], kinds[i]};
     for (int j = 0; j < 2; j++) {
       size_t len = strlen(s[j]) + 1;
       memcpy(at, s[j], len);
@@ -188,6 +204,29 @@ static struct pending_option *compile_options(const json_t *options,
     }
     v[k++] = (struct pending_option){.id = s[0], .kind = s[1]};
   }
-  *n = count;
+  *count = k;
+  return v;
+}
+
+// An option is {"optionId": string, "name": string, "kind": string, ...};
+// anything else the agent sent is ignored rather than trusted: its id and
+// kind are NULL in ids and kinds. One lookup of each key per option.
+static struct pending_option *compile_options(const json_t *options,
+                                              size_t *n) {
+  enum { STACK = 16 };
+  size_t len = json_array_size(options);
+  const char *stack[2 * STACK] = {0};
+  const char **ids =
+      len <= STACK ? stack : xmalloc(2 * len * sizeof(const char *));
+  const char **kinds = ids + (len <= STACK ? STACK : len);
+  for (size_t i = 0; i < len; i++) {
+    const json_t *opt = json_array_get(options, i);
+    bool ok = option_str(opt, "name") != NULL; // NULL for a non-object
+    ids[i] = ok ? option_str(opt, "optionId") : NULL;
+    kinds[i] = ok ? option_str(opt, "kind") : NULL;
+  }
+  struct pending_option *v = options_of(ids, kinds, len, n);
+  if (ids != stack)
+    free(ids);
   return v;
 }

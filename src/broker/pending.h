@@ -58,6 +58,13 @@ void pending_free(struct pending *p);
 uint64_t pending_add(struct pending *p, void *conn, json_t *agent_id,
                      char *session, char *tool_call_id, json_t *options,
                      uint64_t now_ms);
+// The same with the options given as n optionIds and kinds, each a
+// well-formed option's (the flat view reads only those: acp/reqview.h);
+// copied. The other arguments are taken as by pending_add.
+uint64_t pending_add_of(struct pending *p, void *conn, json_t *agent_id,
+                        char *session, char *tool_call_id,
+                        const char *const *ids, const char *const *kinds,
+                        size_t n, uint64_t now_ms);
 // Returns the live entry with this token, or NULL.
 struct pending_entry *pending_find(struct pending *p, uint64_t token);
 // Returns the oldest live entry of conn whose agent id equals id (same JSON

@@ -131,9 +131,40 @@ static void mp_rules(struct mp *m, char *const *v, size_t n) {
     mp_str(m, v[i]);
 }
 
-void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
+struct member {
+  const char *key;
+  size_t klen;
+  const struct reqview_str *val;
+};
+
+// The options as the flat view read them: each {optionId, name, kind} with
+// its members in the order of the line (as the tree keeps them), their
+// strings as they are there (no escapes: the view reads only those).
+static void mp_view_options(struct mp *m, const struct reqview *rv) {
+  mp_head(m, 0x90, 15, 0xdc, 0xdd, rv->noptions);
+  for (size_t i = 0; i < rv->noptions; i++) {
+    const struct reqview_option *o = &rv->options[i];
+    struct member mem[3] = {
+        {"optionId", 8, &o->id}, {"name", 4, &o->name}, {"kind", 4, &o->kind}};
+    // Three members: sorted by where their values are in the line.
+    for (int a = 1; a < 3; a++)
+      for (int b = a; b > 0 && mem[b].val->s < mem[b - 1].val->s; b--) {
+        struct member t = mem[b];
+        mem[b] = mem[b - 1];
+        mem[b - 1] = t;
+      }
+    mp_head(m, 0x80, 15, 0xde, 0xdf, 3);
+    for (int j = 0; j < 3; j++) {
+      mp_strn(m, mem[j].key, mem[j].klen);
+      mp_strn(m, mem[j].val->s, mem[j].val->n);
+    }
+  }
+}
+
+// The data; the options from the tree (options) or the flat view (rv).
+static void pack(msgpack_packer *pk, uint64_t token, const char *agent,
                  const char *session, const json_t *tc, const json_t *options,
-                 const struct gate_verdict *v) {
+                 const struct reqview *rv, const struct gate_verdict *v) {
   static const unsigned char yes = 0xc3;
   const char *opt[] = {v->reason,  v->rule,         v->source,
                        v->command, v->allow_option, v->reject_option};
@@ -157,8 +188,12 @@ void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
   MP_KEY(&m, "kind");
   mp_json_str(&m, tc_str(tc, "kind"));
   MP_KEY(&m, "options");
-  mp_flush(&m);
-  jsonpack_pack(pk, options);
+  if (rv) {
+    mp_view_options(&m, rv);
+  } else {
+    mp_flush(&m);
+    jsonpack_pack(pk, options);
+  }
   MP_KEY(&m, "toolCall");
   mp_flush(&m);
   jsonpack_pack(pk, tc);
@@ -195,6 +230,17 @@ void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
   MP_KV(&m, "allowOption", v->allow_option);
   MP_KV(&m, "rejectOption", v->reject_option);
   mp_flush(&m);
+}
+
+void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
+                 const char *session, const json_t *tc, const json_t *options,
+                 const struct gate_verdict *v) {
+  pack(pk, token, agent, session, tc, options, NULL, v);
+}
+
+void prompt_pack_view(msgpack_packer *pk, uint64_t token, const char *agent,
+                      const struct reqview *rv, const struct gate_verdict *v) {
+  pack(pk, token, agent, rv->sid_z, rv->tc, NULL, rv, v);
 }
 
 static json_t *rules_json(char *const *v, size_t n) {

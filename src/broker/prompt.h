@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acp/reqview.h"
 #include "audit.h"
 #include "policy/gate.h"
 
@@ -33,6 +34,12 @@
 void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
                  const char *session, const json_t *tc, const json_t *options,
                  const struct gate_verdict *v);
+// The same for a request read into a flat view (acp/reqview.h): its
+// toolCall, sessionId and options (their strings still in the line it was
+// read from, which must be alive); the same bytes as prompt_pack of the
+// tree of that line.
+void prompt_pack_view(msgpack_packer *pk, uint64_t token, const char *agent,
+                      const struct reqview *rv, const struct gate_verdict *v);
 // What the pending entry keeps of an asked request for its answer: the
 // audit line's fields and the approval's (client_approved_call), in one
 // allocation (free() it). The strings are those of the verdict (NULL where

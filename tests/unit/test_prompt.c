@@ -19,7 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acp/reqview.h"
 #include "broker/audit.h"
+#include "broker/pending.h"
 #include "broker/prompt.h"
 #include "broker/verdict.h"
 #include "check.h"
@@ -44,14 +46,19 @@ static void pack_to(msgpack_sbuffer *sb, const json_t *data) {
 }
 
 // The packed data of v's prompt, the way the broker sends it now.
-static void pack_new(msgpack_sbuffer *sb, const json_t *params,
-                     const struct gate_verdict *v) {
+static void pack_new_token(msgpack_sbuffer *sb, const json_t *params,
+                           const struct gate_verdict *v, uint64_t t) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-  prompt_pack(&pk, token, "demo",
+  prompt_pack(&pk, t, "demo",
               json_string_value(json_object_get(params, "sessionId")),
               json_object_get(params, "toolCall"),
               json_object_get(params, "options"), v);
+}
+
+static void pack_new(msgpack_sbuffer *sb, const json_t *params,
+                     const struct gate_verdict *v) {
+  pack_new_token(sb, params, v, token);
 }
 
 static char *dump(const json_t *j) {
@@ -217,6 +224,79 @@ static enum policy_decision check_params(struct gate *g, const json_t *params,
   return d;
 }
 
+static size_t viewed, view_asked;
+
+// The options the pending entry keeps, from the tree and from the view.
+static void same_options(const json_t *options, const struct reqview *rv,
+                         const char *what) {
+  struct pending p;
+  pending_init(&p, 4);
+  uint64_t t1 = pending_add(&p, NULL, json_integer(1), strdup("s"), strdup("t"),
+                            json_incref((json_t *)(uintptr_t)options), 0);
+  uint64_t t2 =
+      pending_add_of(&p, NULL, json_integer(2), strdup("s"), strdup("t"),
+                     (const char *const *)rv->option_id_z,
+                     (const char *const *)rv->option_kind_z, rv->noptions, 0);
+  struct pending_entry *a = pending_find(&p, t1), *b = pending_find(&p, t2);
+  bool same = a && b && a->noptions == b->noptions;
+  for (size_t i = 0; same && i < a->noptions; i++)
+    same = !strcmp(a->options[i].id, b->options[i].id) &&
+           !strcmp(a->options[i].kind, b->options[i].kind);
+  ok(same, "%s: the options kept, from the view", what);
+  pending_free(&p);
+}
+
+// The request's line read into a flat view, as acp.c reads it: when the
+// view takes it and the gate asks, the prompt packed from the view is the
+// prompt packed from the tree of the same line, byte for byte.
+static void check_line(struct gate *g, const char *line, const char *what) {
+  struct reqview rv;
+  if (reqview_parse(line, strlen(line), &rv) != 0)
+    return;
+  viewed++;
+  struct gate_options o = {(const char *const *)rv.option_id_z,
+                           (const char *const *)rv.option_kind_z, rv.noptions};
+  struct gate_verdict v;
+  gate_decide_tc(g, "demo", rv.sid_z, proj, rv.tc, &o, &v);
+  json_t *msg = json_loads(line, 0, NULL);
+  json_t *params = json_object_get(msg, "params");
+  if (v.decision == POLICY_ASK) {
+    view_asked++;
+    msgpack_sbuffer a, b;
+    msgpack_sbuffer_init(&a);
+    msgpack_sbuffer_init(&b);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &a, msgpack_sbuffer_write);
+    prompt_pack_view(&pk, 77, "demo", &rv, &v);
+    pack_new_token(&b, params, &v, 77);
+    bool same = a.size == b.size && memcmp(a.data, b.data, a.size) == 0;
+    if (!same) {
+      char *x = as_json(&a), *y = as_json(&b);
+      printf("# view: %s\n# tree: %s\n", x ? x : "(none)", y ? y : "(none)");
+      free(x);
+      free(y);
+    }
+    ok(same, "%s: the prompt from the view, byte for byte", what);
+    same_options(json_object_get(params, "options"), &rv, what);
+    msgpack_sbuffer_destroy(&a);
+    msgpack_sbuffer_destroy(&b);
+  }
+  gate_verdict_clear(&v);
+  json_decref(msg);
+  reqview_clear(&rv);
+}
+
+static void check_view(struct gate *g, const json_t *params, const char *what) {
+  json_t *msg =
+      json_pack("{s:s,s:i,s:s,s:O}", "jsonrpc", "2.0", "id", 7, "method",
+                "session/request_permission", "params", params);
+  char *line = json_dumps(msg, JSON_COMPACT);
+  if (line)
+    check_line(g, line, what);
+  free(line);
+  json_decref(msg);
+}
+
 static void each_case(const json_t *c, const char *what, void *ud) {
   const json_t *params = json_object_get(c, "request");
   const json_t *tc = json_object_get(params, "toolCall");
@@ -227,6 +307,7 @@ static void each_case(const json_t *c, const char *what, void *ud) {
       !json_is_array(json_object_get(params, "options")))
     return;
   check_params(ud, params, what);
+  check_view(ud, params, what);
 }
 
 // The option picker as it was written first (two passes over a table of
@@ -333,6 +414,24 @@ int main(void) {
   ok(cases > 1000, "%zu conformance cases read", cases);
   ok(asked > 300, "%zu of them asked, each compared", asked);
   ok(compared_view > 300, "%zu compared through the view", compared_view);
+  ok(view_asked > 300,
+     "%zu of %zu lines read into a flat view asked, each "
+     "compared",
+     view_asked, viewed);
+  // Options whose members come in other orders, with spaces.
+  size_t before = view_asked;
+  check_line(g,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/"
+             "request_permission\",\"params\":{\"sessionId\":\"s1\","
+             "\"toolCall\":{\"toolCallId\":\"t\",\"title\":\"git push\","
+             "\"kind\":\"execute\",\"rawInput\":{\"command\":\"git push\"}},"
+             "\"options\":[{\"kind\":\"allow_once\", \"name\":\"Allow\","
+             "\"optionId\":\"a\"},{ \"name\" : \"No\" , \"optionId\":\"r\","
+             "\"kind\":\"reject_once\"},{\"optionId\":\"x\",\"kind\":"
+             "\"reject_always\",\"name\":\"Never\"}]}}",
+             "members in other orders");
+  ok(view_asked == before + 1,
+     "the line with members in other orders was read and asked");
 
   // By hand: no title and no kind (nil in the event, absent in the entry),
   // a path that is not UTF-8 (left out), several atoms (one inner), a
