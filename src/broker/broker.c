@@ -407,13 +407,14 @@ void broker_resolve(struct broker *b, uint64_t token, const char *option_id,
   } else {
     audit(b, e.info, "ask", audit_by(by), option_id, wait_ms);
   }
-  broker_send_event(
-      b, "permission_resolved",
-      json_pack("{s:I,s:s,s:s,s:s,s:s,s:s?,s:s}", "id", (json_int_t)token,
-                "agent", acp_conn_name(c), "session", e.session, "toolCallId",
-                e.tool_call_id, "outcome", option_id ? "selected" : "cancelled",
-                "optionId", option_id, "by", by),
-      NULL);
+  if (!b->rpc_closed && !b->shutting_down) { // as broker_send_event
+    msgpack_packer *pk = nvim_rpc_begin_item(b->rpc);
+    msgpack_pack_array(pk, 2);
+    jsonpack_str(pk, "permission_resolved");
+    prompt_pack_resolved(pk, token, acp_conn_name(c), e.session, e.tool_call_id,
+                         option_id, by);
+    nvim_rpc_end_item(b->rpc, false);
+  }
   pending_entry_clear(&e);
 }
 

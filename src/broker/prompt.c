@@ -243,6 +243,34 @@ void prompt_pack_view(msgpack_packer *pk, uint64_t token, const char *agent,
   pack(pk, token, agent, rv->sid_z, rv->tc, NULL, rv, v);
 }
 
+void prompt_pack_resolved(msgpack_packer *pk, uint64_t token, const char *agent,
+                          const char *session, const char *tool_call_id,
+                          const char *option_id, const char *by) {
+  static const unsigned char nil = 0xc0;
+  struct mp m;
+  m.pk = pk;
+  m.len = 0;
+  mp_head(&m, 0x80, 15, 0xde, 0xdf, 7);
+  MP_KEY(&m, "id");
+  mp_uint(&m, token);
+  MP_KEY(&m, "agent");
+  mp_str(&m, agent);
+  MP_KEY(&m, "session");
+  mp_str(&m, session);
+  MP_KEY(&m, "toolCallId");
+  mp_str(&m, tool_call_id);
+  MP_KEY(&m, "outcome");
+  mp_str(&m, option_id ? "selected" : "cancelled");
+  MP_KEY(&m, "optionId");
+  if (option_id)
+    mp_str(&m, option_id);
+  else
+    mp_put(&m, &nil, 1);
+  MP_KEY(&m, "by");
+  mp_str(&m, by);
+  mp_flush(&m);
+}
+
 static json_t *rules_json(char *const *v, size_t n) {
   json_t *a = json_array();
   for (size_t i = 0; i < n; i++)

@@ -40,6 +40,12 @@ void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
 // tree of that line.
 void prompt_pack_view(msgpack_packer *pk, uint64_t token, const char *agent,
                       const struct reqview *rv, const struct gate_verdict *v);
+// The `permission_resolved` event's data: {id, agent, session, toolCallId,
+// outcome ("selected", or "cancelled" when option_id is NULL), optionId
+// (nil when NULL), by}; the strings UTF-8.
+void prompt_pack_resolved(msgpack_packer *pk, uint64_t token, const char *agent,
+                          const char *session, const char *tool_call_id,
+                          const char *option_id, const char *by);
 // What the pending entry keeps of an asked request for its answer: the
 // audit line's fields and the approval's (client_approved_call), in one
 // allocation (free() it). The strings are those of the verdict (NULL where

@@ -378,6 +378,39 @@ static void check_pick(void) {
      bad);
 }
 
+// The `permission_resolved` event packed directly is the one json_pack
+// built and jsonpack packed, byte for byte.
+static void check_resolved(void) {
+  static const char *const opts[] = {"allow", NULL,
+                                     "a long optionId of more "
+                                     "than thirty-one bytes"};
+  static const char *const bys[] = {"person", "cancel", "agent_exit"};
+  size_t bad = 0, n = 0;
+  for (size_t t = 0; t < sizeof(tokens) / sizeof(*tokens); t++)
+    for (size_t i = 0; i < 3; i++) {
+      json_t *want = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s?,s:s}", "id",
+                               (json_int_t)tokens[t], "agent", "demo",
+                               "session", "s-1", "toolCallId", "call_1",
+                               "outcome", opts[i] ? "selected" : "cancelled",
+                               "optionId", opts[i], "by", bys[i]);
+      msgpack_sbuffer a, b;
+      msgpack_sbuffer_init(&a);
+      msgpack_sbuffer_init(&b);
+      msgpack_packer pk;
+      msgpack_packer_init(&pk, &a, msgpack_sbuffer_write);
+      prompt_pack_resolved(&pk, tokens[t], "demo", "s-1", "call_1", opts[i],
+                           bys[i]);
+      pack_to(&b, want);
+      bad += a.size != b.size || memcmp(a.data, b.data, a.size) != 0;
+      n++;
+      msgpack_sbuffer_destroy(&a);
+      msgpack_sbuffer_destroy(&b);
+      json_decref(want);
+    }
+  ok(bad == 0, "the permission_resolved event, %zu of %zu byte for byte",
+     n - bad, n);
+}
+
 static json_t *options(void) {
   return json_pack("[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]", "optionId",
                    "always", "name", "Always", "kind", "allow_always",
@@ -404,6 +437,7 @@ int main(void) {
   mkdir(p, 0700);
 
   check_pick();
+  check_resolved();
 
   struct gate *g = gate_new();
   gate_configure(g, json_pack("{s:{s:[s,s,s],s:[s,s],s:[s]}}", "permissions",
