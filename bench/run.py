@@ -462,7 +462,7 @@ POLICY_RULE_COUNTS = (10, 1000, 10000)
 def part_policy(cfg, figs):
     """decide() (warm and cold shell cache) and the gate with 10, 1,000 and
     10,000 rules, each beside the naive Lua matcher with the same rules."""
-    runs = {n: {"c": [], "cold": [], "g": [], "l": [], "m": [], "s": []}
+    runs = {n: {"c": [], "cold": [], "g": [], "l": [], "m": [], "s": [], "a": []}
             for n in POLICY_RULE_COUNTS}
     ncommands = 0
     for i in range(cfg.repeats):
@@ -500,6 +500,7 @@ def part_policy(cfg, figs):
                 k["c"].append(r["policy"]["per_s"])
                 k["cold"].append(r["cold"]["per_s"])
                 k["g"].append(r["gate"]["per_s"])
+                k["a"].append(r["asked"]["per_s"])
                 k["m"].append(r["match"]["per_s"])
                 k["s"].append(r["scan"]["per_s"])
                 k["l"].append(lr["per_s"])
@@ -536,6 +537,13 @@ def part_policy(cfg, figs):
                  note=f"{n} rules: the broker's whole decision per request: settings "
                       "files checked once per epoch (rules from a trusted "
                       ".acp/settings.json), policy, the verdict (a C struct)")
+        if n == 1000:
+            figs.add("gate_asked_per_s", "1/s", median(k["a"]), None, "-",
+                     rate=True,
+                     note="the asked requests alone, as the broker handles one: the "
+                          "gate, the suggested rules, the pending entry (kept and "
+                          "freed) and the permission event packed (bench_policy "
+                          "BENCH_POLICY_ONLY=asked)")
 
 
 # ---- 3. asked permission ---------------------------------------------------------
