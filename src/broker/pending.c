@@ -25,7 +25,7 @@ void pending_free(struct pending *p) {
   *p = (struct pending){.max = p->max, .next_token = p->next_token};
 }
 
-// Adds an entry whose options are compiled already (opts, n: taken).
+// Adds e (its options compiled already; every field taken).
 static uint64_t add(struct pending *p, struct pending_entry *e) {
   if (p->len == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 16;

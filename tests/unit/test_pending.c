@@ -213,8 +213,48 @@ static void test_options(void) {
   pending_free(&p);
 }
 
+// Options given as optionIds and kinds (the flat view's): copied, a NULL
+// one left out; more options than the compiler's stack holds; a full table.
+static void test_options_of(void) {
+  struct pending p;
+  pending_init(&p, 2);
+  char id0[] = "a1", kind0[] = "allow_once";
+  const char *ids[] = {id0, NULL, "r1", "x"};
+  const char *kinds[] = {kind0, "allow_once", "reject_once", NULL};
+  uint64_t t = pending_add_of(&p, &conn_a, json_integer(1), xstrdup("s"),
+                              xstrdup("c"), ids, kinds, 4, 0);
+  id0[0] = kind0[0] = 'z'; // the entry keeps copies
+  const struct pending_entry *e = pending_find(&p, t);
+  ok(e && e->noptions == 2, "two options kept of four (NULLs left out)");
+  const struct pending_option *o = pending_offered(e, "a1");
+  is_str(o ? o->kind : NULL, "allow_once", "the first, copied");
+  o = pending_first_of_kind(e, "reject_once");
+  is_str(o ? o->id : NULL, "r1", "the second");
+  ok(!pending_offered(e, "x"), "an option without a kind is not kept");
+
+  // Twenty options through the tree (more than the stack of sixteen).
+  json_t *opts = json_array();
+  for (int i = 0; i < 20; i++)
+    json_array_append_new(opts,
+                          json_pack("{s:s+,s:s,s:s}", "optionId", "o",
+                                    i < 10 ? "a" : "b", "name", "N", "kind",
+                                    i == 19 ? "reject_once" : "allow_always"));
+  t = pending_add(&p, &conn_a, json_integer(2), xstrdup("s"), xstrdup("c"),
+                  opts, 0);
+  e = pending_find(&p, t);
+  ok(e && e->noptions == 20, "twenty options kept");
+  o = e ? pending_first_of_kind(e, "reject_once") : NULL;
+  is_str(o ? o->id : NULL, "ob", "the last of them");
+
+  ok(pending_add_of(&p, &conn_a, json_integer(3), xstrdup("s"), xstrdup("c"),
+                    ids, kinds, 4, 0) == 0,
+     "a full table refuses (and frees what it was given)");
+  pending_free(&p);
+}
+
 int main(void) {
   test_basics();
+  test_options_of();
   test_many();
   test_agent_id();
   test_options();
