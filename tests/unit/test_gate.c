@@ -285,8 +285,7 @@ int main(void) {
          strstr(err, want),
      "trust refused, naming the file");
   gate_decide(g, "ag", "s", proj, r, &v);
-  ok(v.decision == POLICY_ASK &&
-         v.reason && strstr(v.reason, p),
+  ok(v.decision == POLICY_ASK && v.reason && strstr(v.reason, p),
      "runtime, per-agent and setup() yolo and the allow rule suspended: "
      "asked, naming the file");
   gate_verdict_clear(&v);

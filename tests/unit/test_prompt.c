@@ -466,6 +466,24 @@ int main(void) {
              "members in other orders");
   ok(view_asked == before + 1,
      "the line with members in other orders was read and asked");
+  // Strings of every msgpack width: an optionId of 40 bytes (str8), a name
+  // of 300 (str16).
+  char longline[2048], name[301], oid[41];
+  memset(name, 'n', 300);
+  name[300] = '\0';
+  memset(oid, 'i', 40);
+  oid[40] = '\0';
+  snprintf(longline, sizeof(longline),
+           "{\"jsonrpc\":\"2.0\",\"id\":\"x-1\",\"method\":\"session/"
+           "request_permission\",\"params\":{\"sessionId\":\"s1\","
+           "\"toolCall\":{\"toolCallId\":\"t\",\"title\":\"git push\","
+           "\"kind\":\"execute\",\"rawInput\":{\"command\":\"git push\"}},"
+           "\"options\":[{\"optionId\":\"%s\",\"name\":\"%s\",\"kind\":"
+           "\"allow_once\"},{\"optionId\":\"r\",\"name\":\"No\",\"kind\":"
+           "\"reject_once\"}]}}",
+           oid, name);
+  check_line(g, longline, "long strings in the options");
+  ok(view_asked == before + 2, "the line with long strings was read and asked");
 
   // By hand: no title and no kind (nil in the event, absent in the entry),
   // a path that is not UTF-8 (left out), several atoms (one inner), a
