@@ -16,6 +16,7 @@
 #include "request.h"
 #include "ruleidx.h"
 #include "rules.h"
+#include "shcache.h"
 
 #define POLICY_RULES_MAX 16384 // rules past this are ignored with a warning
 #define NARROW_MAX 32          // more narrow rules: none (too wide a request)
@@ -93,6 +94,8 @@ struct lindex {
   size_t nkind;                               // Kind rules ('k' keys)
 };
 
+struct keep;
+
 struct policy {
   struct prule *rules;
   size_t nrules;
@@ -118,6 +121,9 @@ struct policy {
   size_t path_key_all[2]; // the longest 'r' and 'e' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
+  // The keys each Bash atom of a cached shell analysis met (memo_keys),
+  // kept across decisions (NULL: no index). Written by policy_decide.
+  struct keep *keep;
 };
 
 struct policy_request {
@@ -156,6 +162,29 @@ enum {
 #define MEMO_ATOMS 64  // atoms past this are looked up again at each step
 #define MEMO_SLOTS 256 // keys found, then gather looks up as before
 
+// What memo_keys_build found for one Bash atom of a shell analysis (the
+// atom's words and the policy's table are all it depends on), kept by the
+// policy across decisions: agents send the same commands again, and the
+// shell cache hands out the same analysis for them. An entry is the
+// analysis's serial (shcache_serial: never reused, unlike its address) and
+// the atom's index in it; direct-mapped, a newer atom takes the place.
+#define KEEP_ENTRIES 256 // a power of two
+#define KEEP_SLOTS 6     // atoms that met more keys are not kept
+
+struct kept {
+  unsigned long long serial; // 0: empty
+  uint32_t atom;
+  bool ok;      // memo_keys_build's answer
+  bool base;    // memo_atom.base
+  uint8_t n[2]; // slots of k[0], k[1]
+  size_t tn;    // memo_atom.tn
+  const struct ruleidx_slot *slot[KEEP_SLOTS];
+};
+
+struct keep {
+  struct kept e[KEEP_ENTRIES];
+};
+
 struct memo {
   // first_hit per policy (0: the rules, 1: the session's memory) and list
   // (0: deny, 1: ask): the lowest rule over the atoms giving SHELL_YES and
@@ -167,6 +196,8 @@ struct memo {
   struct memo_atom a[MEMO_ATOMS];
   const struct ruleidx_slot *slot[MEMO_SLOTS];
   uint32_t nslot;
+  unsigned long long serial; // kept_of's answer: the atom's analysis
+  uint32_t atom;             // and its index there
 };
 
 // One decision in progress.
@@ -309,6 +340,8 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
         p->path_key_all[c] = p->idx[l].path_key_max[c];
   }
   compile_protect(p, in);
+  if (p->keys)
+    p->keep = xcalloc(1, sizeof(*p->keep));
   if (warnings)
     *warnings = w.v;
   else {
@@ -343,6 +376,7 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  free(p->keep);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -1958,6 +1992,28 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
                                  lens[0] - (size_t)(base - name), &ma->k[1]));
 }
 
+// The place in p's keep of a Bash atom of a cached analysis (its serial
+// and index into memo->serial, memo->atom), or NULL for another atom.
+static inline struct kept *kept_of(const struct policy *p,
+                                   const struct request *r,
+                                   const struct request_atom *a,
+                                   struct memo *m) {
+  if (!p->keep || a->cls != REQUEST_BASH || !a->cmd)
+    return NULL;
+  const struct shell_result *sh[2] = {r->sh, r->alt_sh};
+  uintptr_t at = (uintptr_t)a->cmd;
+  for (int i = 0; i < 2; i++) {
+    uintptr_t b = sh[i] ? (uintptr_t)sh[i]->atoms : 0;
+    if (!b || at < b || at >= b + sh[i]->natoms * sizeof(*sh[i]->atoms))
+      continue;
+    m->serial = shcache_serial(sh[i]);
+    m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
+    uint64_t h = (m->serial * 0x9e3779b97f4a7c15u) ^ m->atom;
+    return &p->keep->e[(h ^ h >> 29) & (KEEP_ENTRIES - 1)];
+  }
+  return NULL;
+}
+
 // The memo of atom j's keys for p's index, built at its first use; NULL
 // when there is none (no memo, another policy, memo_keys_build false).
 static inline const struct memo_atom *
@@ -1969,9 +2025,38 @@ memo_keys(const struct eval *e, const struct policy *p, size_t j) {
   if (!(ma->done & MEMO_KEYS)) {
     uint32_t start = m->nslot;
     ma->done |= MEMO_KEYS;
+    struct kept *kp = kept_of(p, e->r, &e->r->atoms[j], m);
+    if (kp && kp->serial == e->memo->serial && kp->atom == e->memo->atom &&
+        start + KEEP_SLOTS <= MEMO_SLOTS) {
+      // Found by an earlier decision: the same slots.
+      ma->keys = kp->ok;
+      ma->base = kp->base;
+      ma->tn = kp->tn;
+      ma->k[0] = (struct memo_keys){start, kp->n[0]};
+      ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
+      for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
+        m->slot[m->nslot++] = kp->slot[i];
+      return ma->keys ? ma : NULL;
+    }
+    ma->base = false;
+    ma->tn = 0;
     ma->keys = memo_keys_build(m, p, &e->r->atoms[j], ma);
     if (!ma->keys)
       m->nslot = start; // what did not fit is looked up by gather
+    uint32_t n0 = ma->keys ? ma->k[0].n : 0;
+    uint32_t n1 = ma->keys && ma->base ? ma->k[1].n : 0;
+    if (kp && n0 + n1 <= KEEP_SLOTS) {
+      *kp = (struct kept){.serial = e->memo->serial,
+                          .atom = e->memo->atom,
+                          .ok = ma->keys,
+                          .base = ma->base,
+                          .n = {(uint8_t)n0, (uint8_t)n1},
+                          .tn = ma->tn};
+      for (uint32_t i = 0; i < n0; i++)
+        kp->slot[i] = m->slot[ma->k[0].b + i];
+      for (uint32_t i = 0; i < n1; i++)
+        kp->slot[n0 + i] = m->slot[ma->k[1].b + i];
+    }
   }
   return ma->keys ? ma : NULL;
 }
