@@ -168,7 +168,7 @@ enum {
 // shell cache hands out the same analysis for them. An entry is the
 // analysis's serial (shcache_serial: never reused, unlike its address) and
 // the atom's index in it; direct-mapped, a newer atom takes the place.
-#define KEEP_ENTRIES 256 // a power of two
+#define KEEP_ENTRIES 512 // a power of two
 #define KEEP_SLOTS 6     // atoms that met more keys are not kept
 
 struct kept {
@@ -2008,8 +2008,10 @@ static inline struct kept *kept_of(const struct policy *p,
       continue;
     m->serial = shcache_serial(sh[i]);
     m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
-    uint64_t h = (m->serial * 0x9e3779b97f4a7c15u) ^ m->atom;
-    return &p->keep->e[(h ^ h >> 29) & (KEEP_ENTRIES - 1)];
+    // Serials are handed out in order: the atoms of the last
+    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
+    // their own.
+    return &p->keep->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
   }
   return NULL;
 }
@@ -2061,24 +2063,79 @@ memo_keys(const struct eval *e, const struct policy *p, size_t j) {
   return ma->keys ? ma : NULL;
 }
 
-// The first candidate of list (the index) giving SHELL_YES on a, and the
-// first giving SHELL_MAYBE (UINT32_MAX: none), in one walk: deny and ask
-// lists are asked both (step_deny, then step_ask).
+// The candidates of a Bash atom whose keys are in the memo, when they are
+// one list or none (the usual case: the rules that share the command's
+// first words): what gather would find, without merging. False when
+// gather must (several lists, a short list scanned, Kind rules, a text too
+// long for the prefilter).
+static inline bool bash_one_list(const struct policy *p, enum policy_list list,
+                                 const struct memo *m,
+                                 const struct memo_atom *ma,
+                                 const struct request_atom *a, bool for_allow,
+                                 struct ruleidx_list *out) {
+  const struct lindex *x = &p->idx[list];
+  if (p->nof_list[list] <= SCAN_MAX || (a->kind && x->nkind) ||
+      (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (ma->tn + 1)))
+    return false;
+  const struct ruleidx_vec *cls = &x->tool_cls[REQUEST_BASH];
+  struct ruleidx_list one = {cls->v, cls->n};
+  bool have = one.n > 0;
+  uint32_t end = ma->k[0].b + ma->k[0].n;
+  if (!for_allow && ma->base)
+    end = ma->k[1].b + ma->k[1].n; // k[1] follows k[0]
+  for (uint32_t i = ma->k[0].b; i < end; i++) {
+    const struct ruleidx_vec *v = &m->slot[i]->rules[list];
+    if (!v->n)
+      continue;
+    if (have)
+      return false;
+    one = (struct ruleidx_list){v->v, v->n};
+    have = true;
+  }
+  if (x->bash_rest.n) {
+    if (have)
+      return false;
+    one = (struct ruleidx_list){x->bash_rest.v, x->bash_rest.n};
+  }
+  *out = one;
+  return true;
+}
+
+// The first candidate of list (the index) below limit giving SHELL_YES on
+// a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
+// deny and ask lists are asked both (step_deny, then step_ask).
 static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
-                      size_t j, uint32_t *yes, uint32_t *maybe) {
-  struct cands c;
+                      size_t j, uint32_t limit, uint32_t *yes,
+                      uint32_t *maybe) {
   const struct memo_atom *ma = memo_keys(e, p, j);
+  *yes = *maybe = UINT32_MAX;
+  struct ruleidx_list one;
+  if (ma && a->cls == REQUEST_BASH &&
+      bash_one_list(p, list, e->memo, ma, a, false, &one)) {
+    for (size_t i = 0; i < one.n && one.v[i] < limit; i++) {
+      uint32_t k = one.v[i];
+      enum shell_match h = hit(&p->rules[k], a, ma->tn, HOW_KEYED);
+      if (h == SHELL_YES) {
+        *yes = k;
+        return; // a later maybe is not asked for (list_hits)
+      }
+      if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
+        *maybe = k;
+    }
+    return;
+  }
+  struct cands c;
   size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
   gather(p, list, a, false, e->memo, ma, &c);
-  *yes = *maybe = UINT32_MAX;
-  for (uint32_t k = cands_next(p, list, &c);
-       k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
+  for (uint32_t k = cands_next(p, list, &c); k < limit;
        k = cands_next(p, list, &c)) {
     enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
-    if (h == SHELL_YES && *yes == UINT32_MAX)
+    if (h == SHELL_YES) {
       *yes = k;
-    else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
+      return;
+    }
+    if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
       *maybe = k;
   }
 }
@@ -2105,6 +2162,10 @@ static const struct prule *first_hit_naive(const struct policy *p,
 // For list: the lowest rule over the atoms giving SHELL_YES (bests[0]) and
 // SHELL_MAYBE (bests[1]), UINT32_MAX for none, and the first atom giving
 // it (at): for each atom the first of its candidates (the index) that does.
+// Once a rule gives SHELL_YES, the maybes are not asked for (bests[1] is
+// then incomplete): a deny rule that matches decides before any "might
+// match", and so does an ask rule (step_deny, step_ask); and the later
+// atoms are only asked about the rules before it.
 static void list_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request *r,
                       uint32_t bests[2], size_t at[2]) {
@@ -2112,7 +2173,7 @@ static void list_hits(const struct eval *e, const struct policy *p,
   at[0] = at[1] = 0;
   for (size_t j = 0; j < r->natoms; j++) {
     uint32_t yes, maybe;
-    atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
+    atom_hits(e, p, list, &r->atoms[j], j, bests[0], &yes, &maybe);
     if (yes < bests[0]) {
       bests[0] = yes;
       at[0] = j;
@@ -2301,6 +2362,22 @@ static const struct prule *find_allow(const struct eval *e,
                                       bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
   size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  if (a->cls == REQUEST_BASH && !e->naive) {
+    // Its one list of candidates, when it has one (bash_one_list).
+    const struct memo_atom *ma = memo_keys(e, e->p, j);
+    struct ruleidx_list one;
+    if (ma &&
+        bash_one_list(e->p, POLICY_LIST_ALLOW, e->memo, ma, a, true, &one)) {
+      for (size_t i = 0; i < one.n; i++) {
+        const struct prule *pr = &e->p->rules[one.v[i]];
+        if (allows(pr, a, NULL, ma->tn, HOW_KEYED))
+          return pr;
+      }
+      if (!e->mem)
+        return NULL;
+      ps[0] = NULL; // the memory's rules, as below
+    }
+  }
   struct cands c[2];
   bool have[2] = {false, false};
   const struct prule *first = NULL;
