@@ -30,6 +30,7 @@ struct prule {
   char *text;
   char *source;
   char *suffix; // " (" source as shown by owner (shown()) ")": a reason's end
+  size_t ntext, nsource, nsuffix; // their lengths
   const struct policy *owner;
   char *pat; // READ, EDIT with a specifier: the absolute pattern
   // BASH: the pattern's literal start (before its first `*`, a trailing
@@ -292,13 +293,21 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str);
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) __attribute__((format(printf, 6, 7)));
-static void describe(const struct eval *e, const struct request_atom *a,
-                     char *buf, size_t n);
+static size_t describe(const struct eval *e, const struct request_atom *a,
+                       char *buf, size_t n);
+// A piece of a reason, and the result from pieces (result's way for the
+// reasons of rules, without a format: the lengths are known).
+struct piece {
+  const char *s;
+  size_t n;
+};
+static void result_n(struct eval *e, enum policy_decision d, enum policy_by by,
+                     const struct prule *pr, const struct piece *pc, size_t k);
 static const char *shown(const struct policy *p, const char *path, char *buf,
                          size_t n);
 static void command_text(const struct shell_atom *a, char *buf, size_t n);
-static void quoted_command(const struct shell_atom *a, const char *home,
-                           char *buf, size_t n);
+static size_t quoted_command(const struct shell_atom *a, const char *home,
+                             char *buf, size_t n);
 struct anchors;
 static char *narrow_rule(const struct request_atom *a, const char *path,
                          const struct anchors *an, bool broad);
@@ -470,9 +479,9 @@ const char **policy_request_path_list(const struct policy_request *r,
 
 // A command's words as a shell would need them typed: a word with a
 // character outside a safe set is single-quoted (a dynamic word is shown
-// as the analyser saw it, expansion and all).
-static void quoted_command(const struct shell_atom *a, const char *home,
-                           char *buf, size_t n) {
+// as the analyser saw it, expansion and all). Returns strlen(buf).
+static size_t quoted_command(const struct shell_atom *a, const char *home,
+                             char *buf, size_t n) {
   // The bytes shown without quotes, a bit each: a-z A-Z 0-9 @%+=:,./_-
   static const uint64_t safe[2] = {0x27fff82000000000u, 0x7fffffe87ffffffu};
   size_t used = 0, hl = home ? strlen(home) : 0;
@@ -486,9 +495,10 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   } while (0)
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
-    bool plain = *w;
-    for (const unsigned char *c = (const unsigned char *)w; *c && plain; c++)
-      plain = *c < 128 && (safe[*c >> 6] >> (*c & 63) & 1);
+    const unsigned char *e = (const unsigned char *)w;
+    bool plain = *e;
+    for (; *e && plain; e++)
+      plain = *e < 128 && (safe[*e >> 6] >> (*e & 63) & 1);
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
@@ -496,6 +506,16 @@ static void quoted_command(const struct shell_atom *a, const char *home,
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
       w += hl;
+    }
+    if (plain && !cut) {
+      // e is the word's end: all of it, when it fits (PUT's bound for
+      // its last byte), else byte by byte as below.
+      size_t wn = (size_t)((const char *)e - w);
+      if (used + wn + 3 < n) {
+        memcpy(buf + used, w, wn);
+        used += wn;
+        continue;
+      }
     }
     if (!plain && !a->words[i].dynamic)
       PUT('\'');
@@ -522,7 +542,8 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   }
   buf[used] = '\0';
   if (!a->nwords)
-    snprintf(buf, n, "(assignment)");
+    return (size_t)snprintf(buf, n, "(assignment)");
+  return used;
 }
 
 size_t policy_request_natoms(const struct policy_request *r) {
@@ -901,7 +922,10 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   const char *sh = shown(p, src, buf, sizeof(buf));
   size_t n = strlen(sh) + 4;
   pr.suffix = xmalloc(n);
-  cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.nsuffix =
+      cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.ntext = strlen(pr.text);
+  pr.nsource = strlen(pr.source);
   pr.owner = p;
   p->rules[p->nrules++] = pr;
 }
@@ -1518,9 +1542,18 @@ static bool step_deny(struct eval *e) {
         first_hit(e, ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
     if (pr) {
       char what[160];
-      describe(e, a, what, sizeof(what));
-      result(e, POLICY_DENY, i ? POLICY_BY_MEMORY : POLICY_BY_RULE, pr, NULL,
-             "denied by %s: %s", pr->text, what);
+      size_t nw = describe(e, a, what, sizeof(what));
+      enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
+      if (e->naive)
+        result(e, POLICY_DENY, by, pr, NULL, "denied by %s: %s", pr->text,
+               what);
+      else
+        result_n(e, POLICY_DENY, by, pr,
+                 (const struct piece[]){{"denied by ", 10},
+                                        {pr->text, pr->ntext},
+                                        {": ", 2},
+                                        {what, nw}},
+                 4);
       return true;
     }
   }
@@ -1544,13 +1577,29 @@ static bool step_ask(struct eval *e) {
       if (!pr)
         continue;
       char what[160];
-      describe(e, a, what, sizeof(what));
+      size_t nw = describe(e, a, what, sizeof(what));
       enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
-      if (k == 0)
+      if (e->naive && k == 0)
         result(e, POLICY_ASK, by, pr, NULL, "ask rule %s: %s", pr->text, what);
-      else
+      else if (e->naive)
         result(e, POLICY_ASK, by, pr, NULL, "might match %s rule %s: %s",
                k == 1 ? "deny" : "ask", pr->text, what);
+      else if (k == 0)
+        result_n(
+            e, POLICY_ASK, by, pr,
+            (const struct piece[]){
+                {"ask rule ", 9}, {pr->text, pr->ntext}, {": ", 2}, {what, nw}},
+            4);
+      else
+        result_n(
+            e, POLICY_ASK, by, pr,
+            (const struct piece[]){{"might match ", 12},
+                                   {k == 1 ? "deny" : "ask", k == 1 ? 4 : 3},
+                                   {" rule ", 6},
+                                   {pr->text, pr->ntext},
+                                   {": ", 2},
+                                   {what, nw}},
+            6);
       return true;
     }
   }
@@ -1744,7 +1793,7 @@ static void count(const struct eval *e, struct tally *t) {
     t->first = t->first ? t->first : pr;
     size_t used = t->used, len;
     if ((used ? !strstr(t->rules, pr->text) : pr->text[0] != '\0') &&
-        used + (len = strlen(pr->text)) + 3 < sizeof(t->rules)) {
+        used + (len = pr->ntext) + 3 < sizeof(t->rules)) {
       if (used) {
         memcpy(t->rules + used, ", ", 2);
         used += 2;
@@ -1775,7 +1824,11 @@ static bool step_allow(struct eval *e) {
   struct tally t;
   count(e, &t);
   bool all = t.all && t.need;
-  if (all && !t.by_mode) {
+  if (all && !t.by_mode && !e->naive) {
+    result_n(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
+             t.first,
+             (const struct piece[]){{"allowed by ", 11}, {t.rules, t.used}}, 2);
+  } else if (all && !t.by_mode) {
     result(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
            t.first, NULL, "allowed by %s", t.rules);
   } else if (e->p->yolo && !unknown_tool(e)) {
@@ -1794,8 +1847,10 @@ static bool step_allow(struct eval *e) {
   } else {
     return false;
   }
-  if (t.first && all)
-    cat(e->out->rule, sizeof(e->out->rule), 0, t.rules);
+  if (t.first && all) {
+    // t.rules is shorter than the rule's field (count)
+    memcpy(e->out->rule, t.rules, t.used + 1);
+  }
   return true;
 }
 
@@ -2811,37 +2866,69 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   }
 }
 
-// A short text for an atom, for reasons.
-static void describe(const struct eval *e, const struct request_atom *a,
-                     char *buf, size_t n) {
-  char path[PATH_LEN_MAX + 1];
-  const char *where = a->where == REQUEST_KNOWN
-                          ? shown(e->p, a->lex, path, sizeof(path))
-                      : a->text && *a->text ? a->text
-                                            : "(path unknown)";
+static void result_n(struct eval *e, enum policy_decision d, enum policy_by by,
+                     const struct prule *pr, const struct piece *pc, size_t k) {
+  struct policy_result *out = e->out;
+  out->decision = d;
+  out->by = by;
+  // What result's format_s writes: the pieces, cut at the reason's size.
+  size_t at = 0, cap = sizeof(out->reason) - 1;
+  for (size_t i = 0; i < k && at < cap; i++) {
+    size_t n = pc[i].n < cap - at ? pc[i].n : cap - at;
+    memcpy(out->reason + at, pc[i].s, n);
+    at += n;
+  }
+  out->reason[at] = '\0';
+  size_t n =
+      pr->ntext < sizeof(out->rule) - 1 ? pr->ntext : sizeof(out->rule) - 1;
+  memcpy(out->rule, pr->text, n);
+  out->rule[n] = '\0';
+  n = pr->nsource < sizeof(out->source) - 1 ? pr->nsource
+                                            : sizeof(out->source) - 1;
+  memcpy(out->source, pr->source, n);
+  out->source[n] = '\0';
+  if (pr->owner == e->p) {
+    n = pr->nsuffix < cap - at ? pr->nsuffix : cap - at;
+    memcpy(out->reason + at, pr->suffix, n);
+    out->reason[at + n] = '\0';
+  } else {
+    char buf[PATH_LEN_MAX + 1];
+    size_t sz = sizeof(out->reason);
+    at = cat(out->reason, sz, at, " (");
+    at = cat(out->reason, sz, at, shown(e->p, pr->source, buf, sizeof(buf)));
+    cat(out->reason, sz, at, ")");
+  }
+}
+
+// A short text for an atom, for reasons; returns strlen(buf).
+static size_t describe(const struct eval *e, const struct request_atom *a,
+                       char *buf, size_t n) {
   switch (a->cls) {
   case REQUEST_BASH:
-    quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
-    return;
+    return quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
   case REQUEST_READ:
-  case REQUEST_EDIT:
-    cat(buf, n, cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
-        where);
-    return;
-  case REQUEST_FETCH:
-    cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
-    return;
-  case REQUEST_SEARCH:
-    cat(buf, n, 0, "web search");
-    return;
-  case REQUEST_MCP:
-    cat(buf, n, 0, a->name ? a->name : "(null)");
-    return;
-  case REQUEST_KIND:
-    cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
-        a->name ? a->name : "");
-    return;
+  case REQUEST_EDIT: {
+    char path[PATH_LEN_MAX + 1];
+    const char *where = a->where == REQUEST_KNOWN
+                            ? shown(e->p, a->lex, path, sizeof(path))
+                        : a->text && *a->text ? a->text
+                                              : "(path unknown)";
+    return cat(buf, n,
+               cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
+               where);
   }
+  case REQUEST_FETCH:
+    return cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
+  case REQUEST_SEARCH:
+    return cat(buf, n, 0, "web search");
+  case REQUEST_MCP:
+    return cat(buf, n, 0, a->name ? a->name : "(null)");
+  case REQUEST_KIND:
+    return cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
+               a->name ? a->name : "");
+  }
+  buf[0] = '\0';
+  return 0;
 }
 
 // A path as a person reads it: relative to the project root, ~/ for home.
