@@ -125,6 +125,18 @@ struct policy {
   // The keys each Bash atom of a cached shell analysis met (memo_keys),
   // kept across decisions (NULL: no index). Written by policy_decide.
   struct keep *keep;
+  // The 'r' and 'e' keys of the project root's own segments (memo_path):
+  // a path inside the root starts from them.
+  struct root_keys {
+    bool set;     // worked out (an index, a root, few enough keys)
+    bool stopped; // the walk stopped inside the root (a longer segment)
+    char *text;   // the root's segments, case folded: "/a/b"
+    size_t n;     // strlen(text)
+    uint64_t h;   // the hash of (tag, text)
+    uint32_t nslot;
+    const struct ruleidx_slot *slot[16];
+  } root_keys[2];
+  size_t root_len; // strlen(root)
 };
 
 struct policy_request {
@@ -233,6 +245,7 @@ static const char *const tier2_home[] = {
 
 static void compile_rule(struct policy *p, const struct policy_rule_text *t,
                          struct warnings *w);
+static void root_keys_build(struct policy *p, int c);
 static void compile_protect(struct policy *p, const struct policy_input *in);
 static void add_protect(struct policy *p, const char *a, const char *b,
                         const char *c, const char *d, int tier);
@@ -351,6 +364,8 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   compile_protect(p, in);
   if (p->keys)
     p->keep = xcalloc(1, sizeof(*p->keep));
+  for (int c = 0; c < 2; c++)
+    root_keys_build(p, c);
   if (warnings)
     *warnings = w.v;
   else {
@@ -386,6 +401,8 @@ void policy_free(struct policy *p) {
   }
   ruleidx_free(p->keys);
   free(p->keep);
+  free(p->root_keys[0].text);
+  free(p->root_keys[1].text);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -482,8 +499,20 @@ const char **policy_request_path_list(const struct policy_request *r,
 // as the analyser saw it, expansion and all). Returns strlen(buf).
 static size_t quoted_command(const struct shell_atom *a, const char *home,
                              char *buf, size_t n) {
-  // The bytes shown without quotes, a bit each: a-z A-Z 0-9 @%+=:,./_-
-  static const uint64_t safe[2] = {0x27fff82000000000u, 0x7fffffe87ffffffu};
+  // The bytes shown without quotes: a-z A-Z 0-9 @%+=:,./_- (not NUL)
+  static const bool safe[256] = {
+      ['@'] = 1, ['%'] = 1, ['+'] = 1, ['='] = 1, [':'] = 1, [','] = 1,
+      ['.'] = 1, ['/'] = 1, ['_'] = 1, ['-'] = 1, ['0'] = 1, ['1'] = 1,
+      ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+      ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1,
+      ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+      ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+      ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
+      ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1,
+      ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+      ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+      ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+      ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1};
   size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
@@ -496,9 +525,9 @@ static size_t quoted_command(const struct shell_atom *a, const char *home,
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
     const unsigned char *e = (const unsigned char *)w;
-    bool plain = *e;
-    for (; *e && plain; e++)
-      plain = *e < 128 && (safe[*e >> 6] >> (*e & 63) & 1);
+    while (safe[*e])
+      e++;
+    bool plain = !*e && *w; // e: the word's end when plain
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
@@ -1984,14 +2013,31 @@ static bool memo_text(struct memo *m, const struct ruleidx *keys,
 // Looks up the keys path_cands looks up for path (tag 'r' or 'e'), up to
 // max bytes (the longest key of the three lists); the slots found are kept
 // in k. False when the memo is full.
-static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
-                      const char *path, size_t max, struct memo_keys *k) {
-  char buf[PATH_LEN_MAX + 1];
-  size_t n = 0;
+static bool memo_path(struct memo *m, const struct policy *p, int c,
+                      const char *path, struct memo_keys *k) {
+  char buf[PATH_LEN_MAX + 1], tag = c ? 'e' : 'r';
+  size_t n = 0, max = p->path_key_all[c];
+  const struct ruleidx *keys = p->keys;
   uint64_t h = ruleidx_hash_start(tag);
-  if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0)))
+  const struct root_keys *rk = &p->root_keys[c];
+  const char *s = path;
+  if (rk->set && strncmp(path, p->root, p->root_len) == 0 &&
+      (path[p->root_len] == '/' || !path[p->root_len])) {
+    // Inside the root: its segments are the path's first ones (both are
+    // normalised), their keys found when the policy was compiled.
+    for (uint32_t i = 0; i < rk->nslot; i++)
+      if (!memo_found(m, k, rk->slot[i]))
+        return false;
+    if (rk->stopped)
+      return true;
+    memcpy(buf, rk->text, rk->n);
+    n = rk->n;
+    h = rk->h;
+    s += p->root_len;
+  } else if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0))) {
     return false;
-  for (const char *s = path; *s;) {
+  }
+  while (*s) {
     while (*s == '/')
       s++;
     size_t len = strcspn(s, "/");
@@ -2008,6 +2054,47 @@ static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
   return true;
 }
 
+// The keys memo_path meets on the root's own segments ('r': c 0, 'e': 1),
+// the same walk.
+static void root_keys_build(struct policy *p, int c) {
+  struct root_keys *rk = &p->root_keys[c];
+  char buf[PATH_LEN_MAX + 1], tag = c ? 'e' : 'r';
+  size_t n = 0, max = p->path_key_all[c];
+  if (!p->keys || !p->root || p->root[0] != '/' || !p->root[1])
+    return;
+  p->root_len = strlen(p->root);
+  uint64_t h = ruleidx_hash_start(tag);
+  const struct ruleidx_slot *f = ruleidx_find_hashed(p->keys, h, tag, "", 0);
+  size_t cap = sizeof(rk->slot) / sizeof(*rk->slot);
+  if (f)
+    rk->slot[rk->nslot++] = f;
+  for (const char *s = p->root; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len)
+      break;
+    if (n + 1 + len > max) {
+      rk->stopped = true;
+      break;
+    }
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
+    s += len;
+    if ((f = ruleidx_find_hashed(p->keys, h, tag, buf, n))) {
+      if (rk->nslot == cap)
+        return; // not set: memo_path walks the root too
+      rk->slot[rk->nslot++] = f;
+    }
+  }
+  rk->text = xstrndup(buf, n);
+  rk->n = n;
+  rk->h = h;
+  rk->set = true;
+}
+
 // Looks up the keys of a Bash atom (memo_text) or of a known path
 // (memo_path) once for the three lists of the rules. False for another
 // atom (gather looks its keys up), a Bash atom that bash_text reads
@@ -2019,11 +2106,10 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
     if (a->where != REQUEST_KNOWN)
       return false;
     int c = a->cls == REQUEST_EDIT;
-    char tag = c ? 'e' : 'r';
     ma->k[0] = (struct memo_keys){m->nslot, 0};
-    return memo_path(m, p->keys, tag, a->lex, p->path_key_all[c], &ma->k[0]) &&
+    return memo_path(m, p, c, a->lex, &ma->k[0]) &&
            (!a->res || strcmp(a->res, a->lex) == 0 || // the same keys
-            memo_path(m, p->keys, tag, a->res, p->path_key_all[c], &ma->k[0]));
+            memo_path(m, p, c, a->res, &ma->k[0]));
   }
   const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
   if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
