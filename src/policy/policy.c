@@ -164,6 +164,10 @@ struct memo_atom {
   const struct prule *cov;
   size_t tn;             // Bash: the length of the whole text (prefilter)
   struct memo_keys k[2]; // Bash: the name's, the basename's; a path: k[0]
+  // Bash, keys: per list (deny, ask: for_allow false; allow: true),
+  // bash_one_list's answer (one_ok bit 1 << list) and its list.
+  uint8_t one_ok;
+  struct ruleidx_list one[3];
 };
 
 enum {
@@ -181,17 +185,20 @@ enum {
 // shell cache hands out the same analysis for them. An entry is the
 // analysis's serial (shcache_serial: never reused, unlike its address) and
 // the atom's index in it; direct-mapped, a newer atom takes the place.
-#define KEEP_ENTRIES 512 // a power of two
+#define KEEP_ENTRIES 256 // a power of two
 #define KEEP_SLOTS 6     // atoms that met more keys are not kept
 
 struct kept {
   unsigned long long serial; // 0: empty
   uint32_t atom;
-  bool ok;      // memo_keys_build's answer
-  bool base;    // memo_atom.base
-  uint8_t n[2]; // slots of k[0], k[1]
-  size_t tn;    // memo_atom.tn
+  bool ok;        // memo_keys_build's answer
+  bool base;      // memo_atom.base
+  uint8_t n[2];   // slots of k[0], k[1]
+  uint8_t one_ok; // memo_atom.one_ok
+  bool kind;      // the atom had an ACP kind (bash_one_list)
+  size_t tn;      // memo_atom.tn
   const struct ruleidx_slot *slot[KEEP_SLOTS];
+  struct ruleidx_list one[3]; // memo_atom.one
 };
 
 struct keep {
@@ -2150,57 +2157,82 @@ static inline struct kept *kept_of(const struct policy *p,
     m->serial = shcache_serial(sh[i]);
     m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
     // Serials are handed out in order: the atoms of the last
-    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
+    // KEEP_ENTRIES / 4 analyses (up to 4 atoms each) have places of
     // their own.
-    return &p->keep->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+    return &p->keep->e[(m->serial * 4 + m->atom) & (KEEP_ENTRIES - 1)];
   }
   return NULL;
 }
 
 // The memo of atom j's keys for p's index, built at its first use; NULL
 // when there is none (no memo, another policy, memo_keys_build false).
+static inline bool bash_one_list(const struct policy *p, enum policy_list list,
+                                 const struct memo *m,
+                                 const struct memo_atom *ma,
+                                 const struct request_atom *a, bool for_allow,
+                                 struct ruleidx_list *out);
+
+// memo_keys's work, the first time a decision asks about atom j: the
+// keys kept by an earlier decision (kept_of), else looked up and kept.
+__attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
+                                                     const struct policy *p,
+                                                     size_t j,
+                                                     struct memo_atom *ma) {
+  struct memo *m = e->memo;
+  const struct request_atom *a = &e->r->atoms[j];
+  uint32_t start = m->nslot;
+  ma->done |= MEMO_KEYS;
+  struct kept *kp = kept_of(p, e->r, a, m);
+  if (kp && kp->serial == m->serial && kp->atom == m->atom &&
+      kp->kind == (a->kind != NULL) && start + KEEP_SLOTS <= MEMO_SLOTS) {
+    // Found by an earlier decision: the same slots and lists.
+    ma->keys = kp->ok;
+    ma->base = kp->base;
+    ma->tn = kp->tn;
+    ma->one_ok = kp->one_ok;
+    memcpy(ma->one, kp->one, sizeof(ma->one));
+    ma->k[0] = (struct memo_keys){start, kp->n[0]};
+    ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
+    for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
+      m->slot[m->nslot++] = kp->slot[i];
+    return;
+  }
+  ma->base = false;
+  ma->tn = 0;
+  ma->one_ok = 0;
+  ma->keys = memo_keys_build(m, p, a, ma);
+  if (!ma->keys)
+    m->nslot = start; // what did not fit is looked up by gather
+  for (int l = 0; ma->keys && a->cls == REQUEST_BASH && l < 3; l++)
+    if (bash_one_list(p, (enum policy_list)l, m, ma, a, l == POLICY_LIST_ALLOW,
+                      &ma->one[l]))
+      ma->one_ok |= (uint8_t)(1u << l);
+  uint32_t n0 = ma->keys ? ma->k[0].n : 0;
+  uint32_t n1 = ma->keys && ma->base ? ma->k[1].n : 0;
+  if (kp && n0 + n1 <= KEEP_SLOTS) {
+    *kp = (struct kept){.serial = m->serial,
+                        .atom = m->atom,
+                        .ok = ma->keys,
+                        .base = ma->base,
+                        .n = {(uint8_t)n0, (uint8_t)n1},
+                        .one_ok = ma->one_ok,
+                        .kind = a->kind != NULL,
+                        .tn = ma->tn};
+    memcpy(kp->one, ma->one, sizeof(kp->one));
+    for (uint32_t i = 0; i < n0; i++)
+      kp->slot[i] = m->slot[ma->k[0].b + i];
+    for (uint32_t i = 0; i < n1; i++)
+      kp->slot[n0 + i] = m->slot[ma->k[1].b + i];
+  }
+}
+
 static inline const struct memo_atom *
 memo_keys(const struct eval *e, const struct policy *p, size_t j) {
   if (!e->memo || p != e->p || j >= MEMO_ATOMS || !p->keys)
     return NULL;
-  struct memo *m = e->memo;
-  struct memo_atom *ma = &m->a[j];
-  if (!(ma->done & MEMO_KEYS)) {
-    uint32_t start = m->nslot;
-    ma->done |= MEMO_KEYS;
-    struct kept *kp = kept_of(p, e->r, &e->r->atoms[j], m);
-    if (kp && kp->serial == e->memo->serial && kp->atom == e->memo->atom &&
-        start + KEEP_SLOTS <= MEMO_SLOTS) {
-      // Found by an earlier decision: the same slots.
-      ma->keys = kp->ok;
-      ma->base = kp->base;
-      ma->tn = kp->tn;
-      ma->k[0] = (struct memo_keys){start, kp->n[0]};
-      ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
-      for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
-        m->slot[m->nslot++] = kp->slot[i];
-      return ma->keys ? ma : NULL;
-    }
-    ma->base = false;
-    ma->tn = 0;
-    ma->keys = memo_keys_build(m, p, &e->r->atoms[j], ma);
-    if (!ma->keys)
-      m->nslot = start; // what did not fit is looked up by gather
-    uint32_t n0 = ma->keys ? ma->k[0].n : 0;
-    uint32_t n1 = ma->keys && ma->base ? ma->k[1].n : 0;
-    if (kp && n0 + n1 <= KEEP_SLOTS) {
-      *kp = (struct kept){.serial = e->memo->serial,
-                          .atom = e->memo->atom,
-                          .ok = ma->keys,
-                          .base = ma->base,
-                          .n = {(uint8_t)n0, (uint8_t)n1},
-                          .tn = ma->tn};
-      for (uint32_t i = 0; i < n0; i++)
-        kp->slot[i] = m->slot[ma->k[0].b + i];
-      for (uint32_t i = 0; i < n1; i++)
-        kp->slot[n0 + i] = m->slot[ma->k[1].b + i];
-    }
-  }
+  struct memo_atom *ma = &e->memo->a[j];
+  if (!(ma->done & MEMO_KEYS))
+    memo_keys_slow(e, p, j, ma);
   return ma->keys ? ma : NULL;
 }
 
@@ -2251,9 +2283,8 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       uint32_t *maybe) {
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
-  struct ruleidx_list one;
-  if (ma && a->cls == REQUEST_BASH &&
-      bash_one_list(p, list, e->memo, ma, a, false, &one)) {
+  if (ma && (ma->one_ok >> list & 1)) {
+    struct ruleidx_list one = ma->one[list];
     for (size_t i = 0; i < one.n && one.v[i] < limit; i++) {
       uint32_t k = one.v[i];
       enum shell_match h = hit(&p->rules[k], a, ma->tn, HOW_KEYED);
@@ -2506,9 +2537,8 @@ static const struct prule *find_allow(const struct eval *e,
   if (a->cls == REQUEST_BASH && !e->naive) {
     // Its one list of candidates, when it has one (bash_one_list).
     const struct memo_atom *ma = memo_keys(e, e->p, j);
-    struct ruleidx_list one;
-    if (ma &&
-        bash_one_list(e->p, POLICY_LIST_ALLOW, e->memo, ma, a, true, &one)) {
+    if (ma && (ma->one_ok >> POLICY_LIST_ALLOW & 1)) {
+      struct ruleidx_list one = ma->one[POLICY_LIST_ALLOW];
       for (size_t i = 0; i < one.n; i++) {
         const struct prule *pr = &e->p->rules[one.v[i]];
         if (allows(pr, a, NULL, ma->tn, HOW_KEYED))
