@@ -185,7 +185,7 @@ enum {
 // shell cache hands out the same analysis for them. An entry is the
 // analysis's serial (shcache_serial: never reused, unlike its address) and
 // the atom's index in it; direct-mapped, a newer atom takes the place.
-#define KEEP_ENTRIES 256 // a power of two
+#define KEEP_ENTRIES 512 // a power of two
 #define KEEP_SLOTS 6     // atoms that met more keys are not kept
 
 struct kept {
@@ -227,6 +227,11 @@ struct eval {
   struct policy_result *out;
   bool naive;        // every rule looked at (policy_decide_reference)
   struct memo *memo; // NULL: nothing kept (the reference, narrow_covers)
+  // With a memo: the classes of the request's atoms (1 << cls), and
+  // whether one has a target of the circuit breaker: the steps about
+  // edits, kinds and targets skip requests without them.
+  unsigned classes;
+  bool targets;
 };
 
 struct warnings {
@@ -819,8 +824,13 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .out = out,
                    .naive = naive,
                    .memo = naive ? NULL : &memo};
-  for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
-    memo.a[i].done = 0;
+  for (size_t i = 0; !naive && i < r->r.natoms; i++) {
+    const struct request_atom *a = &r->r.atoms[i];
+    if (i < MEMO_ATOMS)
+      memo.a[i].done = 0;
+    e.classes |= 1u << a->cls;
+    e.targets = e.targets || a->ntargets;
+  }
   memo.nslot = 0;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
@@ -1673,6 +1683,8 @@ static int atom_tier(const struct eval *e, size_t i) {
 
 // An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
 static bool step_protected(struct eval *e) {
+  if (e->memo && !(e->classes & 1u << REQUEST_EDIT))
+    return false;
   for (int tier = 1; tier <= 2; tier++) {
     if (tier == 2 && e->p->yolo)
       break;
@@ -1708,6 +1720,8 @@ static bool step_protected(struct eval *e) {
 }
 
 static bool step_switch_mode(struct eval *e) {
+  if (e->memo && !(e->classes & 1u << REQUEST_KIND))
+    return false;
   bool mode_change = false;
   for (size_t i = 0; i < e->r->natoms; i++)
     mode_change =
@@ -1773,6 +1787,8 @@ static bool step_plan(struct eval *e) {
 // target is /, $HOME, the project root or a parent of them: asked in every
 // mode, whatever the rules say.
 static bool step_breaker(struct eval *e) {
+  if (e->memo && !e->targets)
+    return false;
   for (size_t i = 0; i < e->r->natoms; i++) {
     const struct request_atom *a = &e->r->atoms[i];
     for (size_t j = 0; j < a->ntargets; j++) {
@@ -2157,9 +2173,9 @@ static inline struct kept *kept_of(const struct policy *p,
     m->serial = shcache_serial(sh[i]);
     m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
     // Serials are handed out in order: the atoms of the last
-    // KEEP_ENTRIES / 4 analyses (up to 4 atoms each) have places of
+    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
     // their own.
-    return &p->keep->e[(m->serial * 4 + m->atom) & (KEEP_ENTRIES - 1)];
+    return &p->keep->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
   }
   return NULL;
 }
