@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "path.h"
 #include "policy/shell/shell.h"
+#include "policy/shell/shell_match.h"
 #include "policy_ref.h"
 #include "request.h"
 #include "ruleidx.h"
@@ -168,6 +169,7 @@ struct memo_atom {
   // bash_one_list's answer (one_ok bit 1 << list) and its list.
   uint8_t one_ok;
   struct ruleidx_list one[3];
+  uint32_t boff; // Bash, base: where the name's basename starts in it
 };
 
 enum {
@@ -196,6 +198,7 @@ struct kept {
   uint8_t n[2];   // slots of k[0], k[1]
   uint8_t one_ok; // memo_atom.one_ok
   bool kind;      // the atom had an ACP kind (bash_one_list)
+  uint32_t boff;  // memo_atom.boff
   size_t tn;      // memo_atom.tn
   const struct ruleidx_slot *slot[KEEP_SLOTS];
   struct ruleidx_list one[3]; // memo_atom.one
@@ -2151,6 +2154,7 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
   base = base ? base + 1 : NULL;
   ma->tn = tn;
   ma->base = base && *base;
+  ma->boff = ma->base ? (uint32_t)(base - name) : 0;
   return memo_text(m, p->keys, cmd, lens, name, lens[0], &ma->k[0]) &&
          (!ma->base || memo_text(m, p->keys, cmd, lens, base,
                                  lens[0] - (size_t)(base - name), &ma->k[1]));
@@ -2206,6 +2210,7 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
     ma->base = kp->base;
     ma->tn = kp->tn;
     ma->one_ok = kp->one_ok;
+    ma->boff = kp->boff;
     memcpy(ma->one, kp->one, sizeof(ma->one));
     ma->k[0] = (struct memo_keys){start, kp->n[0]};
     ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
@@ -2215,6 +2220,7 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
   }
   ma->base = false;
   ma->tn = 0;
+  ma->boff = 0;
   ma->one_ok = 0;
   ma->keys = memo_keys_build(m, p, a, ma);
   if (!ma->keys)
@@ -2233,6 +2239,7 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
                         .n = {(uint8_t)n0, (uint8_t)n1},
                         .one_ok = ma->one_ok,
                         .kind = a->kind != NULL,
+                        .boff = ma->boff,
                         .tn = ma->tn};
     memcpy(kp->one, ma->one, sizeof(kp->one));
     for (uint32_t i = 0; i < n0; i++)
@@ -2290,6 +2297,23 @@ static inline bool bash_one_list(const struct policy *p, enum policy_list list,
   return true;
 }
 
+// hit (for_allow: allows) of a candidate of a Bash atom's one list
+// (HOW_KEYED), with what the memo knows of the atom: a literal pattern
+// goes to the matcher with the text's length and the name's basename.
+static inline enum shell_match hit_kept(const struct prule *pr,
+                                        const struct request_atom *a,
+                                        const struct memo_atom *ma,
+                                        bool for_allow) {
+  if (pr->r.cls == RULES_BASH && pr->lrun) {
+    const struct shell_atom *cmd = a->cmd;
+    return shell_match_literal(pr->mpat, pr->npat, cmd, for_allow, ma->tn,
+                               ma->base ? cmd->words[0].text + ma->boff : NULL);
+  }
+  if (for_allow)
+    return allows(pr, a, NULL, ma->tn, HOW_KEYED) ? SHELL_YES : SHELL_NO;
+  return hit(pr, a, ma->tn, HOW_KEYED);
+}
+
 // The first candidate of list (the index) below limit giving SHELL_YES on
 // a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
 // deny and ask lists are asked both (step_deny, then step_ask).
@@ -2303,7 +2327,7 @@ static void atom_hits(const struct eval *e, const struct policy *p,
     struct ruleidx_list one = ma->one[list];
     for (size_t i = 0; i < one.n && one.v[i] < limit; i++) {
       uint32_t k = one.v[i];
-      enum shell_match h = hit(&p->rules[k], a, ma->tn, HOW_KEYED);
+      enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
       if (h == SHELL_YES) {
         *yes = k;
         return; // a later maybe is not asked for (list_hits)
@@ -2557,7 +2581,7 @@ static const struct prule *find_allow(const struct eval *e,
       struct ruleidx_list one = ma->one[POLICY_LIST_ALLOW];
       for (size_t i = 0; i < one.n; i++) {
         const struct prule *pr = &e->p->rules[one.v[i]];
-        if (allows(pr, a, NULL, ma->tn, HOW_KEYED))
+        if (hit_kept(pr, a, ma, true) == SHELL_YES)
           return pr;
       }
       if (!e->mem)
