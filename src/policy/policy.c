@@ -170,6 +170,10 @@ struct memo_atom {
   uint8_t one_ok;
   struct ruleidx_list one[3];
   uint32_t boff; // Bash, base: where the name's basename starts in it
+  // Bash: its place in the policy's keep (kept_mine), or NULL.
+  struct kept *kp;
+  unsigned long long serial;
+  uint32_t atom;
 };
 
 enum {
@@ -202,6 +206,13 @@ struct kept {
   size_t tn;      // memo_atom.tn
   const struct ruleidx_slot *slot[KEEP_SLOTS];
   struct ruleidx_list one[3]; // memo_atom.one
+  // What the walk of one[list] answered (answered bit 1 << list): for deny
+  // and ask the first candidate giving SHELL_YES and the first giving
+  // SHELL_MAYBE before it; for allow the first that allows the atom
+  // (yes). UINT32_MAX: none. The atom, its one list and the rules are
+  // all they depend on.
+  uint8_t answered;
+  uint32_t yes[3], maybe[3];
 };
 
 struct keep {
@@ -2206,6 +2217,9 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
   if (kp && kp->serial == m->serial && kp->atom == m->atom &&
       kp->kind == (a->kind != NULL) && start + KEEP_SLOTS <= MEMO_SLOTS) {
     // Found by an earlier decision: the same slots and lists.
+    ma->kp = kp;
+    ma->serial = m->serial;
+    ma->atom = m->atom;
     ma->keys = kp->ok;
     ma->base = kp->base;
     ma->tn = kp->tn;
@@ -2222,6 +2236,7 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
   ma->tn = 0;
   ma->boff = 0;
   ma->one_ok = 0;
+  ma->kp = NULL;
   ma->keys = memo_keys_build(m, p, a, ma);
   if (!ma->keys)
     m->nslot = start; // what did not fit is looked up by gather
@@ -2241,6 +2256,9 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
                         .kind = a->kind != NULL,
                         .boff = ma->boff,
                         .tn = ma->tn};
+    ma->kp = kp;
+    ma->serial = m->serial;
+    ma->atom = m->atom;
     memcpy(kp->one, ma->one, sizeof(kp->one));
     for (uint32_t i = 0; i < n0; i++)
       kp->slot[i] = m->slot[ma->k[0].b + i];
@@ -2314,9 +2332,18 @@ static inline enum shell_match hit_kept(const struct prule *pr,
   return hit(pr, a, ma->tn, HOW_KEYED);
 }
 
+// The place of a Bash atom in the policy's keep, while it is the atom's
+// (a later atom of the same decision may have taken it), else NULL.
+static inline struct kept *kept_mine(const struct memo_atom *ma) {
+  struct kept *kp = ma->kp;
+  return kp && kp->serial == ma->serial && kp->atom == ma->atom ? kp : NULL;
+}
+
 // The first candidate of list (the index) below limit giving SHELL_YES on
 // a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
-// deny and ask lists are asked both (step_deny, then step_ask).
+// deny and ask lists are asked both (step_deny, then step_ask). A Bash
+// atom's answers for its one list are kept with its keys (struct kept).
+
 static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t limit, uint32_t *yes,
@@ -2324,17 +2351,34 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
   if (ma && (ma->one_ok >> list & 1)) {
-    struct ruleidx_list one = ma->one[list];
-    for (size_t i = 0; i < one.n && one.v[i] < limit; i++) {
-      uint32_t k = one.v[i];
-      enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
-      if (h == SHELL_YES) {
-        *yes = k;
-        return; // a later maybe is not asked for (list_hits)
+    struct kept *kp = kept_mine(ma);
+    uint32_t y = UINT32_MAX, m = UINT32_MAX;
+    if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
+      y = kp->yes[list];
+      m = kp->maybe[list];
+    } else {
+      // The whole list (the limit applied after), when the answer is kept.
+      struct ruleidx_list one = ma->one[list];
+      uint32_t lim = kp ? UINT32_MAX : limit;
+      for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
+        uint32_t k = one.v[i];
+        enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
+        if (h == SHELL_YES) {
+          y = k;
+          break; // a later maybe is not asked for (list_hits)
+        }
+        if (h == SHELL_MAYBE && m == UINT32_MAX)
+          m = k;
       }
-      if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
-        *maybe = k;
+      if (kp) {
+        kp->yes[list] = y;
+        kp->maybe[list] = m;
+        kp->answered |= (uint8_t)(1u << list);
+      }
     }
+    // What the walk up to limit would have found: m comes before y.
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
     return;
   }
   struct cands c;
@@ -2578,12 +2622,22 @@ static const struct prule *find_allow(const struct eval *e,
     // Its one list of candidates, when it has one (bash_one_list).
     const struct memo_atom *ma = memo_keys(e, e->p, j);
     if (ma && (ma->one_ok >> POLICY_LIST_ALLOW & 1)) {
-      struct ruleidx_list one = ma->one[POLICY_LIST_ALLOW];
-      for (size_t i = 0; i < one.n; i++) {
-        const struct prule *pr = &e->p->rules[one.v[i]];
-        if (hit_kept(pr, a, ma, true) == SHELL_YES)
-          return pr;
+      struct kept *kp = kept_mine(ma);
+      uint32_t y = UINT32_MAX;
+      if (kp && (kp->answered >> POLICY_LIST_ALLOW & 1)) {
+        y = kp->yes[POLICY_LIST_ALLOW];
+      } else {
+        struct ruleidx_list one = ma->one[POLICY_LIST_ALLOW];
+        for (size_t i = 0; i < one.n && y == UINT32_MAX; i++)
+          if (hit_kept(&e->p->rules[one.v[i]], a, ma, true) == SHELL_YES)
+            y = one.v[i];
+        if (kp) {
+          kp->yes[POLICY_LIST_ALLOW] = y;
+          kp->answered |= 1u << POLICY_LIST_ALLOW;
+        }
       }
+      if (y != UINT32_MAX)
+        return &e->p->rules[y];
       if (!e->mem)
         return NULL;
       ps[0] = NULL; // the memory's rules, as below
