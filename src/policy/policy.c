@@ -59,6 +59,10 @@ struct protect {
   size_t nlit;
   bool tree;  // the literal part is followed by `/**`
   bool plain; // nlit, and the literal part has single slashes, none last
+  // plain, and the literal part starts with home and a `/`: a path that
+  // does not (case folded) cannot match it
+  bool in_home;
+  size_t nname; // strlen(name)
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -1083,6 +1087,10 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
     pr->plain = pr->nlit > 1 && pr->pat[pr->nlit - 1] != '/';
     for (size_t k = 1; pr->plain && k < pr->nlit; k++)
       pr->plain = !(pr->pat[k] == '/' && pr->pat[k - 1] == '/');
+    size_t hl = p->home ? strlen(p->home) : 0;
+    pr->in_home = pr->plain && hl > 1 && pr->nlit > hl &&
+                  strncmp(pr->pat, p->home, hl) == 0 && pr->pat[hl] == '/';
+    pr->nname = pr->name ? strlen(pr->name) : 0;
   }
 }
 
@@ -2226,6 +2234,8 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
     ma->one_ok = kp->one_ok;
     ma->boff = kp->boff;
     memcpy(ma->one, kp->one, sizeof(ma->one));
+    if (kp->one_ok == 7) // the slots are only read by gather
+      return;
     ma->k[0] = (struct memo_keys){start, kp->n[0]};
     ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
     for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
@@ -2857,6 +2867,9 @@ static int tier_of_pattern(const struct policy *p, const char *path,
   // a tree): literal_match's answer without splitting segments.
   bool plain = !naive && path && path[0] == '/' && path[1] &&
                !strstr(path, "//") && path[strlen(path) - 1] != '/';
+  // Such a path inside home (case folded): else no pattern in_home
+  // matches it (its bytes up to home's `/` are home's).
+  int in_home = -1; // not known yet
   int best = 0;
   for (size_t i = 0; path && i < p->nprot; i++) {
     const struct protect *pr = &p->prot[i];
@@ -2864,10 +2877,15 @@ static int tier_of_pattern(const struct policy *p, const char *path,
       continue;
     bool m = false;
     if (plain && pr->plain) {
-      m = strncasecmp(path, pr->pat, pr->nlit) == 0 &&
+      if (pr->in_home && in_home < 0) {
+        size_t hl = strlen(p->home);
+        in_home = strncasecmp(path, p->home, hl) == 0 && path[hl] == '/';
+      }
+      m = (!pr->in_home || in_home) &&
+          strncasecmp(path, pr->pat, pr->nlit) == 0 &&
           (path[pr->nlit] == '\0' || (pr->tree && path[pr->nlit] == '/'));
     } else if (fast && pr->name) {
-      size_t nl = strlen(pr->name);
+      size_t nl = pr->nname;
       for (size_t j = pr->dir ? k
                       : nseg  ? nseg - 1
                               : 0;
