@@ -128,8 +128,10 @@ struct policy {
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
   // The keys each Bash atom of a cached shell analysis met (memo_keys),
-  // kept across decisions (NULL: no index). Written by policy_decide.
-  struct keep *keep;
+  // kept across decisions (NULL: no index). *keep is allocated by the
+  // first decision that keeps one (a session's memory never does) and
+  // written by policy_decide.
+  struct keep **keep;
   // The 'r' and 'e' keys of the project root's own segments (memo_path):
   // a path inside the root starts from them.
   struct root_keys {
@@ -393,7 +395,7 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   }
   compile_protect(p, in);
   if (p->keys)
-    p->keep = xcalloc(1, sizeof(*p->keep));
+    p->keep = xcalloc(1, sizeof(*p->keep)); // the place of the pointer
   for (int c = 0; c < 2; c++)
     root_keys_build(p, c);
   if (warnings)
@@ -430,6 +432,8 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  if (p->keep)
+    free(*p->keep);
   free(p->keep);
   free(p->root_keys[0].text);
   free(p->root_keys[1].text);
@@ -2198,7 +2202,9 @@ static inline struct kept *kept_of(const struct policy *p,
     // Serials are handed out in order: the atoms of the last
     // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
     // their own.
-    return &p->keep->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+    if (!*p->keep)
+      *p->keep = xcalloc(1, sizeof(**p->keep));
+    return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
   }
   return NULL;
 }
