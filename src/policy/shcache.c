@@ -16,9 +16,10 @@ struct entry {
   unsigned char *memo; // shcache_memo, or NULL
   size_t len;
   uint64_t hash;
-  unsigned long long serial; // shcache_serial
-  int refs;                  // the cache's own reference counts while cached
-  bool cached;               // in the table and the LRU list
+  // shcache_serial
+  unsigned long long serial;
+  int refs;    // the cache's own reference counts while cached
+  bool cached; // in the table and the LRU list
   struct entry *next_hash;
   struct entry *prev, *next; // LRU: head is the most recently used
 };
