@@ -2209,8 +2209,6 @@ static inline struct kept *kept_of(const struct policy *p,
   return NULL;
 }
 
-// The memo of atom j's keys for p's index, built at its first use; NULL
-// when there is none (no memo, another policy, memo_keys_build false).
 static inline bool bash_one_list(const struct policy *p, enum policy_list list,
                                  const struct memo *m,
                                  const struct memo_atom *ma,
@@ -2283,6 +2281,9 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
   }
 }
 
+// The memo of atom j's keys for p's index, built at its first use (or
+// found in the keep); NULL when there is none (no memo, another policy,
+// memo_keys_build false).
 static inline const struct memo_atom *
 memo_keys(const struct eval *e, const struct policy *p, size_t j) {
   if (!e->memo || p != e->p || j >= MEMO_ATOMS || !p->keys)
