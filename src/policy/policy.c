@@ -2238,8 +2238,10 @@ __attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
     ma->one_ok = kp->one_ok;
     ma->boff = kp->boff;
     memcpy(ma->one, kp->one, sizeof(ma->one));
-    if (kp->one_ok == 7) // the slots are only read by gather
+    if (kp->one_ok == 7) { // the slots are only read by gather
+      ma->k[0] = ma->k[1] = (struct memo_keys){start, 0};
       return;
+    }
     ma->k[0] = (struct memo_keys){start, kp->n[0]};
     ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
     for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
