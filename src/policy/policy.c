@@ -12,10 +12,12 @@
 #include "base/utf8.h"
 #include "path.h"
 #include "policy/shell/shell.h"
+#include "policy/shell/shell_match.h"
 #include "policy_ref.h"
 #include "request.h"
 #include "ruleidx.h"
 #include "rules.h"
+#include "shcache.h"
 
 #define POLICY_RULES_MAX 16384 // rules past this are ignored with a warning
 #define NARROW_MAX 32          // more narrow rules: none (too wide a request)
@@ -29,6 +31,7 @@ struct prule {
   char *text;
   char *source;
   char *suffix; // " (" source as shown by owner (shown()) ")": a reason's end
+  size_t ntext, nsource, nsuffix; // their lengths
   const struct policy *owner;
   char *pat; // READ, EDIT with a specifier: the absolute pattern
   // BASH: the pattern's literal start (before its first `*`, a trailing
@@ -56,6 +59,10 @@ struct protect {
   size_t nlit;
   bool tree;  // the literal part is followed by `/**`
   bool plain; // nlit, and the literal part has single slashes, none last
+  // plain, and the literal part starts with home and a `/`: a path that
+  // does not (case folded) cannot match it
+  bool in_home;
+  size_t nname; // strlen(name)
 };
 
 #define INDEX_CLASSES 5   // REQUEST_BASH .. REQUEST_SEARCH: tool-name globs
@@ -93,6 +100,8 @@ struct lindex {
   size_t nkind;                               // Kind rules ('k' keys)
 };
 
+struct keep;
+
 struct policy {
   struct prule *rules;
   size_t nrules;
@@ -118,6 +127,23 @@ struct policy {
   size_t path_key_all[2]; // the longest 'r' and 'e' key of the three lists
   int root_segs;          // the root's segments; -1: a glob character in it
   bool allow_switch_mode; // an allow rule Kind(switch_mode)
+  // The keys each Bash atom of a cached shell analysis met (memo_keys),
+  // kept across decisions (NULL: no index). *keep is allocated by the
+  // first decision that keeps one (a session's memory never does) and
+  // written by policy_decide.
+  struct keep **keep;
+  // The 'r' and 'e' keys of the project root's own segments (memo_path):
+  // a path inside the root starts from them.
+  struct root_keys {
+    bool set;     // worked out (an index, a root, few enough keys)
+    bool stopped; // the walk stopped inside the root (a longer segment)
+    char *text;   // the root's segments, case folded: "/a/b"
+    size_t n;     // strlen(text)
+    uint64_t h;   // the hash of (tag, text)
+    uint32_t nslot;
+    const struct ruleidx_slot *slot[16];
+  } root_keys[2];
+  size_t root_len; // strlen(root)
 };
 
 struct policy_request {
@@ -145,6 +171,15 @@ struct memo_atom {
   const struct prule *cov;
   size_t tn;             // Bash: the length of the whole text (prefilter)
   struct memo_keys k[2]; // Bash: the name's, the basename's; a path: k[0]
+  // Bash, keys: per list (deny, ask: for_allow false; allow: true),
+  // bash_one_list's answer (one_ok bit 1 << list) and its list.
+  uint8_t one_ok;
+  struct ruleidx_list one[3];
+  uint32_t boff; // Bash, base: where the name's basename starts in it
+  // Bash: its place in the policy's keep (kept_mine), or NULL.
+  struct kept *kp;
+  unsigned long long serial;
+  uint32_t atom;
 };
 
 enum {
@@ -155,6 +190,40 @@ enum {
 
 #define MEMO_ATOMS 64  // atoms past this are looked up again at each step
 #define MEMO_SLOTS 256 // keys found, then gather looks up as before
+
+// What memo_keys_build found for one Bash atom of a shell analysis (the
+// atom's words and the policy's table are all it depends on), kept by the
+// policy across decisions: agents send the same commands again, and the
+// shell cache hands out the same analysis for them. An entry is the
+// analysis's serial (shcache_serial: never reused, unlike its address) and
+// the atom's index in it; direct-mapped, a newer atom takes the place.
+#define KEEP_ENTRIES 512 // a power of two
+#define KEEP_SLOTS 6     // atoms that met more keys are not kept
+
+struct kept {
+  unsigned long long serial; // 0: empty
+  uint32_t atom;
+  bool ok;        // memo_keys_build's answer
+  bool base;      // memo_atom.base
+  uint8_t n[2];   // slots of k[0], k[1]
+  uint8_t one_ok; // memo_atom.one_ok
+  bool kind;      // the atom had an ACP kind (bash_one_list)
+  uint32_t boff;  // memo_atom.boff
+  size_t tn;      // memo_atom.tn
+  const struct ruleidx_slot *slot[KEEP_SLOTS];
+  struct ruleidx_list one[3]; // memo_atom.one
+  // What the walk of one[list] answered (answered bit 1 << list): for deny
+  // and ask the first candidate giving SHELL_YES and the first giving
+  // SHELL_MAYBE before it; for allow the first that allows the atom
+  // (yes). UINT32_MAX: none. The atom, its one list and the rules are
+  // all they depend on.
+  uint8_t answered;
+  uint32_t yes[3], maybe[3];
+};
+
+struct keep {
+  struct kept e[KEEP_ENTRIES];
+};
 
 struct memo {
   // first_hit per policy (0: the rules, 1: the session's memory) and list
@@ -167,6 +236,8 @@ struct memo {
   struct memo_atom a[MEMO_ATOMS];
   const struct ruleidx_slot *slot[MEMO_SLOTS];
   uint32_t nslot;
+  unsigned long long serial; // kept_of's answer: the atom's analysis
+  uint32_t atom;             // and its index there
 };
 
 // One decision in progress.
@@ -176,6 +247,11 @@ struct eval {
   struct policy_result *out;
   bool naive;        // every rule looked at (policy_decide_reference)
   struct memo *memo; // NULL: nothing kept (the reference, narrow_covers)
+  // With a memo: the classes of the request's atoms (1 << cls), and
+  // whether one has a target of the circuit breaker: the steps about
+  // edits, kinds and targets skip requests without them.
+  unsigned classes;
+  bool targets;
 };
 
 struct warnings {
@@ -201,6 +277,7 @@ static const char *const tier2_home[] = {
 
 static void compile_rule(struct policy *p, const struct policy_rule_text *t,
                          struct warnings *w);
+static void root_keys_build(struct policy *p, int c);
 static void compile_protect(struct policy *p, const struct policy_input *in);
 static void add_protect(struct policy *p, const char *a, const char *b,
                         const char *c, const char *d, int tier);
@@ -261,13 +338,21 @@ static size_t cat(char *buf, size_t n, size_t at, const char *str);
 static void result(struct eval *e, enum policy_decision d, enum policy_by by,
                    const struct prule *pr, const char *source, const char *fmt,
                    ...) __attribute__((format(printf, 6, 7)));
-static void describe(const struct eval *e, const struct request_atom *a,
-                     char *buf, size_t n);
+static size_t describe(const struct eval *e, const struct request_atom *a,
+                       char *buf, size_t n);
+// A piece of a reason, and the result from pieces (result's way for the
+// reasons of rules, without a format: the lengths are known).
+struct piece {
+  const char *s;
+  size_t n;
+};
+static void result_n(struct eval *e, enum policy_decision d, enum policy_by by,
+                     const struct prule *pr, const struct piece *pc, size_t k);
 static const char *shown(const struct policy *p, const char *path, char *buf,
                          size_t n);
 static void command_text(const struct shell_atom *a, char *buf, size_t n);
-static void quoted_command(const struct shell_atom *a, const char *home,
-                           char *buf, size_t n);
+static size_t quoted_command(const struct shell_atom *a, const char *home,
+                             char *buf, size_t n);
 struct anchors;
 static char *narrow_rule(const struct request_atom *a, const char *path,
                          const struct anchors *an, bool broad);
@@ -309,6 +394,10 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
         p->path_key_all[c] = p->idx[l].path_key_max[c];
   }
   compile_protect(p, in);
+  if (p->keys)
+    p->keep = xcalloc(1, sizeof(*p->keep)); // the place of the pointer
+  for (int c = 0; c < 2; c++)
+    root_keys_build(p, c);
   if (warnings)
     *warnings = w.v;
   else {
@@ -343,6 +432,11 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  if (p->keep)
+    free(*p->keep);
+  free(p->keep);
+  free(p->root_keys[0].text);
+  free(p->root_keys[1].text);
   free(p->prot);
   free(p->locs);
   free(p->root);
@@ -436,11 +530,23 @@ const char **policy_request_path_list(const struct policy_request *r,
 
 // A command's words as a shell would need them typed: a word with a
 // character outside a safe set is single-quoted (a dynamic word is shown
-// as the analyser saw it, expansion and all).
-static void quoted_command(const struct shell_atom *a, const char *home,
-                           char *buf, size_t n) {
-  // The bytes shown without quotes, a bit each: a-z A-Z 0-9 @%+=:,./_-
-  static const uint64_t safe[2] = {0x27fff82000000000u, 0x7fffffe87ffffffu};
+// as the analyser saw it, expansion and all). Returns strlen(buf).
+static size_t quoted_command(const struct shell_atom *a, const char *home,
+                             char *buf, size_t n) {
+  // The bytes shown without quotes: a-z A-Z 0-9 @%+=:,./_- (not NUL)
+  static const bool safe[256] = {
+      ['@'] = 1, ['%'] = 1, ['+'] = 1, ['='] = 1, [':'] = 1, [','] = 1,
+      ['.'] = 1, ['/'] = 1, ['_'] = 1, ['-'] = 1, ['0'] = 1, ['1'] = 1,
+      ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+      ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1,
+      ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+      ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+      ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
+      ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1,
+      ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+      ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+      ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+      ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1};
   size_t used = 0, hl = home ? strlen(home) : 0;
   bool cut = false;
 #define PUT(c)                                                                 \
@@ -452,9 +558,10 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   } while (0)
   for (size_t i = 0; i < a->nwords && !cut; i++) {
     const char *w = a->words[i].text;
-    bool plain = *w;
-    for (const unsigned char *c = (const unsigned char *)w; *c && plain; c++)
-      plain = *c < 128 && (safe[*c >> 6] >> (*c & 63) & 1);
+    const unsigned char *e = (const unsigned char *)w;
+    while (safe[*e])
+      e++;
+    bool plain = !*e && *w; // e: the word's end when plain
     if (i)
       PUT(' ');
     // The analyser expanded a leading ~: show it as typed.
@@ -462,6 +569,16 @@ static void quoted_command(const struct shell_atom *a, const char *home,
         (w[hl] == '/' || !w[hl])) {
       PUT('~');
       w += hl;
+    }
+    if (plain && !cut) {
+      // e is the word's end: all of it, when it fits (PUT's bound for
+      // its last byte), else byte by byte as below.
+      size_t wn = (size_t)((const char *)e - w);
+      if (used + wn + 3 < n) {
+        memcpy(buf + used, w, wn);
+        used += wn;
+        continue;
+      }
     }
     if (!plain && !a->words[i].dynamic)
       PUT('\'');
@@ -488,7 +605,8 @@ static void quoted_command(const struct shell_atom *a, const char *home,
   }
   buf[used] = '\0';
   if (!a->nwords)
-    snprintf(buf, n, "(assignment)");
+    return (size_t)snprintf(buf, n, "(assignment)");
+  return used;
 }
 
 size_t policy_request_natoms(const struct policy_request *r) {
@@ -728,8 +846,13 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .out = out,
                    .naive = naive,
                    .memo = naive ? NULL : &memo};
-  for (size_t i = 0; !naive && i < r->r.natoms && i < MEMO_ATOMS; i++)
-    memo.a[i].done = 0;
+  for (size_t i = 0; !naive && i < r->r.natoms; i++) {
+    const struct request_atom *a = &r->r.atoms[i];
+    if (i < MEMO_ATOMS)
+      memo.a[i].done = 0;
+    e.classes |= 1u << a->cls;
+    e.targets = e.targets || a->ntargets;
+  }
   memo.nslot = 0;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
@@ -900,7 +1023,10 @@ static void compile_rule(struct policy *p, const struct policy_rule_text *t,
   const char *sh = shown(p, src, buf, sizeof(buf));
   size_t n = strlen(sh) + 4;
   pr.suffix = xmalloc(n);
-  cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.nsuffix =
+      cat(pr.suffix, n, cat(pr.suffix, n, cat(pr.suffix, n, 0, " ("), sh), ")");
+  pr.ntext = strlen(pr.text);
+  pr.nsource = strlen(pr.source);
   pr.owner = p;
   p->rules[p->nrules++] = pr;
 }
@@ -998,6 +1124,10 @@ static void compile_protect(struct policy *p, const struct policy_input *in) {
     pr->plain = pr->nlit > 1 && pr->pat[pr->nlit - 1] != '/';
     for (size_t k = 1; pr->plain && k < pr->nlit; k++)
       pr->plain = !(pr->pat[k] == '/' && pr->pat[k - 1] == '/');
+    size_t hl = p->home ? strlen(p->home) : 0;
+    pr->in_home = pr->plain && hl > 1 && pr->nlit > hl &&
+                  strncmp(pr->pat, p->home, hl) == 0 && pr->pat[hl] == '/';
+    pr->nname = pr->name ? strlen(pr->name) : 0;
   }
 }
 
@@ -1517,9 +1647,18 @@ static bool step_deny(struct eval *e) {
         first_hit(e, ps[i], POLICY_LIST_DENY, e->r, SHELL_YES, &a);
     if (pr) {
       char what[160];
-      describe(e, a, what, sizeof(what));
-      result(e, POLICY_DENY, i ? POLICY_BY_MEMORY : POLICY_BY_RULE, pr, NULL,
-             "denied by %s: %s", pr->text, what);
+      size_t nw = describe(e, a, what, sizeof(what));
+      enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
+      if (e->naive)
+        result(e, POLICY_DENY, by, pr, NULL, "denied by %s: %s", pr->text,
+               what);
+      else
+        result_n(e, POLICY_DENY, by, pr,
+                 (const struct piece[]){{"denied by ", 10},
+                                        {pr->text, pr->ntext},
+                                        {": ", 2},
+                                        {what, nw}},
+                 4);
       return true;
     }
   }
@@ -1543,13 +1682,29 @@ static bool step_ask(struct eval *e) {
       if (!pr)
         continue;
       char what[160];
-      describe(e, a, what, sizeof(what));
+      size_t nw = describe(e, a, what, sizeof(what));
       enum policy_by by = i ? POLICY_BY_MEMORY : POLICY_BY_RULE;
-      if (k == 0)
+      if (e->naive && k == 0)
         result(e, POLICY_ASK, by, pr, NULL, "ask rule %s: %s", pr->text, what);
-      else
+      else if (e->naive)
         result(e, POLICY_ASK, by, pr, NULL, "might match %s rule %s: %s",
                k == 1 ? "deny" : "ask", pr->text, what);
+      else if (k == 0)
+        result_n(
+            e, POLICY_ASK, by, pr,
+            (const struct piece[]){
+                {"ask rule ", 9}, {pr->text, pr->ntext}, {": ", 2}, {what, nw}},
+            4);
+      else
+        result_n(
+            e, POLICY_ASK, by, pr,
+            (const struct piece[]){{"might match ", 12},
+                                   {k == 1 ? "deny" : "ask", k == 1 ? 4 : 3},
+                                   {" rule ", 6},
+                                   {pr->text, pr->ntext},
+                                   {": ", 2},
+                                   {what, nw}},
+            6);
       return true;
     }
   }
@@ -1587,6 +1742,8 @@ static int atom_tier(const struct eval *e, size_t i) {
 
 // An edit of a protected path: tier 1 always asks, tier 2 unless yolo.
 static bool step_protected(struct eval *e) {
+  if (e->memo && !(e->classes & 1u << REQUEST_EDIT))
+    return false;
   for (int tier = 1; tier <= 2; tier++) {
     if (tier == 2 && e->p->yolo)
       break;
@@ -1622,6 +1779,8 @@ static bool step_protected(struct eval *e) {
 }
 
 static bool step_switch_mode(struct eval *e) {
+  if (e->memo && !(e->classes & 1u << REQUEST_KIND))
+    return false;
   bool mode_change = false;
   for (size_t i = 0; i < e->r->natoms; i++)
     mode_change =
@@ -1687,6 +1846,8 @@ static bool step_plan(struct eval *e) {
 // target is /, $HOME, the project root or a parent of them: asked in every
 // mode, whatever the rules say.
 static bool step_breaker(struct eval *e) {
+  if (e->memo && !e->targets)
+    return false;
   for (size_t i = 0; i < e->r->natoms; i++) {
     const struct request_atom *a = &e->r->atoms[i];
     for (size_t j = 0; j < a->ntargets; j++) {
@@ -1743,7 +1904,7 @@ static void count(const struct eval *e, struct tally *t) {
     t->first = t->first ? t->first : pr;
     size_t used = t->used, len;
     if ((used ? !strstr(t->rules, pr->text) : pr->text[0] != '\0') &&
-        used + (len = strlen(pr->text)) + 3 < sizeof(t->rules)) {
+        used + (len = pr->ntext) + 3 < sizeof(t->rules)) {
       if (used) {
         memcpy(t->rules + used, ", ", 2);
         used += 2;
@@ -1774,7 +1935,11 @@ static bool step_allow(struct eval *e) {
   struct tally t;
   count(e, &t);
   bool all = t.all && t.need;
-  if (all && !t.by_mode) {
+  if (all && !t.by_mode && !e->naive) {
+    result_n(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
+             t.first,
+             (const struct piece[]){{"allowed by ", 11}, {t.rules, t.used}}, 2);
+  } else if (all && !t.by_mode) {
     result(e, POLICY_ALLOW, t.by_mem ? POLICY_BY_MEMORY : POLICY_BY_RULE,
            t.first, NULL, "allowed by %s", t.rules);
   } else if (e->p->yolo && !unknown_tool(e)) {
@@ -1793,8 +1958,10 @@ static bool step_allow(struct eval *e) {
   } else {
     return false;
   }
-  if (t.first && all)
-    cat(e->out->rule, sizeof(e->out->rule), 0, t.rules);
+  if (t.first && all) {
+    // t.rules is shorter than the rule's field (count)
+    memcpy(e->out->rule, t.rules, t.used + 1);
+  }
   return true;
 }
 
@@ -1928,14 +2095,31 @@ static bool memo_text(struct memo *m, const struct ruleidx *keys,
 // Looks up the keys path_cands looks up for path (tag 'r' or 'e'), up to
 // max bytes (the longest key of the three lists); the slots found are kept
 // in k. False when the memo is full.
-static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
-                      const char *path, size_t max, struct memo_keys *k) {
-  char buf[PATH_LEN_MAX + 1];
-  size_t n = 0;
+static bool memo_path(struct memo *m, const struct policy *p, int c,
+                      const char *path, struct memo_keys *k) {
+  char buf[PATH_LEN_MAX + 1], tag = c ? 'e' : 'r';
+  size_t n = 0, max = p->path_key_all[c];
+  const struct ruleidx *keys = p->keys;
   uint64_t h = ruleidx_hash_start(tag);
-  if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0)))
+  const struct root_keys *rk = &p->root_keys[c];
+  const char *s = path;
+  if (rk->set && strncmp(path, p->root, p->root_len) == 0 &&
+      (path[p->root_len] == '/' || !path[p->root_len])) {
+    // Inside the root: its segments are the path's first ones (both are
+    // normalised), their keys found when the policy was compiled.
+    for (uint32_t i = 0; i < rk->nslot; i++)
+      if (!memo_found(m, k, rk->slot[i]))
+        return false;
+    if (rk->stopped)
+      return true;
+    memcpy(buf, rk->text, rk->n);
+    n = rk->n;
+    h = rk->h;
+    s += p->root_len;
+  } else if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0))) {
     return false;
-  for (const char *s = path; *s;) {
+  }
+  while (*s) {
     while (*s == '/')
       s++;
     size_t len = strcspn(s, "/");
@@ -1952,6 +2136,47 @@ static bool memo_path(struct memo *m, const struct ruleidx *keys, char tag,
   return true;
 }
 
+// The keys memo_path meets on the root's own segments ('r': c 0, 'e': 1),
+// the same walk.
+static void root_keys_build(struct policy *p, int c) {
+  struct root_keys *rk = &p->root_keys[c];
+  char buf[PATH_LEN_MAX + 1], tag = c ? 'e' : 'r';
+  size_t n = 0, max = p->path_key_all[c];
+  if (!p->keys || !p->root || p->root[0] != '/' || !p->root[1])
+    return;
+  p->root_len = strlen(p->root);
+  uint64_t h = ruleidx_hash_start(tag);
+  const struct ruleidx_slot *f = ruleidx_find_hashed(p->keys, h, tag, "", 0);
+  size_t cap = sizeof(rk->slot) / sizeof(*rk->slot);
+  if (f)
+    rk->slot[rk->nslot++] = f;
+  for (const char *s = p->root; *s;) {
+    while (*s == '/')
+      s++;
+    size_t len = strcspn(s, "/");
+    if (!len)
+      break;
+    if (n + 1 + len > max) {
+      rk->stopped = true;
+      break;
+    }
+    buf[n] = '/';
+    fold_copy(buf + n + 1, s, len);
+    h = ruleidx_hash_more(h, buf + n, len + 1);
+    n += len + 1;
+    s += len;
+    if ((f = ruleidx_find_hashed(p->keys, h, tag, buf, n))) {
+      if (rk->nslot == cap)
+        return; // not set: memo_path walks the root too
+      rk->slot[rk->nslot++] = f;
+    }
+  }
+  rk->text = xstrndup(buf, n);
+  rk->n = n;
+  rk->h = h;
+  rk->set = true;
+}
+
 // Looks up the keys of a Bash atom (memo_text) or of a known path
 // (memo_path) once for the three lists of the rules. False for another
 // atom (gather looks its keys up), a Bash atom that bash_text reads
@@ -1963,11 +2188,10 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
     if (a->where != REQUEST_KNOWN)
       return false;
     int c = a->cls == REQUEST_EDIT;
-    char tag = c ? 'e' : 'r';
     ma->k[0] = (struct memo_keys){m->nslot, 0};
-    return memo_path(m, p->keys, tag, a->lex, p->path_key_all[c], &ma->k[0]) &&
+    return memo_path(m, p, c, a->lex, &ma->k[0]) &&
            (!a->res || strcmp(a->res, a->lex) == 0 || // the same keys
-            memo_path(m, p->keys, tag, a->res, p->path_key_all[c], &ma->k[0]));
+            memo_path(m, p, c, a->res, &ma->k[0]));
   }
   const struct shell_atom *cmd = a->cls == REQUEST_BASH ? a->cmd : NULL;
   if (!cmd || cmd->kind != SHELL_CMD || cmd->nwords == 0 ||
@@ -1986,47 +2210,240 @@ static bool memo_keys_build(struct memo *m, const struct policy *p,
   base = base ? base + 1 : NULL;
   ma->tn = tn;
   ma->base = base && *base;
+  ma->boff = ma->base ? (uint32_t)(base - name) : 0;
   return memo_text(m, p->keys, cmd, lens, name, lens[0], &ma->k[0]) &&
          (!ma->base || memo_text(m, p->keys, cmd, lens, base,
                                  lens[0] - (size_t)(base - name), &ma->k[1]));
 }
 
-// The memo of atom j's keys for p's index, built at its first use; NULL
-// when there is none (no memo, another policy, memo_keys_build false).
+// The place in p's keep of a Bash atom of a cached analysis (its serial
+// and index into memo->serial, memo->atom), or NULL for another atom.
+static inline struct kept *kept_of(const struct policy *p,
+                                   const struct request *r,
+                                   const struct request_atom *a,
+                                   struct memo *m) {
+  if (!p->keep || a->cls != REQUEST_BASH || !a->cmd)
+    return NULL;
+  const struct shell_result *sh[2] = {r->sh, r->alt_sh};
+  uintptr_t at = (uintptr_t)a->cmd;
+  for (int i = 0; i < 2; i++) {
+    uintptr_t b = sh[i] ? (uintptr_t)sh[i]->atoms : 0;
+    if (!b || at < b || at >= b + sh[i]->natoms * sizeof(*sh[i]->atoms))
+      continue;
+    m->serial = shcache_serial(sh[i]);
+    m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
+    // Serials are handed out in order: the atoms of the last
+    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
+    // their own.
+    if (!*p->keep)
+      *p->keep = xcalloc(1, sizeof(**p->keep));
+    return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+  }
+  return NULL;
+}
+
+static inline bool bash_one_list(const struct policy *p, enum policy_list list,
+                                 const struct memo *m,
+                                 const struct memo_atom *ma,
+                                 const struct request_atom *a, bool for_allow,
+                                 struct ruleidx_list *out);
+
+// memo_keys's work, the first time a decision asks about atom j: the
+// keys kept by an earlier decision (kept_of), else looked up and kept.
+__attribute__((noinline)) static void memo_keys_slow(const struct eval *e,
+                                                     const struct policy *p,
+                                                     size_t j,
+                                                     struct memo_atom *ma) {
+  struct memo *m = e->memo;
+  const struct request_atom *a = &e->r->atoms[j];
+  uint32_t start = m->nslot;
+  ma->done |= MEMO_KEYS;
+  struct kept *kp = kept_of(p, e->r, a, m);
+  if (kp && kp->serial == m->serial && kp->atom == m->atom &&
+      kp->kind == (a->kind != NULL) && start + KEEP_SLOTS <= MEMO_SLOTS) {
+    // Found by an earlier decision: the same slots and lists.
+    ma->kp = kp;
+    ma->serial = m->serial;
+    ma->atom = m->atom;
+    ma->keys = kp->ok;
+    ma->base = kp->base;
+    ma->tn = kp->tn;
+    ma->one_ok = kp->one_ok;
+    ma->boff = kp->boff;
+    memcpy(ma->one, kp->one, sizeof(ma->one));
+    if (kp->one_ok == 7) { // the slots are only read by gather
+      ma->k[0] = ma->k[1] = (struct memo_keys){start, 0};
+      return;
+    }
+    ma->k[0] = (struct memo_keys){start, kp->n[0]};
+    ma->k[1] = (struct memo_keys){start + kp->n[0], kp->n[1]};
+    for (uint32_t i = 0; i < (uint32_t)kp->n[0] + kp->n[1]; i++)
+      m->slot[m->nslot++] = kp->slot[i];
+    return;
+  }
+  ma->base = false;
+  ma->tn = 0;
+  ma->boff = 0;
+  ma->one_ok = 0;
+  ma->kp = NULL;
+  ma->keys = memo_keys_build(m, p, a, ma);
+  if (!ma->keys)
+    m->nslot = start; // what did not fit is looked up by gather
+  for (int l = 0; ma->keys && a->cls == REQUEST_BASH && l < 3; l++)
+    if (bash_one_list(p, (enum policy_list)l, m, ma, a, l == POLICY_LIST_ALLOW,
+                      &ma->one[l]))
+      ma->one_ok |= (uint8_t)(1u << l);
+  uint32_t n0 = ma->keys ? ma->k[0].n : 0;
+  uint32_t n1 = ma->keys && ma->base ? ma->k[1].n : 0;
+  if (kp && n0 + n1 <= KEEP_SLOTS) {
+    *kp = (struct kept){.serial = m->serial,
+                        .atom = m->atom,
+                        .ok = ma->keys,
+                        .base = ma->base,
+                        .n = {(uint8_t)n0, (uint8_t)n1},
+                        .one_ok = ma->one_ok,
+                        .kind = a->kind != NULL,
+                        .boff = ma->boff,
+                        .tn = ma->tn};
+    ma->kp = kp;
+    ma->serial = m->serial;
+    ma->atom = m->atom;
+    memcpy(kp->one, ma->one, sizeof(kp->one));
+    for (uint32_t i = 0; i < n0; i++)
+      kp->slot[i] = m->slot[ma->k[0].b + i];
+    for (uint32_t i = 0; i < n1; i++)
+      kp->slot[n0 + i] = m->slot[ma->k[1].b + i];
+  }
+}
+
+// The memo of atom j's keys for p's index, built at its first use (or
+// found in the keep); NULL when there is none (no memo, another policy,
+// memo_keys_build false).
 static inline const struct memo_atom *
 memo_keys(const struct eval *e, const struct policy *p, size_t j) {
   if (!e->memo || p != e->p || j >= MEMO_ATOMS || !p->keys)
     return NULL;
-  struct memo *m = e->memo;
-  struct memo_atom *ma = &m->a[j];
-  if (!(ma->done & MEMO_KEYS)) {
-    uint32_t start = m->nslot;
-    ma->done |= MEMO_KEYS;
-    ma->keys = memo_keys_build(m, p, &e->r->atoms[j], ma);
-    if (!ma->keys)
-      m->nslot = start; // what did not fit is looked up by gather
-  }
+  struct memo_atom *ma = &e->memo->a[j];
+  if (!(ma->done & MEMO_KEYS))
+    memo_keys_slow(e, p, j, ma);
   return ma->keys ? ma : NULL;
 }
 
-// The first candidate of list (the index) giving SHELL_YES on a, and the
-// first giving SHELL_MAYBE (UINT32_MAX: none), in one walk: deny and ask
-// lists are asked both (step_deny, then step_ask).
+// The candidates of a Bash atom whose keys are in the memo, when they are
+// one list or none (the usual case: the rules that share the command's
+// first words): what gather would find, without merging. False when
+// gather must (several lists, a short list scanned, Kind rules, a text too
+// long for the prefilter).
+static inline bool bash_one_list(const struct policy *p, enum policy_list list,
+                                 const struct memo *m,
+                                 const struct memo_atom *ma,
+                                 const struct request_atom *a, bool for_allow,
+                                 struct ruleidx_list *out) {
+  const struct lindex *x = &p->idx[list];
+  if (p->nof_list[list] <= SCAN_MAX || (a->kind && x->nkind) ||
+      (!for_allow && p->bash_npat_max + 1 > PREFILTER_WORK_MAX / (ma->tn + 1)))
+    return false;
+  const struct ruleidx_vec *cls = &x->tool_cls[REQUEST_BASH];
+  struct ruleidx_list one = {cls->v, cls->n};
+  bool have = one.n > 0;
+  uint32_t end = ma->k[0].b + ma->k[0].n;
+  if (!for_allow && ma->base)
+    end = ma->k[1].b + ma->k[1].n; // k[1] follows k[0]
+  for (uint32_t i = ma->k[0].b; i < end; i++) {
+    const struct ruleidx_vec *v = &m->slot[i]->rules[list];
+    if (!v->n)
+      continue;
+    if (have)
+      return false;
+    one = (struct ruleidx_list){v->v, v->n};
+    have = true;
+  }
+  if (x->bash_rest.n) {
+    if (have)
+      return false;
+    one = (struct ruleidx_list){x->bash_rest.v, x->bash_rest.n};
+  }
+  *out = one;
+  return true;
+}
+
+// hit (for_allow: allows) of a candidate of a Bash atom's one list
+// (HOW_KEYED), with what the memo knows of the atom: a literal pattern
+// goes to the matcher with the text's length and the name's basename.
+static inline enum shell_match hit_kept(const struct prule *pr,
+                                        const struct request_atom *a,
+                                        const struct memo_atom *ma,
+                                        bool for_allow) {
+  if (pr->r.cls == RULES_BASH && pr->lrun) {
+    const struct shell_atom *cmd = a->cmd;
+    return shell_match_literal(pr->mpat, pr->npat, cmd, for_allow, ma->tn,
+                               ma->base ? cmd->words[0].text + ma->boff : NULL);
+  }
+  if (for_allow)
+    return allows(pr, a, NULL, ma->tn, HOW_KEYED) ? SHELL_YES : SHELL_NO;
+  return hit(pr, a, ma->tn, HOW_KEYED);
+}
+
+// The place of a Bash atom in the policy's keep, while it is the atom's
+// (a later atom of the same decision may have taken it), else NULL.
+static inline struct kept *kept_mine(const struct memo_atom *ma) {
+  struct kept *kp = ma->kp;
+  return kp && kp->serial == ma->serial && kp->atom == ma->atom ? kp : NULL;
+}
+
+// The first candidate of list (the index) below limit giving SHELL_YES on
+// a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
+// deny and ask lists are asked both (step_deny, then step_ask). A Bash
+// atom's answers for its one list are kept with its keys (struct kept).
+
 static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
-                      size_t j, uint32_t *yes, uint32_t *maybe) {
-  struct cands c;
+                      size_t j, uint32_t limit, uint32_t *yes,
+                      uint32_t *maybe) {
   const struct memo_atom *ma = memo_keys(e, p, j);
+  *yes = *maybe = UINT32_MAX;
+  if (ma && (ma->one_ok >> list & 1)) {
+    struct kept *kp = kept_mine(ma);
+    uint32_t y = UINT32_MAX, m = UINT32_MAX;
+    if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
+      y = kp->yes[list];
+      m = kp->maybe[list];
+    } else {
+      // The whole list (the limit applied after), when the answer is kept.
+      struct ruleidx_list one = ma->one[list];
+      uint32_t lim = kp ? UINT32_MAX : limit;
+      for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
+        uint32_t k = one.v[i];
+        enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
+        if (h == SHELL_YES) {
+          y = k;
+          break; // a later maybe is not asked for (list_hits)
+        }
+        if (h == SHELL_MAYBE && m == UINT32_MAX)
+          m = k;
+      }
+      if (kp) {
+        kp->yes[list] = y;
+        kp->maybe[list] = m;
+        kp->answered |= (uint8_t)(1u << list);
+      }
+    }
+    // What the walk up to limit would have found: m comes before y.
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
+    return;
+  }
+  struct cands c;
   size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
   gather(p, list, a, false, e->memo, ma, &c);
-  *yes = *maybe = UINT32_MAX;
-  for (uint32_t k = cands_next(p, list, &c);
-       k != UINT32_MAX && (*yes == UINT32_MAX || *maybe == UINT32_MAX);
+  for (uint32_t k = cands_next(p, list, &c); k < limit;
        k = cands_next(p, list, &c)) {
     enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
-    if (h == SHELL_YES && *yes == UINT32_MAX)
+    if (h == SHELL_YES) {
       *yes = k;
-    else if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
+      return;
+    }
+    if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
       *maybe = k;
   }
 }
@@ -2053,6 +2470,10 @@ static const struct prule *first_hit_naive(const struct policy *p,
 // For list: the lowest rule over the atoms giving SHELL_YES (bests[0]) and
 // SHELL_MAYBE (bests[1]), UINT32_MAX for none, and the first atom giving
 // it (at): for each atom the first of its candidates (the index) that does.
+// Once a rule gives SHELL_YES, the maybes are not asked for (bests[1] is
+// then incomplete): a deny rule that matches decides before any "might
+// match", and so does an ask rule (step_deny, step_ask); and the later
+// atoms are only asked about the rules before it.
 static void list_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request *r,
                       uint32_t bests[2], size_t at[2]) {
@@ -2060,7 +2481,7 @@ static void list_hits(const struct eval *e, const struct policy *p,
   at[0] = at[1] = 0;
   for (size_t j = 0; j < r->natoms; j++) {
     uint32_t yes, maybe;
-    atom_hits(e, p, list, &r->atoms[j], j, &yes, &maybe);
+    atom_hits(e, p, list, &r->atoms[j], j, bests[0], &yes, &maybe);
     if (yes < bests[0]) {
       bests[0] = yes;
       at[0] = j;
@@ -2249,6 +2670,31 @@ static const struct prule *find_allow(const struct eval *e,
                                       bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
   size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  if (a->cls == REQUEST_BASH && !e->naive) {
+    // Its one list of candidates, when it has one (bash_one_list).
+    const struct memo_atom *ma = memo_keys(e, e->p, j);
+    if (ma && (ma->one_ok >> POLICY_LIST_ALLOW & 1)) {
+      struct kept *kp = kept_mine(ma);
+      uint32_t y = UINT32_MAX;
+      if (kp && (kp->answered >> POLICY_LIST_ALLOW & 1)) {
+        y = kp->yes[POLICY_LIST_ALLOW];
+      } else {
+        struct ruleidx_list one = ma->one[POLICY_LIST_ALLOW];
+        for (size_t i = 0; i < one.n && y == UINT32_MAX; i++)
+          if (hit_kept(&e->p->rules[one.v[i]], a, ma, true) == SHELL_YES)
+            y = one.v[i];
+        if (kp) {
+          kp->yes[POLICY_LIST_ALLOW] = y;
+          kp->answered |= 1u << POLICY_LIST_ALLOW;
+        }
+      }
+      if (y != UINT32_MAX)
+        return &e->p->rules[y];
+      if (!e->mem)
+        return NULL;
+      ps[0] = NULL; // the memory's rules, as below
+    }
+  }
   struct cands c[2];
   bool have[2] = {false, false};
   const struct prule *first = NULL;
@@ -2463,6 +2909,9 @@ static int tier_of_pattern(const struct policy *p, const char *path,
   // a tree): literal_match's answer without splitting segments.
   bool plain = !naive && path && path[0] == '/' && path[1] &&
                !strstr(path, "//") && path[strlen(path) - 1] != '/';
+  // Such a path inside home (case folded): else no pattern in_home
+  // matches it (its bytes up to home's `/` are home's).
+  int in_home = -1; // not known yet
   int best = 0;
   for (size_t i = 0; path && i < p->nprot; i++) {
     const struct protect *pr = &p->prot[i];
@@ -2470,10 +2919,15 @@ static int tier_of_pattern(const struct policy *p, const char *path,
       continue;
     bool m = false;
     if (plain && pr->plain) {
-      m = strncasecmp(path, pr->pat, pr->nlit) == 0 &&
+      if (pr->in_home && in_home < 0) {
+        size_t hl = strlen(p->home);
+        in_home = strncasecmp(path, p->home, hl) == 0 && path[hl] == '/';
+      }
+      m = (!pr->in_home || in_home) &&
+          strncasecmp(path, pr->pat, pr->nlit) == 0 &&
           (path[pr->nlit] == '\0' || (pr->tree && path[pr->nlit] == '/'));
     } else if (fast && pr->name) {
-      size_t nl = strlen(pr->name);
+      size_t nl = pr->nname;
       for (size_t j = pr->dir ? k
                       : nseg  ? nseg - 1
                               : 0;
@@ -2682,37 +3136,69 @@ static void result(struct eval *e, enum policy_decision d, enum policy_by by,
   }
 }
 
-// A short text for an atom, for reasons.
-static void describe(const struct eval *e, const struct request_atom *a,
-                     char *buf, size_t n) {
-  char path[PATH_LEN_MAX + 1];
-  const char *where = a->where == REQUEST_KNOWN
-                          ? shown(e->p, a->lex, path, sizeof(path))
-                      : a->text && *a->text ? a->text
-                                            : "(path unknown)";
+static void result_n(struct eval *e, enum policy_decision d, enum policy_by by,
+                     const struct prule *pr, const struct piece *pc, size_t k) {
+  struct policy_result *out = e->out;
+  out->decision = d;
+  out->by = by;
+  // What result's format_s writes: the pieces, cut at the reason's size.
+  size_t at = 0, cap = sizeof(out->reason) - 1;
+  for (size_t i = 0; i < k && at < cap; i++) {
+    size_t n = pc[i].n < cap - at ? pc[i].n : cap - at;
+    memcpy(out->reason + at, pc[i].s, n);
+    at += n;
+  }
+  out->reason[at] = '\0';
+  size_t n =
+      pr->ntext < sizeof(out->rule) - 1 ? pr->ntext : sizeof(out->rule) - 1;
+  memcpy(out->rule, pr->text, n);
+  out->rule[n] = '\0';
+  n = pr->nsource < sizeof(out->source) - 1 ? pr->nsource
+                                            : sizeof(out->source) - 1;
+  memcpy(out->source, pr->source, n);
+  out->source[n] = '\0';
+  if (pr->owner == e->p) {
+    n = pr->nsuffix < cap - at ? pr->nsuffix : cap - at;
+    memcpy(out->reason + at, pr->suffix, n);
+    out->reason[at + n] = '\0';
+  } else {
+    char buf[PATH_LEN_MAX + 1];
+    size_t sz = sizeof(out->reason);
+    at = cat(out->reason, sz, at, " (");
+    at = cat(out->reason, sz, at, shown(e->p, pr->source, buf, sizeof(buf)));
+    cat(out->reason, sz, at, ")");
+  }
+}
+
+// A short text for an atom, for reasons; returns strlen(buf).
+static size_t describe(const struct eval *e, const struct request_atom *a,
+                       char *buf, size_t n) {
   switch (a->cls) {
   case REQUEST_BASH:
-    quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
-    return;
+    return quoted_command(a->cmd, e->p ? e->p->home : NULL, buf, n);
   case REQUEST_READ:
-  case REQUEST_EDIT:
-    cat(buf, n, cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
-        where);
-    return;
-  case REQUEST_FETCH:
-    cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
-    return;
-  case REQUEST_SEARCH:
-    cat(buf, n, 0, "web search");
-    return;
-  case REQUEST_MCP:
-    cat(buf, n, 0, a->name ? a->name : "(null)");
-    return;
-  case REQUEST_KIND:
-    cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
-        a->name ? a->name : "");
-    return;
+  case REQUEST_EDIT: {
+    char path[PATH_LEN_MAX + 1];
+    const char *where = a->where == REQUEST_KNOWN
+                            ? shown(e->p, a->lex, path, sizeof(path))
+                        : a->text && *a->text ? a->text
+                                              : "(path unknown)";
+    return cat(buf, n,
+               cat(buf, n, 0, a->cls == REQUEST_READ ? "read " : "edit "),
+               where);
   }
+  case REQUEST_FETCH:
+    return cat(buf, n, cat(buf, n, 0, "fetch "), a->name ? a->name : "(null)");
+  case REQUEST_SEARCH:
+    return cat(buf, n, 0, "web search");
+  case REQUEST_MCP:
+    return cat(buf, n, 0, a->name ? a->name : "(null)");
+  case REQUEST_KIND:
+    return cat(buf, n, cat(buf, n, cat(buf, n, 0, a->kind), a->name ? " " : ""),
+               a->name ? a->name : "");
+  }
+  buf[0] = '\0';
+  return 0;
 }
 
 // A path as a person reads it: relative to the project root, ~/ for home.

@@ -4,8 +4,12 @@
 // (permission-rules §5; the project's README and doc/acp.txt describe it
 // for users).
 //
-// policy_decide is pure. policy_request_new is the only place that looks at
-// the filesystem (to resolve symlinks in request paths).
+// policy_decide does no I/O and its answer depends on its arguments alone;
+// it keeps, in the policy, what it found for the commands of cached shell
+// analyses (their index keys and the rules' answers, by the analysis's
+// serial), so one policy is decided by one thread at a time (the broker's
+// loop). policy_request_new is the only place that looks at the filesystem
+// (to resolve symlinks in request paths).
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -16,6 +16,8 @@ struct entry {
   unsigned char *memo; // shcache_memo, or NULL
   size_t len;
   uint64_t hash;
+  // shcache_serial
+  unsigned long long serial;
   int refs;    // the cache's own reference counts while cached
   bool cached; // in the table and the LRU list
   struct entry *next_hash;
@@ -26,6 +28,7 @@ static struct {
   struct entry *table[BUCKETS];
   struct entry *head, *tail;
   size_t n, bytes, hits, misses;
+  unsigned long long serials; // the last shcache_serial given
   bool off;
 } cache;
 
@@ -118,6 +121,7 @@ const struct shell_result *shcache_analyse_len(const char *script, size_t len,
   cache.misses++;
   struct entry *e = xcalloc(1, sizeof(*e));
   shell_analyse(script, home, &e->res);
+  e->serial = ++cache.serials;
   e->refs = 1;
   if (!keep)
     return &e->res;
@@ -144,6 +148,10 @@ unsigned char *shcache_memo(const struct shell_result *r) {
   if (!e->memo)
     e->memo = xcalloc(r->natoms ? r->natoms : 1, 1);
   return e->memo;
+}
+
+unsigned long long shcache_serial(const struct shell_result *r) {
+  return ((const struct entry *)(uintptr_t)r)->serial;
 }
 
 void shcache_release(const struct shell_result *r) {

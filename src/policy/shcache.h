@@ -28,6 +28,11 @@ const struct shell_result *shcache_analyse_len(const char *script, size_t len,
 // read-only, a cd, a remover) is worked out once per analysis, not once per
 // request. Only for facts that depend on the atom and nothing else.
 unsigned char *shcache_memo(const struct shell_result *r);
+// A number no other result of this process has had (never 0), for what a
+// caller keeps about a result beyond its life (policy.c keys the index
+// keys of its atoms by it: an address can be reused once a result is
+// released, this number cannot).
+unsigned long long shcache_serial(const struct shell_result *r);
 // Releases a reference (NULL is fine).
 void shcache_release(const struct shell_result *r);
 // Forgets every result (those still referenced live until released).

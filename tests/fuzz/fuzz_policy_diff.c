@@ -14,7 +14,8 @@
 //   p XY                       pool rule (XY) % pool size, list by X
 //   q XY                       pool request (XY) % pool size
 // and, picked by a hash of the input, up to 48 more pool rules and 6 pool
-// requests. Every request is decided both ways; the results (decision, by,
+// requests. Every request is decided both ways (policy_decide twice: the
+// second time with the keys the policy kept); the results (decision, by,
 // reason, rule, source) and the atoms shown to the person must be equal.
 
 #include <jansson.h>
@@ -186,6 +187,10 @@ static void decide_both(const struct policy *p, const struct policy *mem,
   struct policy_result a, b;
   policy_decide(p, mem, r, &a);
   policy_decide_reference(p, mem, fresh, &b);
+  same(&a, &b, params);
+  // Again: the policy now has the keys of r's commands (kept across
+  // decisions by their analysis).
+  policy_decide(p, mem, r, &a);
   same(&a, &b, params);
   json_t *ja = policy_request_atoms(p, r), *jb = policy_request_atoms(p, fresh);
   FUZZ_CHECK(json_equal(ja, jb), "the atoms differ with the cache");

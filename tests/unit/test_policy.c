@@ -911,6 +911,68 @@ static void test_memo(void) {
   free(args);
 }
 
+// policy_decide against the reference on one command, as memo_case.
+static bool same_as_reference(const struct policy *p, const char *command,
+                              int want) {
+  struct policy_request *r = request(CB, command);
+  struct policy_result res, ref;
+  policy_decide(p, NULL, r, &res);
+  policy_decide_reference(p, NULL, r, &ref);
+  bool good = (int)res.decision == want && ref.decision == res.decision &&
+              ref.by == res.by && strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s: got %s: %s\n#   reference %s: %s\n", command,
+           policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  policy_request_free(r);
+  return good;
+}
+
+// A policy keeps the index keys of each Bash atom of a cached analysis
+// across decisions, by the analysis's serial: an analysis released and
+// another one made in its memory (the same address, likely) is not taken
+// for it, and more commands than the policy keeps replace each other.
+static void test_kept_keys(void) {
+  struct policy *p =
+      compile_among("allow:Bash(git status *)|deny:Bash(git push --force*)|"
+                    "ask:Bash(make)|deny:Bash(rm -rf *)",
+                    1000);
+  bool good = true;
+  for (int round = 0; round < 3; round++) {
+    // Each command alone in the cache: freed before the next one comes.
+    static const struct {
+      const char *cmd;
+      int want;
+    } seq[] = {{"git status --short", ALLOW}, {"git push --force origin", DENY},
+               {"git status -s", ALLOW},      {"make", ASK},
+               {"rm -rf build", DENY},        {"git status", ALLOW},
+               {"/usr/bin/make", ASK},        {"git stash", ASK}};
+    for (size_t i = 0; i < sizeof(seq) / sizeof(*seq); i++) {
+      shcache_clear();
+      good = same_as_reference(p, seq[i].cmd, seq[i].want) && good;
+      good = same_as_reference(p, seq[i].cmd, seq[i].want) && good;
+    }
+  }
+  ok(good, "kept keys: an analysis made where another was freed");
+  // More analyses than kept places (KEEP_ENTRIES / 8 = 64), each asked
+  // twice, then all again: what replaced an entry is not the entry.
+  good = true;
+  char cmd[64];
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < 150; i++) {
+      bool deny = i % 3 == 0;
+      snprintf(cmd, sizeof(cmd),
+               deny ? "git push --force r%d && make"
+                    : "git status -n%d && git status",
+               i);
+      good = same_as_reference(p, cmd, deny ? DENY : ALLOW) && good;
+    }
+  ok(good, "kept keys: 150 commands, each decided as the reference does");
+  policy_free(p);
+}
+
 static void test_result_fields(void) {
   struct policy *p = compile("deny:Bash(rm *)", D, 0, "/x/.acp/settings.json");
   struct policy_request *r = request(CB, "rm -rf build");
@@ -1353,6 +1415,7 @@ int main(void) {
   test_table();
   test_index();
   test_memo();
+  test_kept_keys();
   test_result_fields();
   test_protect_input();
   test_memory();

@@ -5,6 +5,7 @@
 // unmodelled construct is never allowed by `*`.
 
 #include "policy/shell/shell.h"
+#include "policy/shell/shell_match.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -1095,12 +1096,15 @@ static void check_literal_matcher(void) {
           (char *)(uintptr_t)pick(pieces, sizeof(pieces) / sizeof(*pieces)),
           rng() % 5 == 0};
     struct shell_atom a = {.kind = SHELL_CMD, .words = words, .nwords = nw};
-    // The pattern: the atom's own text, cut or changed, then a tail.
+    // The pattern: the atom's own text (now and then from the name's
+    // basename, which deny and ask also try), cut or changed, then a tail.
     char pat[128];
     size_t n = 0;
+    const char *name_slash = strrchr(words[0].text, '/');
+    bool from_base = name_slash && rng() % 3 == 0;
     for (size_t k = 0; k < nw && n < 64; k++)
       n += (size_t)snprintf(pat + n, sizeof(pat) - n, "%s%s", k ? " " : "",
-                            words[k].text);
+                            k || !from_base ? words[k].text : name_slash + 1);
     n = rng() % 3 ? n - (n ? rng() % (n + 1) / 2 : 0) : n;
     if (n && rng() % 4 == 0)
       pat[rng() % n] = "aX* /"[rng() % 5];
@@ -1126,12 +1130,19 @@ static void check_literal_matcher(void) {
       enum shell_match l =
           !star || !star[1] ? shell_pattern_match_lit(conv, pn, &a, allow, tn)
                             : m;
+      // ... and with the basename of the name found once (policy.c).
+      const char *slash = strrchr(words[0].text, '/');
+      enum shell_match b =
+          !star || !star[1]
+              ? shell_match_literal(conv, pn, &a, allow, tn,
+                                    slash && slash[1] ? slash + 1 : NULL)
+              : m;
       yes += m == SHELL_YES;
       maybe += m == SHELL_MAYBE;
-      if ((m != g || m != c || m != u || m != l) && differ++ < 5)
+      if ((m != g || m != c || m != u || m != l || m != b) && differ++ < 5)
         printf("#   [%s] allow %d: %d, the glob %d, with lengths %d, %d, "
-               "literal %d\n",
-               pat, allow, (int)m, (int)g, (int)c, (int)u, (int)l);
+               "literal %d, %d\n",
+               pat, allow, (int)m, (int)g, (int)c, (int)u, (int)l, (int)b);
     }
   }
   is_int(differ, 0, "the literal matcher answers as the glob");

@@ -7,6 +7,7 @@
 // meets one makes the answer "maybe". The work is bounded; running out is
 // "maybe" too (deny/ask: ask; allow: no).
 
+#include "shell_match.h"
 #include "shell.h"
 
 #include "base/mem.h"
@@ -289,6 +290,37 @@ enum shell_match shell_pattern_match_lit(const char *pattern, size_t pn,
                                          const struct shell_atom *atom,
                                          bool for_allow, size_t tn) {
   return pattern_match(pattern, pn, atom, for_allow, 2, tn);
+}
+
+enum shell_match shell_match_literal(const char *p, size_t pn,
+                                     const struct shell_atom *atom,
+                                     bool for_allow, size_t tn,
+                                     const char *base) {
+  if (!p || !atom || atom->kind != SHELL_CMD || atom->nwords == 0)
+    return SHELL_NO;
+  const struct shell_word *cmd = &atom->words[0];
+  if (for_allow && (atom->deny_only || atom->unsafe_assign ||
+                    atom->never_allow || cmd->dynamic))
+    return SHELL_NO;
+  bool trail = pn >= 2 && p[pn - 1] == '*' && p[pn - 2] == ' ';
+  if (pn >= 2 && p[pn - 1] == '*' && p[pn - 2] == ':') // not turned yet
+    return pattern_match(p, pn, atom, for_allow, 2, tn);
+  // match_name's way for a literal pattern, with tn given.
+  enum shell_match r =
+      pn + 1 > WORK_LIMIT / (tn + 1)
+          ? SHELL_MAYBE
+          : literal_run(p, pn, trail, atom, cmd->text, !for_allow);
+  if (for_allow)
+    return r == SHELL_YES ? SHELL_YES : SHELL_NO;
+  if (r != SHELL_YES && !cmd->dynamic && base && *base) {
+    // The basename's text: the name's bytes before it are left out.
+    size_t bn = tn - (size_t)(base - cmd->text);
+    enum shell_match b = pn + 1 > WORK_LIMIT / (bn + 1)
+                             ? SHELL_MAYBE
+                             : literal_run(p, pn, trail, atom, base, true);
+    r = rank(b) > rank(r) ? b : r;
+  }
+  return r;
 }
 
 enum shell_match shell_pattern_match_glob(const char *pattern,
