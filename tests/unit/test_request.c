@@ -319,6 +319,7 @@ static json_t *subst(const json_t *v, const char *p, const char *h) {
 }
 
 static size_t compared, differ;
+static char plink[300]; // a link to the project (test_same_as_before)
 
 static void compare(const json_t *params, const char *cwd, const char *home,
                     const char *what) {
@@ -359,6 +360,20 @@ static void compare_all(const json_t *params, const char *p, const char *h,
   shcache_enable(0);
   compare(s, p, h, what);
   shcache_enable(1);
+  // Within an epoch: the walk over the cwd and home is remembered
+  // (path.c's prefixes), also for a cwd reached through a link (plink,
+  // set by test_same_as_before) and for odd cwds. A new epoch per request,
+  // and a second request in the same epoch.
+  static uint64_t epoch = 1000;
+  path_cache_epoch(++epoch);
+  compare(s, p, h, what);
+  compare(s, p, h, what);
+  if (plink[0]) {
+    compare(s, plink, h, what);
+    compare(s, plink, plink, what);
+  }
+  compare(s, odd[0], h, what);
+  path_cache_epoch(0);
   json_decref(s);
 }
 
@@ -387,6 +402,14 @@ static void test_same_as_before(void) {
   snprintf(h, sizeof(h), "%s/h", t);
   mkdir(p, 0700);
   mkdir(h, 0700);
+  // A link to the project, and one inside it back to its parent.
+  snprintf(plink, sizeof(plink), "%s/l", t);
+  if (symlink(p, plink) != 0)
+    plink[0] = '\0';
+  char up[300];
+  snprintf(up, sizeof(up), "%s/up", p);
+  if (symlink("..", up) != 0)
+    up[0] = '\0';
   struct same_ctx x = {p, h, 0};
   each_fixture(same_fixture, &x);
   size_t cases = x.cases;
@@ -408,6 +431,11 @@ static void test_same_as_before(void) {
   if (d)
     closedir(d);
   ok(corpus > 0, "%zu requests of the fuzz corpus", corpus);
+  if (up[0])
+    unlink(up);
+  if (plink[0])
+    unlink(plink);
+  plink[0] = '\0';
   rmdir(p);
   rmdir(h);
   rmdir(t);
