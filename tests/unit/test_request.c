@@ -431,6 +431,129 @@ static void test_same_as_before(void) {
   if (d)
     closedir(d);
   ok(corpus > 0, "%zu requests of the fuzz corpus", corpus);
+  // Every rawInput key request.c knows (found by a perfect hash there), and
+  // names next to them, in the shapes that show what it makes of each: a
+  // path, a destination, a list, a URL, text an MCP tool's scan skips.
+  static const char *const keys[] = {"absolute_path",
+                                     "body",
+                                     "changes",
+                                     "cmd",
+                                     "code",
+                                     "command",
+                                     "comment",
+                                     "content",
+                                     "cwd",
+                                     "data",
+                                     "description",
+                                     "dest",
+                                     "destination",
+                                     "destination_path",
+                                     "diff",
+                                     "dir",
+                                     "dir_path",
+                                     "directory",
+                                     "dst",
+                                     "edits",
+                                     "endpoint",
+                                     "explanation",
+                                     "file",
+                                     "filePath",
+                                     "filePaths",
+                                     "file_path",
+                                     "file_paths",
+                                     "filename",
+                                     "filepath",
+                                     "files",
+                                     "folder",
+                                     "from",
+                                     "from_path",
+                                     "glob",
+                                     "href",
+                                     "input_path",
+                                     "links",
+                                     "location",
+                                     "message",
+                                     "move_path",
+                                     "newPath",
+                                     "newText",
+                                     "new_file_path",
+                                     "new_path",
+                                     "new_source",
+                                     "new_string",
+                                     "notebook_path",
+                                     "oldPath",
+                                     "oldText",
+                                     "old_path",
+                                     "old_string",
+                                     "out",
+                                     "outfile",
+                                     "output",
+                                     "output_file",
+                                     "output_path",
+                                     "patch",
+                                     "path",
+                                     "paths",
+                                     "pattern",
+                                     "plan",
+                                     "prompt",
+                                     "query",
+                                     "reason",
+                                     "regex",
+                                     "save_path",
+                                     "script",
+                                     "source",
+                                     "source_path",
+                                     "src",
+                                     "src_path",
+                                     "summary",
+                                     "target",
+                                     "target_file",
+                                     "target_path",
+                                     "text",
+                                     "title",
+                                     "to",
+                                     "to_path",
+                                     "uri",
+                                     "uris",
+                                     "url",
+                                     "urls",
+                                     "Path",
+                                     "paths_",
+                                     "ur",
+                                     "urlx",
+                                     "x",
+                                     "command ",
+                                     "file_path2",
+                                     "abcdefghijklmnop",
+                                     "notebook_pat",
+                                     "_"};
+  static const char *const shapes[] = {
+      "{\"kind\":\"edit\",\"rawInput\":{\"@\":\"{P}/k\"}}",
+      "{\"kind\":\"read\",\"rawInput\":{\"@\":\"x/y\",\"q\":1}}",
+      "{\"kind\":\"other\",\"rawInput\":{\"@\":\"./y\"}}",
+      "{\"kind\":\"read\",\"rawInput\":{\"@\":[\"{P}/a\",\"b\"]}}",
+      "{\"kind\":\"fetch\",\"rawInput\":{\"@\":\"https://a.com/\"}}",
+      "{\"kind\":\"execute\",\"rawInput\":{\"@\":\"rm -rf x\"}}",
+      "{\"title\":\"mcp__a__b\",\"kind\":\"other\",\"rawInput\":{\"o\":"
+      "{\"@\":\"x/y\"}}}",
+      "{\"title\":\"mcp__a__b\",\"kind\":\"other\",\"rawInput\":"
+      "{\"@\":\"/etc/x\"}}"};
+  size_t keyed = 0;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+    for (size_t j = 0; j < sizeof(shapes) / sizeof(*shapes); j++) {
+      char tc[512], what[64];
+      const char *at = strchr(shapes[j], '@');
+      snprintf(tc, sizeof(tc), "%.*s%s%s", (int)(at - shapes[j]), shapes[j],
+               keys[i], at + 1);
+      snprintf(what, sizeof(what), "key %s, shape %zu", keys[i], j);
+      json_t *params = json_pack("{s:o}", "toolCall", json_loads(tc, 0, NULL));
+      if (params) {
+        compare_all(params, p, h, what);
+        keyed++;
+      }
+      json_decref(params);
+    }
+  ok(keyed == sizeof(keys) / sizeof(*keys) * 8, "%zu requests by key", keyed);
   if (up[0])
     unlink(up);
   if (plink[0])
