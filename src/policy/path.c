@@ -153,7 +153,8 @@ size_t path_normalize_under(const char *base, size_t bn, const char *p,
 struct probe {
   uint64_t epoch; // 0: empty
   uint64_t hash;
-  char *path;
+  char *path; // kept from epoch to epoch (cap bytes), the slot's own
+  size_t cap, len;
   int kind;     // PROBE_MISSING, PROBE_OTHER or PROBE_LINK
   char *target; // PROBE_LINK: readlink's answer
 };
@@ -167,16 +168,16 @@ void path_cache_epoch(uint64_t epoch) {
   probe_epoch = epoch;
 }
 
-// lstat (and readlink for a link) of path, from the cache when `cached` and
-// looked at in this epoch; h is path's hash (fnv64, from FNV64_OFFSET).
-// target gets a link's target.
-static int probe(const char *path, uint64_t h, bool cached, char *target,
-                 size_t cap) {
+// lstat (and readlink for a link) of path (n bytes), from the cache when
+// `cached` and looked at in this epoch; h is path's hash (fnv64, from
+// FNV64_OFFSET). target gets a link's target.
+static int probe(const char *path, size_t n, uint64_t h, bool cached,
+                 char *target, size_t cap) {
   struct probe *slot = NULL;
   if (cached && probe_epoch) {
     slot = &probes[h % PROBE_SLOTS];
-    if (slot->epoch == probe_epoch && slot->hash == h &&
-        strcmp(slot->path, path) == 0) {
+    if (slot->epoch == probe_epoch && slot->hash == h && slot->len == n &&
+        memcmp(slot->path, path, n) == 0) {
       if (slot->kind == PROBE_LINK)
         snprintf(target, cap, "%s", slot->target);
       return slot->kind;
@@ -194,10 +195,20 @@ static int probe(const char *path, uint64_t h, bool cached, char *target,
     kind = PROBE_LINK;
   }
   if (slot) {
-    free(slot->path);
+    // Every epoch looks at the same directories again: the slot's buffer
+    // is reused.
+    if (n >= slot->cap) {
+      free(slot->path);
+      slot->cap = n + 1 > 64 ? n + 1 : 64;
+      slot->path = xmalloc(slot->cap);
+    }
+    memcpy(slot->path, path, n + 1);
     free(slot->target);
-    *slot = (struct probe){probe_epoch, h, xstrdup(path), kind,
-                           kind == PROBE_LINK ? xstrdup(target) : NULL};
+    slot->epoch = probe_epoch;
+    slot->hash = h;
+    slot->len = n;
+    slot->kind = kind;
+    slot->target = kind == PROBE_LINK ? xstrdup(target) : NULL;
   }
   return kind;
 }
@@ -269,7 +280,7 @@ static bool walk(struct walk *w, const char *path, bool cached) {
     // to right): each prefix is not hashed again from its start.
     w->h = fnv64_more(w->h, out->s + mark, out->n - mark);
     char target[PATH_LEN_MAX + 1];
-    int kind = probe(out->s, w->h, cached, target, sizeof(target));
+    int kind = probe(out->s, out->n, w->h, cached, target, sizeof(target));
     if (kind == PROBE_MISSING) {
       w->missing = true; // a new file (or unreadable): the rest as written
       continue;

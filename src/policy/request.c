@@ -114,8 +114,9 @@ static void *ar_alloc(struct request *r, size_t n, size_t align) {
   struct request_chunk *ch = r->chunks;
   size_t at = (r->chunk_used + align - 1) & ~(align - 1);
   if (!ch || at > ch->cap || ch->cap - at < n) {
-    size_t cap = ch ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
-                    : REQUEST_CHUNK - sizeof(*ch);
+    // After the caller's chunk, the first of our own.
+    size_t cap = ch && ch != r->lent ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
+                                     : REQUEST_CHUNK - sizeof(*ch);
     if (cap > CHUNK_GROW_MAX)
       cap = CHUNK_GROW_MAX;
     if (cap < n)
@@ -226,12 +227,35 @@ static int kind_index(const char *k, size_t n);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
-  request_init_tc(r, json_object_get(params, "toolCall"), cwd, home);
+  request_init_tc(r, request_tool_call(params), cwd, home);
+}
+
+// One walk of params (sessionId, toolCall, options): cheaper than hashing
+// the key for json_object_get.
+const json_t *request_tool_call(const json_t *params) {
+  json_t *o = json_is_object(params) ? unconst(params) : NULL;
+  for (void *it = o ? json_object_iter(o) : NULL; it;
+       it = json_object_iter_next(o, it))
+    if (json_object_iter_key_len(it) == 8 &&
+        memcmp(json_object_iter_key(it), "toolCall", 8) == 0)
+      return json_object_iter_value(it);
+  return NULL;
 }
 
 void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
                      const char *home) {
+  request_init_in(r, tc, cwd, home, NULL, 0);
+}
+
+void request_init_in(struct request *r, const json_t *tc, const char *cwd,
+                     const char *home, void *mem, size_t n) {
   *r = (struct request){0};
+  if (mem && n > sizeof(struct request_chunk) + 64) {
+    struct request_chunk *ch = mem;
+    ch->next = NULL;
+    ch->cap = n - sizeof(*ch);
+    r->chunks = r->lent = ch;
+  }
   r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
   if (!json_is_object(tc)) {
     r->kind = ar_strndup(r, "other", 5);
@@ -579,7 +603,8 @@ void request_clear(struct request *r) {
   shcache_release(r->alt_sh);
   for (struct request_chunk *ch = r->chunks, *next; ch; ch = next) {
     next = ch->next;
-    free(ch);
+    if (ch != r->lent)
+      free(ch);
   }
   *r = (struct request){0};
 }

@@ -182,7 +182,8 @@ static const struct alias *alias_find(const char *name) {
 
 // Every request's tool name (or the start of its toolCallId) is looked up
 // here: only the names of its length (by_len: 1 + their indices in aliases,
-// per length; test_rules checks that every alias is found by its name).
+// per length, and first: their first bytes; test_rules checks that every
+// alias is found by its name).
 static const struct alias *alias_find_n(const char *name, size_t n) {
   static const unsigned char by_len[20][8] = {
       [2] = {9},      [4] = {1, 6, 7, 8, 13, 16, 26},
@@ -193,11 +194,16 @@ static const struct alias *alias_find_n(const char *name, size_t n) {
       [15] = {11},    [17] = {3, 25},
       [19] = {15},
   };
-  if (n >= sizeof(by_len) / sizeof(*by_len))
+  static const char *const first[20] = {
+      [2] = "L",     [4] = "BRGGgEK", [5] = "SW", [7] = "r",  [8] = "W",
+      [9] = "SrMwW", [10] = "Pw",     [11] = "g", [12] = "N", [14] = "l",
+      [15] = "r",    [17] = "rg",     [19] = "s",
+  };
+  if (n >= sizeof(by_len) / sizeof(*by_len) || !first[n])
     return NULL;
-  for (size_t j = 0; j < 8 && by_len[n][j]; j++) {
+  for (size_t j = 0; first[n][j]; j++) {
     const struct alias *a = &aliases[by_len[n][j] - 1];
-    if (a->name[0] == name[0] && memcmp(a->name, name, n) == 0)
+    if (first[n][j] == name[0] && memcmp(a->name, name, n) == 0)
       return a;
   }
   return NULL;
