@@ -295,6 +295,9 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
 static char *normal_cwd(struct request *r, const char *cwd) {
   size_t n = strlen(cwd);
   bool normal = n <= PATH_LEN_MAX && (n == 1 || cwd[n - 1] != '/');
+  // Without "//" and "/." every segment is a name (the usual cwd).
+  if (normal && !strstr(cwd, "//") && !strstr(cwd, "/."))
+    return ar_strndup(r, cwd, n);
   // Each segment (after a '/'): not empty, "." or "..".
   for (const char *s = cwd, *end = cwd + n;
        normal && (s = memchr(s, '/', (size_t)(end - s))) != NULL;) {
@@ -1542,7 +1545,8 @@ static char *tool_hint(struct ctx *c) {
   // The tool is before a "__" with no other "__" after it: the last one,
   // or the one a byte before it ("a___b": "a" and "a_" are tried).
   size_t last = idn;
-  for (size_t i = idn > 1 ? idn - 1 : 0; i-- > 0 && last == idn;)
+  for (size_t i = idn > 1 && memchr(id, '_', idn) ? idn - 1 : 0;
+       i-- > 0 && last == idn;)
     if (id[i] == '_' && id[i + 1] == '_')
       last = i;
   for (size_t k = 0; last < idn && k < 2; k++) {
@@ -1582,6 +1586,8 @@ static int kind_index(const char *k, size_t n) {
   for (int i = 0; i < K_CUSTOM; i++) {
     if (known_len[i] != n || known_kinds[i][0] != c0)
       continue;
+    if (memcmp(k, known_kinds[i], n) == 0) // as sent, mostly
+      return i;
     size_t j = 1;
     while (j < n && lower_c(k[j]) == known_kinds[i][j])
       j++;

@@ -199,7 +199,8 @@ static const struct alias *alias_find_n(const char *name, size_t n) {
       [9] = "SrMwW", [10] = "Pw",     [11] = "g", [12] = "N", [14] = "l",
       [15] = "r",    [17] = "rg",     [19] = "s",
   };
-  if (n >= sizeof(by_len) / sizeof(*by_len) || !first[n])
+  if (n >= sizeof(by_len) / sizeof(*by_len) || !first[n] || !name[0] ||
+      !strchr(first[n], name[0]))
     return NULL;
   for (size_t j = 0; first[n][j]; j++) {
     const struct alias *a = &aliases[by_len[n][j] - 1];
