@@ -272,9 +272,15 @@ static bool walk(struct walk *w, const char *path, bool cached) {
       continue;
     }
     size_t mark = out->n;
-    buf_add(out, "/", 1);
-    buf_add(out, name, n);
-    if (w->missing || out->over)
+    if (out->n + 1 + n > PATH_LEN_MAX) { // what buf_add would say
+      out->over = true;
+      continue;
+    }
+    out->s[mark] = '/';
+    memcpy(out->s + mark + 1, name, n);
+    out->n = mark + 1 + n;
+    out->s[out->n] = '\0';
+    if (w->missing)
       continue;
     // The hash of the path so far, grown by the component (FNV-1a runs left
     // to right): each prefix is not hashed again from its start.

@@ -87,6 +87,10 @@ struct ri_fields {
   const json_t *url[URL_KEYS];
   bool edit;    // one of edit_fields is there (any value)
   bool any_url; // one of url is set
+  // The lists (key_class) of the first RI_LISTS keys, in the object's
+  // order, for collect_paths.
+#define RI_LISTS 16
+  unsigned char lists[RI_LISTS];
 };
 
 struct ctx {
@@ -547,6 +551,7 @@ static unsigned key_class(const char *key, size_t n) {
 static bool read_ri(const json_t *ri, struct ri_fields *f) {
   *f = (struct ri_fields){0};
   bool nul = false;
+  size_t i = 0;
   json_t *o = unconst(ri);
   for (void *it = o ? json_object_iter(o) : NULL; it;
        it = json_object_iter_next(o, it)) {
@@ -559,6 +564,11 @@ static bool read_ri(const json_t *ri, struct ri_fields *f) {
       nul = nul || has_nul(v, 2);
     const struct ri_key *e = key_find(k, kn);
     unsigned slot = e ? e->slot : RI_NONE;
+    if (i < RI_LISTS) // a key as strlen reads it, as collect_paths would
+      f->lists[i] = memchr(k, '\0', kn) ? (unsigned char)key_class(k, strlen(k))
+                    : e                 ? e->lists
+                                        : 0;
+    i++;
     const json_t **field[] = {&f->command,       &f->cwd,   &f->file_path,
                               &f->notebook_path, &f->query, &f->prompt,
                               &f->changes};
@@ -1128,9 +1138,12 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   }
   const char *key;
   const json_t *val;
+  size_t at = 0; // the key's place: read_ri classified the first ones
   json_object_foreach(unconst(ri), key, val) {
     const char *s = json_string_value(val);
-    unsigned lists = key_class(key, strlen(key));
+    unsigned lists =
+        at < RI_LISTS ? c->f.lists[at] : key_class(key, strlen(key));
+    at++;
     bool dest = lists & KEY_DEST;
     if (s && *s &&
         (dest || (lists & KEY_PATH) ||
