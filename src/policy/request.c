@@ -87,10 +87,12 @@ struct ri_fields {
   const json_t *url[URL_KEYS];
   bool edit;    // one of edit_fields is there (any value)
   bool any_url; // one of url is set
-  // The lists (key_class) of the first RI_LISTS keys, in the object's
-  // order, for collect_paths.
+  // The lists (key_class) and values of the first RI_LISTS keys, in the
+  // object's order, for collect_paths (nkeys: how many keys in all).
 #define RI_LISTS 16
   unsigned char lists[RI_LISTS];
+  const json_t *vals[RI_LISTS];
+  size_t nkeys;
 };
 
 struct ctx {
@@ -564,11 +566,13 @@ static bool read_ri(const json_t *ri, struct ri_fields *f) {
       nul = nul || has_nul(v, 2);
     const struct ri_key *e = key_find(k, kn);
     unsigned slot = e ? e->slot : RI_NONE;
-    if (i < RI_LISTS) // a key as strlen reads it, as collect_paths would
+    if (i < RI_LISTS) { // a key as strlen reads it, as collect_paths would
       f->lists[i] = memchr(k, '\0', kn) ? (unsigned char)key_class(k, strlen(k))
                     : e                 ? e->lists
                                         : 0;
-    i++;
+      f->vals[i] = v;
+    }
+    f->nkeys = ++i;
     const json_t **field[] = {&f->command,       &f->cwd,   &f->file_path,
                               &f->notebook_path, &f->query, &f->prompt,
                               &f->changes};
@@ -1138,12 +1142,21 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   }
   const char *key;
   const json_t *val;
-  size_t at = 0; // the key's place: read_ri classified the first ones
-  json_object_foreach(unconst(ri), key, val) {
+  // read_ri classified the keys (a rawInput with more is walked again).
+  bool kept = c->f.nkeys <= RI_LISTS;
+  void *it = kept ? NULL : json_object_iter(unconst(ri));
+  for (size_t at = 0; kept ? at < c->f.nkeys : it != NULL; at++) {
+    unsigned lists;
+    if (kept) {
+      val = c->f.vals[at];
+      lists = c->f.lists[at];
+    } else {
+      key = json_object_iter_key(it);
+      val = json_object_iter_value(it);
+      lists = key_class(key, strlen(key));
+      it = json_object_iter_next(unconst(ri), it);
+    }
     const char *s = json_string_value(val);
-    unsigned lists =
-        at < RI_LISTS ? c->f.lists[at] : key_class(key, strlen(key));
-    at++;
     bool dest = lists & KEY_DEST;
     if (s && *s &&
         (dest || (lists & KEY_PATH) ||
