@@ -160,8 +160,8 @@ static char *ar_take(struct request *r, char *s) {
 static void extract(struct ctx *c);
 static int infer_kind(struct ctx *c, int tool_cls);
 static void from_command(struct ctx *c, const json_t *cmd);
-static void from_script(struct ctx *c, char *script, size_t len,
-                        const char *cwd);
+static void from_script(struct ctx *c, const char *script, size_t len,
+                        bool lent, const char *cwd);
 static size_t str_len(const struct ctx *c, const json_t *v);
 static unsigned char facts(const struct shell_atom *a);
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
@@ -713,7 +713,7 @@ static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
     bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
                               strcmp(r->tool, "ShellTool") == 0);
     if (gemini && title && *title)
-      from_script(c, ar_strndup(r, title, c->t.title_n), c->t.title_n, NULL);
+      from_script(c, title, c->t.title_n, true, NULL);
     else
       opaque(r, "command text unavailable");
   }
@@ -754,15 +754,14 @@ static void title_reading(struct ctx *c, const char *cmd, size_t cn) {
   if (!n || (n == cn && memcmp(plain, cmd, n) == 0) ||
       (n == 8 && memcmp(plain, "Terminal", 8) == 0))
     return;
-  from_script(c, plain, n, json_string_value(c->f.cwd));
+  from_script(c, plain, n, false, json_string_value(c->f.cwd));
 }
 
 // rawInput.command: a string (Claude) or an argv (codex-acp).
 static void from_command(struct ctx *c, const json_t *cmd) {
   const char *cwd = json_string_value(c->f.cwd);
   if (json_is_string(cmd)) {
-    size_t n = str_len(c, cmd);
-    from_script(c, ar_strndup(c->r, json_string_value(cmd), n), n, cwd);
+    from_script(c, json_string_value(cmd), str_len(c, cmd), true, cwd);
     return;
   }
   char *script = json_is_array(cmd) ? argv_script(c->r, cmd) : NULL;
@@ -770,7 +769,7 @@ static void from_command(struct ctx *c, const json_t *cmd) {
     opaque(c->r, "rawInput.command is neither a string nor an argv");
     return;
   }
-  from_script(c, script, strlen(script), cwd);
+  from_script(c, script, strlen(script), false, cwd);
 }
 
 // The length of a JSON string as strlen sees it: jansson's when the request
@@ -779,29 +778,30 @@ static size_t str_len(const struct ctx *c, const json_t *v) {
   return c->nul ? strlen(json_string_value(v)) : json_string_length(v);
 }
 
-// Analyses script (taken); relative paths are resolved against cwd when it
-// is absolute (the command's own directory), else the session cwd. A
-// second script (the title read as a command) is kept beside the first.
-static void from_script(struct ctx *c, char *script, size_t len,
-                        const char *cwd) {
+// Analyses script (len bytes: the request's when lent, else in its arena);
+// relative paths are resolved against cwd when it is absolute (the
+// command's own directory), else the session cwd. A second script (the
+// title read as a command) is kept beside the first. A lent script is
+// copied, unless the shell cache keeps it: the request holds that entry.
+static void from_script(struct ctx *c, const char *script, size_t len,
+                        bool lent, const char *cwd) {
   struct request *r = c->r;
   bool alt = r->command != NULL;
-  if (alt) {
-    if (r->alt_command) // only one second reading
-      return;
-    r->alt_command = script;
-  } else {
-    r->command = script;
-  }
+  if (alt && r->alt_command) // only one second reading
+    return;
+  char **slot = alt ? &r->alt_command : &r->command;
   char *gcwd = cwd ? NULL : gemini_cwd(c->t.content);
   const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
   if (len > REQUEST_COMMAND_MAX) {
+    *slot = lent ? ar_strndup(r, script, len) : (char *)(uintptr_t)script;
     opaque(r, "command too long");
     free(gcwd);
     return;
   }
   const struct shell_result *sh = shcache_analyse_len(script, len, c->home);
   *(alt ? &r->alt_sh : &r->sh) = sh;
+  const char *kept = lent ? shcache_script(sh) : script;
+  *slot = kept ? (char *)(uintptr_t)kept : ar_strndup(r, script, len);
   if (sh->opaque)
     opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's
@@ -848,7 +848,9 @@ static unsigned char facts(const struct shell_atom *a) {
 
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
                      const char *cwd, const char *home, struct bases *b) {
-  *b = (struct bases){.unknown = !cwd, .borrowed = cwd != NULL};
+  b->n = 0; // dir is read up to n
+  b->unknown = !cwd;
+  b->borrowed = cwd != NULL;
   if (cwd)
     b->dir[b->n++] = (char *)(uintptr_t)cwd;
   for (size_t i = 0; i < sh->natoms; i++) {

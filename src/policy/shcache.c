@@ -148,6 +148,10 @@ unsigned char *shcache_memo(const struct shell_result *r) {
   return e->memo;
 }
 
+const char *shcache_script(const struct shell_result *r) {
+  return ((const struct entry *)(uintptr_t)r)->script;
+}
+
 void shcache_release(const struct shell_result *r) {
   if (r)
     unref((struct entry *)(uintptr_t)r);

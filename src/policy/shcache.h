@@ -28,6 +28,9 @@ const struct shell_result *shcache_analyse_len(const char *script, size_t len,
 // read-only, a cd, a remover) is worked out once per analysis, not once per
 // request. Only for facts that depend on the atom and nothing else.
 unsigned char *shcache_memo(const struct shell_result *r);
+// The script of r as the cache keeps it (alive while r is referenced), or
+// NULL when r is not kept (too long, or the cache off).
+const char *shcache_script(const struct shell_result *r);
 // Releases a reference (NULL is fine).
 void shcache_release(const struct shell_result *r);
 // Forgets every result (those still referenced live until released).
