@@ -88,11 +88,12 @@ struct ri_fields {
   bool edit;    // one of edit_fields is there (any value)
   bool any_url; // one of url is set
   // The lists (key_class) and values of the first RI_LISTS keys, in the
-  // object's order, for collect_paths (nkeys: how many keys in all).
+  // object's order, for collect_paths (nkeys: how many keys in all; read
+  // up to it, the last fields are not zeroed).
+  size_t nkeys;
 #define RI_LISTS 16
   unsigned char lists[RI_LISTS];
   const json_t *vals[RI_LISTS];
-  size_t nkeys;
 };
 
 struct ctx {
@@ -253,9 +254,22 @@ void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
   request_init_in(r, tc, cwd, home, NULL, 0);
 }
 
+// Every field empty, field by field: the reason's 192 bytes need only
+// their first (a field added to struct request is set here too).
+static void request_empty(struct request *r) {
+  r->kind = r->tool = r->command = r->cwd = r->alt_command = NULL;
+  r->opaque = false;
+  r->reason[0] = '\0';
+  r->sh = r->alt_sh = NULL;
+  r->atoms = NULL;
+  r->natoms = 0;
+  r->chunks = r->lent = NULL;
+  r->chunk_used = 0;
+}
+
 void request_init_in(struct request *r, const json_t *tc, const char *cwd,
                      const char *home, void *mem, size_t n) {
-  *r = (struct request){0};
+  request_empty(r);
   if (mem && n > sizeof(struct request_chunk) + 64) {
     struct request_chunk *ch = mem;
     ch->next = NULL;
@@ -268,8 +282,16 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
     opaque(r, "the request has no toolCall");
     return;
   }
-  struct ctx c = {
-      .r = r, .tc = tc, .home = home && home[0] == '/' ? home : NULL};
+  // Not zeroed whole: read_ri sets c.f.
+  struct ctx c;
+  c.r = r;
+  c.tc = tc;
+  c.ri = NULL;
+  c.t = (struct tc_fields){0};
+  c.home = home && home[0] == '/' ? home : NULL;
+  c.cap = 0;
+  c.rkind = K_OTHER;
+  c.nul = false;
   bool nul = read_tc(tc, &c.t);
   const json_t *ri = c.t.ri;
   if (ri && !json_is_object(ri) && !json_is_null(ri))
@@ -551,7 +573,7 @@ static unsigned key_class(const char *key, size_t n) {
 // rawInput's fields (ri: an object or NULL); true when a string among its
 // values holds a NUL byte.
 static bool read_ri(const json_t *ri, struct ri_fields *f) {
-  *f = (struct ri_fields){0};
+  memset(f, 0, offsetof(struct ri_fields, lists));
   bool nul = false;
   size_t i = 0;
   json_t *o = unconst(ri);
@@ -623,7 +645,7 @@ void request_clear(struct request *r) {
     if (ch != r->lent)
       free(ch);
   }
-  *r = (struct request){0};
+  request_empty(r);
 }
 
 // Every reading of the request the agent might act on, whatever its kind

@@ -86,6 +86,7 @@ struct request {
   struct request_chunk *chunks;
   size_t chunk_used;
   struct request_chunk *lent; // the caller's first chunk (request_init_in)
+  // (request.c's request_empty sets each field: one added here too)
 };
 
 // The first chunk's malloc size: small enough for glibc's per-thread cache
