@@ -595,19 +595,38 @@ static bool read_ri(const json_t *ri, struct ri_fields *f) {
       f->vals[i] = v;
     }
     f->nkeys = ++i;
-    const json_t **field[] = {&f->command,       &f->cwd,   &f->file_path,
-                              &f->notebook_path, &f->query, &f->prompt,
-                              &f->changes};
-    if (slot == RI_NONE)
-      continue;
-    if (slot < RI_COMMAND) {
+    switch (slot) {
+    case RI_NONE:
+      break;
+    case RI_COMMAND:
+      f->command = v;
+      break;
+    case RI_CWD:
+      f->cwd = v;
+      break;
+    case RI_FILE_PATH:
+      f->file_path = v;
+      break;
+    case RI_NOTEBOOK_PATH:
+      f->notebook_path = v;
+      break;
+    case RI_QUERY:
+      f->query = v;
+      break;
+    case RI_PROMPT:
+      f->prompt = v;
+      break;
+    case RI_CHANGES:
+      f->changes = v;
+      f->edit = true; // an edit field too
+      break;
+    case RI_EDIT:
+      f->edit = true;
+      break;
+    default: // RI_URL0 ..
       f->url[slot - RI_URL0] = v;
       f->any_url = true;
-    } else if (slot == RI_EDIT) {
-      f->edit = true;
-    } else {
-      *field[slot - RI_COMMAND] = v;
-      f->edit = f->edit || slot == RI_CHANGES; // an edit field too
+      break;
     }
   }
   return nul;
