@@ -52,7 +52,7 @@ static const char *const find_tests[] = {
 
 // Rawinput fields that carry the new content of a file (Claude Write, Edit,
 // MultiEdit, NotebookEdit; codex patches).
-// (read_ri's keys with EDIT, and changes.)
+// (ri_keys with RI_EDIT, and RI_CHANGES.)
 
 // Where a script's relative paths may point: the directory it starts in
 // and every place a `cd` may have taken it (a cd may also fail).
