@@ -25,6 +25,16 @@ struct buf {
   bool over;
 };
 
+// Where a walk over a path's components stands: the path resolved so far,
+// its hash, whether a component was missing (the rest is appended as
+// written) and how many links were followed.
+struct walk {
+  struct buf out;
+  uint64_t h;
+  bool missing;
+  int links;
+};
+
 static bool collapse(const char *in, struct buf *out);
 static void buf_add(struct buf *b, const char *s, size_t n);
 static void buf_pop(struct buf *b);
@@ -108,6 +118,34 @@ size_t path_normalize_into(const char *base, const char *p, const char *home,
   return b.n;
 }
 
+// True when p (relative, n bytes) has no segment that normalising would
+// change: none empty, "." or "..", no trailing '/' (a '.' after a '/' is
+// taken as one: "a/.x" goes the long way).
+static bool plain_relative(const char *p, size_t n) {
+  if (!n || p[0] == '/' || p[0] == '.' || p[0] == '~' || p[n - 1] == '/')
+    return false;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (p[i] == '/' && (p[i + 1] == '/' || p[i + 1] == '.'))
+      return false;
+  return true;
+}
+
+size_t path_normalize_under(const char *base, size_t bn, const char *p,
+                            const char *home, char *out) {
+  size_t pn = strlen(p);
+  if (!base || !plain_relative(p, pn))
+    return path_normalize_into(base, p, home, out);
+  size_t sep = bn > 1 ? 1 : 0; // "/" + p under the root
+  size_t n = (bn > 1 ? bn : 0) + 1 + pn;
+  if (n > PATH_LEN_MAX)
+    return 0;
+  if (sep)
+    memcpy(out, base, bn);
+  out[n - pn - 1] = '/';
+  memcpy(out + n - pn, p, pn + 1);
+  return n;
+}
+
 // ---- what lstat and readlink said, remembered for one epoch ----
 
 #define PROBE_SLOTS 256
@@ -115,7 +153,8 @@ size_t path_normalize_into(const char *base, const char *p, const char *home,
 struct probe {
   uint64_t epoch; // 0: empty
   uint64_t hash;
-  char *path;
+  char *path; // kept from epoch to epoch (cap bytes), the slot's own
+  size_t cap, len;
   int kind;     // PROBE_MISSING, PROBE_OTHER or PROBE_LINK
   char *target; // PROBE_LINK: readlink's answer
 };
@@ -129,16 +168,16 @@ void path_cache_epoch(uint64_t epoch) {
   probe_epoch = epoch;
 }
 
-// lstat (and readlink for a link) of path, from the cache when `cached` and
-// looked at in this epoch; h is path's hash (fnv64, from FNV64_OFFSET).
-// target gets a link's target.
-static int probe(const char *path, uint64_t h, bool cached, char *target,
-                 size_t cap) {
+// lstat (and readlink for a link) of path (n bytes), from the cache when
+// `cached` and looked at in this epoch; h is path's hash (fnv64, from
+// FNV64_OFFSET). target gets a link's target.
+static int probe(const char *path, size_t n, uint64_t h, bool cached,
+                 char *target, size_t cap) {
   struct probe *slot = NULL;
   if (cached && probe_epoch) {
     slot = &probes[h % PROBE_SLOTS];
-    if (slot->epoch == probe_epoch && slot->hash == h &&
-        strcmp(slot->path, path) == 0) {
+    if (slot->epoch == probe_epoch && slot->hash == h && slot->len == n &&
+        memcmp(slot->path, path, n) == 0) {
       if (slot->kind == PROBE_LINK)
         snprintf(target, cap, "%s", slot->target);
       return slot->kind;
@@ -156,13 +195,25 @@ static int probe(const char *path, uint64_t h, bool cached, char *target,
     kind = PROBE_LINK;
   }
   if (slot) {
-    free(slot->path);
+    // Every epoch looks at the same directories again: the slot's buffer
+    // is reused.
+    if (n >= slot->cap) {
+      free(slot->path);
+      slot->cap = n + 1 > 64 ? n + 1 : 64;
+      slot->path = xmalloc(slot->cap);
+    }
+    memcpy(slot->path, path, n + 1);
     free(slot->target);
-    *slot = (struct probe){probe_epoch, h, xstrdup(path), kind,
-                           kind == PROBE_LINK ? xstrdup(target) : NULL};
+    slot->epoch = probe_epoch;
+    slot->hash = h;
+    slot->len = n;
+    slot->kind = kind;
+    slot->target = kind == PROBE_LINK ? xstrdup(target) : NULL;
   }
   return kind;
 }
+
+static void prefixes_clear(void);
 
 void path_cache_free(void) {
   for (size_t i = 0; i < PROBE_SLOTS; i++) {
@@ -170,50 +221,45 @@ void path_cache_free(void) {
     free(probes[i].target);
     probes[i] = (struct probe){0};
   }
+  prefixes_clear();
 }
 
-static bool resolve(const char *abs, bool cached, struct buf *out);
+static bool resolve(const char *abs, bool cached, struct walk *w);
 
 char *path_resolve(const char *abs) {
-  struct buf b;
-  return resolve(abs, false, &b) ? xstrdup(b.s) : NULL;
+  struct walk w;
+  return resolve(abs, false, &w) ? xstrdup(w.out.s) : NULL;
 }
 
 char *path_resolve_cached(const char *abs) {
-  struct buf b;
-  return resolve(abs, true, &b) ? xstrdup(b.s) : NULL;
+  struct walk w;
+  return resolve(abs, true, &w) ? xstrdup(w.out.s) : NULL;
 }
 
-size_t path_resolve_cached_into(const char *base, const char *p,
-                                const char *home, char *out) {
-  char full[FULL_MAX + 1];
-  bool longer;
-  struct buf b;
-  // Longer than FULL_MAX is longer than PATH_LEN_MAX: resolve refuses it.
-  if (!absolute_into(base, p, home, full, &longer) || !resolve(full, true, &b))
-    return 0;
-  memcpy(out, b.s, b.n + 1);
-  return b.n;
+static void walk_start(struct walk *w) {
+  w->out.s[0] = '\0';
+  w->out.n = 0;
+  w->out.over = false;
+  w->h = FNV64_OFFSET;
+  w->missing = false;
+  w->links = 0;
 }
 
-// The resolved path into *out (true), or false.
-static bool resolve(const char *abs, bool cached, struct buf *out) {
-  if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
-    return false;
+// Walks the components of path (its leading '/' or none: each component is
+// taken relative to what was walked before); false on a link that cannot
+// be read, too many links, or a result over PATH_LEN_MAX.
+static bool walk(struct walk *w, const char *path, bool cached) {
   // The components still to walk, as a path: links are spliced in front
   // (todo: a malloc'd copy once a link was followed).
   char *todo = NULL;
-  out->s[0] = '\0';
-  out->n = 0;
-  out->over = false;
-  bool missing = false;
-  int links = 0;
-  uint64_t h = FNV64_OFFSET; // of out->s
-  const char *rest = abs;
+  struct buf *out = &w->out;
+  const char *rest = path;
   while (*rest && !out->over) {
     while (*rest == '/')
       rest++;
-    size_t n = strcspn(rest, "/");
+    size_t n = 0;
+    while (rest[n] && rest[n] != '/')
+      n++;
     if (!n)
       break;
     const char *name = rest;
@@ -222,44 +268,154 @@ static bool resolve(const char *abs, bool cached, struct buf *out) {
       continue;
     if (n == 2 && name[0] == '.' && name[1] == '.') {
       buf_pop(out);
-      h = fnv64_more(FNV64_OFFSET, out->s, out->n);
+      w->h = fnv64_more(FNV64_OFFSET, out->s, out->n);
       continue;
     }
     size_t mark = out->n;
-    buf_add(out, "/", 1);
-    buf_add(out, name, n);
-    if (missing || out->over)
+    if (out->n + 1 + n > PATH_LEN_MAX) { // what buf_add would say
+      out->over = true;
+      continue;
+    }
+    out->s[mark] = '/';
+    memcpy(out->s + mark + 1, name, n);
+    out->n = mark + 1 + n;
+    out->s[out->n] = '\0';
+    if (w->missing)
       continue;
     // The hash of the path so far, grown by the component (FNV-1a runs left
     // to right): each prefix is not hashed again from its start.
-    h = fnv64_more(h, out->s + mark, out->n - mark);
+    w->h = fnv64_more(w->h, out->s + mark, out->n - mark);
     char target[PATH_LEN_MAX + 1];
-    int kind = probe(out->s, h, cached, target, sizeof(target));
+    int kind = probe(out->s, out->n, w->h, cached, target, sizeof(target));
     if (kind == PROBE_MISSING) {
-      missing = true; // a new file (or unreadable): the rest as written
+      w->missing = true; // a new file (or unreadable): the rest as written
       continue;
     }
     if (kind == PROBE_OTHER)
       continue;
-    if (kind == PROBE_FAILED || ++links > LINKS_MAX) {
+    if (kind == PROBE_FAILED || ++w->links > LINKS_MAX) {
       free(todo);
       return false;
     }
     out->n = target[0] == '/' ? 0 : mark;
     out->s[out->n] = '\0';
-    h = fnv64_more(FNV64_OFFSET, out->s, out->n);
+    w->h = fnv64_more(FNV64_OFFSET, out->s, out->n);
     char *next = join3(target, "/", rest);
     free(todo);
     todo = next;
     rest = next;
   }
   free(todo);
-  if (out->over)
+  return !out->over;
+}
+
+static size_t walk_end(struct walk *w, char *out) {
+  if (!w->out.n) {
+    w->out.s[0] = '/';
+    w->out.s[1] = '\0';
+    w->out.n = 1;
+  }
+  memcpy(out, w->out.s, w->out.n + 1);
+  return w->out.n;
+}
+
+// The walk over a base directory (the session cwd, home), remembered
+// within an epoch: the paths of a request are mostly below one of them,
+// and its components need not be walked again. The walk's state after the
+// base is what walking base + "/" + p reaches before p's first component
+// (a link's target is spliced in front of what is left, so p's components
+// always come after everything base led to).
+#define PREFIX_SLOTS 4
+#define PREFIX_MAX 512 // longer bases, or bases resolved longer, are walked
+
+static struct prefix {
+  uint64_t epoch; // 0: empty
+  size_t bn, n;
+  bool ok, missing;
+  int links;
+  uint64_t h;
+  char base[PREFIX_MAX], res[PREFIX_MAX];
+} prefixes[PREFIX_SLOTS];
+static unsigned prefix_next;
+
+static void prefixes_clear(void) {
+  for (size_t i = 0; i < PREFIX_SLOTS; i++)
+    prefixes[i].epoch = 0;
+}
+
+static bool walk_base(struct walk *w, const char *base, size_t bn) {
+  for (size_t i = 0; i < PREFIX_SLOTS; i++) {
+    const struct prefix *x = &prefixes[i];
+    if (x->epoch == probe_epoch && x->bn == bn &&
+        memcmp(x->base, base, bn) == 0) {
+      memcpy(w->out.s, x->res, x->n + 1);
+      w->out.n = x->n;
+      w->h = x->h;
+      w->missing = x->missing;
+      w->links = x->links;
+      return x->ok;
+    }
+  }
+  bool ok = walk(w, base, true);
+  if (bn < PREFIX_MAX && w->out.n < PREFIX_MAX) {
+    struct prefix *x = &prefixes[prefix_next++ % PREFIX_SLOTS];
+    *x = (struct prefix){.epoch = probe_epoch,
+                         .bn = bn,
+                         .n = w->out.n,
+                         .ok = ok,
+                         .missing = w->missing,
+                         .links = w->links,
+                         .h = w->h};
+    memcpy(x->base, base, bn);
+    memcpy(x->res, w->out.s, w->out.n + 1);
+  }
+  return ok;
+}
+
+size_t path_resolve_cached_into(const char *base, const char *p,
+                                const char *home, char *out) {
+  if (!p || !*p)
+    return 0;
+  const char *a = NULL, *c = p;
+  if (home && p[0] == '~' && (p[1] == '/' || !p[1]))
+    a = home, c = p + 1;
+  else if (p[0] != '/' && base && base[0] == '/')
+    a = base;
+  else if (p[0] != '/')
+    return 0;
+  if (!a || !probe_epoch) {
+    char full[FULL_MAX + 1];
+    bool longer;
+    struct walk w;
+    // Longer than FULL_MAX is longer than PATH_LEN_MAX: resolve refuses it.
+    if (!absolute_into(base, p, home, full, &longer) ||
+        !resolve(full, true, &w))
+      return 0;
+    memcpy(out, w.out.s, w.out.n + 1);
+    return w.out.n;
+  }
+  // a + "/" + c, walked as resolve would: a from the memo when it can be.
+  size_t an = strlen(a);
+  if (an + 1 + strlen(c) > PATH_LEN_MAX || a[0] != '/')
+    return 0;
+  struct walk w;
+  walk_start(&w);
+  if (!walk_base(&w, a, an) || !walk(&w, c, true))
+    return 0;
+  return walk_end(&w, out);
+}
+
+// The resolved path into w->out (true), or false.
+static bool resolve(const char *abs, bool cached, struct walk *w) {
+  if (!abs || abs[0] != '/' || strlen(abs) > PATH_LEN_MAX)
     return false;
-  if (!out->n) {
-    out->s[0] = '/';
-    out->s[1] = '\0';
-    out->n = 1;
+  walk_start(w);
+  if (!walk(w, abs, cached))
+    return false;
+  if (!w->out.n) {
+    w->out.s[0] = '/';
+    w->out.s[1] = '\0';
+    w->out.n = 1;
   }
   return true;
 }

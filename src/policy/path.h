@@ -28,6 +28,11 @@ char *path_normalize(const char *base, const char *p, const char *home);
 // length.
 size_t path_normalize_into(const char *base, const char *p, const char *home,
                            char *out);
+// path_normalize_into for a base that is absolute and normal already (bn
+// bytes, path_normalize's own output): a relative p with nothing to
+// collapse is joined to it without a second look at base.
+size_t path_normalize_under(const char *base, size_t bn, const char *p,
+                            const char *home, char *out);
 // Follows the symlinks of an absolute path component by component, applying
 // each `..` to what the components before it resolved to, as the kernel
 // does (at most 40 links); from the first component that does not exist the

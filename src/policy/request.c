@@ -17,6 +17,23 @@
 static const char *const known_kinds[] = {
     "read",    "edit",  "delete", "move",        "search",
     "execute", "think", "fetch",  "switch_mode", "other"};
+// The kinds by index in known_kinds (K_CUSTOM: any other, the request's own
+// string), and their lengths.
+enum {
+  K_READ,
+  K_EDIT,
+  K_DELETE,
+  K_MOVE,
+  K_SEARCH,
+  K_EXECUTE,
+  K_THINK,
+  K_FETCH,
+  K_SWITCH_MODE,
+  K_OTHER,
+  K_CUSTOM
+};
+static const unsigned char known_len[] = {4, 4, 6, 4, 6, 7, 5, 5, 11, 5};
+#define KBIT(k) (1u << (k))
 
 static const char *const shells[] = {"bash", "sh", "zsh", "dash", "ksh"};
 
@@ -35,7 +52,7 @@ static const char *const find_tests[] = {
 
 // Rawinput fields that carry the new content of a file (Claude Write, Edit,
 // MultiEdit, NotebookEdit; codex patches).
-// (read_ri's keys with EDIT, and changes.)
+// (ri_keys with RI_EDIT, and RI_CHANGES.)
 
 // Where a script's relative paths may point: the directory it starts in
 // and every place a `cd` may have taken it (a cd may also fail).
@@ -55,6 +72,11 @@ struct paths {
 // each object instead of a lookup per use).
 struct tc_fields {
   const json_t *name, *meta, *id, *kind, *title, *ri, *content, *locations;
+  // The strings among them (NULL when not a string) and their lengths (as
+  // strlen gives them: a request with a NUL byte is opaque, and its strings
+  // are read up to it, as everywhere else).
+  const char *name_s, *id_s, *kind_s, *title_s;
+  size_t name_n, id_n, kind_n, title_n;
 };
 
 // rawInput's url_keys, in that order (fetch_reading).
@@ -63,7 +85,15 @@ struct ri_fields {
   const json_t *command, *cwd, *file_path, *notebook_path, *query, *prompt,
       *changes;
   const json_t *url[URL_KEYS];
-  bool edit; // one of edit_fields is there (any value)
+  bool edit;    // one of edit_fields is there (any value)
+  bool any_url; // one of url is set
+  // The lists (key_class) and values of the first RI_LISTS keys, in the
+  // object's order, for collect_paths (nkeys: how many keys in all; read
+  // up to it, the last fields are not zeroed).
+  size_t nkeys;
+#define RI_LISTS 16
+  unsigned char lists[RI_LISTS];
+  const json_t *vals[RI_LISTS];
 };
 
 struct ctx {
@@ -73,6 +103,8 @@ struct ctx {
   struct ri_fields f;
   const char *home;
   size_t cap;
+  int rkind; // r->kind's index (K_CUSTOM: none of known_kinds)
+  bool nul;  // a string of the request holds a NUL byte
 };
 
 // ---- the request's arena (request.h: chunks) ----
@@ -89,8 +121,9 @@ static void *ar_alloc(struct request *r, size_t n, size_t align) {
   struct request_chunk *ch = r->chunks;
   size_t at = (r->chunk_used + align - 1) & ~(align - 1);
   if (!ch || at > ch->cap || ch->cap - at < n) {
-    size_t cap = ch ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
-                    : REQUEST_CHUNK - sizeof(*ch);
+    // After the caller's chunk, the first of our own.
+    size_t cap = ch && ch != r->lent ? 2 * (ch->cap + sizeof(*ch)) - sizeof(*ch)
+                                     : REQUEST_CHUNK - sizeof(*ch);
     if (cap > CHUNK_GROW_MAX)
       cap = CHUNK_GROW_MAX;
     if (cap < n)
@@ -126,9 +159,11 @@ static char *ar_take(struct request *r, char *s) {
 }
 
 static void extract(struct ctx *c);
-static const char *infer_kind(struct ctx *c);
+static int infer_kind(struct ctx *c, int tool_cls);
 static void from_command(struct ctx *c, const json_t *cmd);
-static void from_script(struct ctx *c, char *script, const char *cwd);
+static void from_script(struct ctx *c, const char *script, size_t len,
+                        bool lent, const char *cwd);
+static size_t str_len(const struct ctx *c, const json_t *v);
 static unsigned char facts(const struct shell_atom *a);
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
                      const char *cwd, const char *home, struct bases *b);
@@ -152,8 +187,8 @@ static void push_target(struct request *r, struct request_atom *at,
                         const char *text, bool dynamic, const char *dir,
                         const char *home);
 static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp);
-static void title_reading(struct ctx *c, const char *cmd);
-static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+static void title_reading(struct ctx *c, const char *cmd, size_t cn);
+static void path_reading(struct ctx *c, int k, int tool_cls, bool shell,
                          bool mcp);
 static void from_paths(struct ctx *c, const struct paths *ps,
                        enum request_class cls, const char *kind, bool own,
@@ -164,7 +199,7 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
 static bool looks_like_path(const char *s);
 static void push_path(struct request *r, struct paths *ps, const char *s);
 static json_t *gemini_args(struct ctx *c);
-static void fetch_reading(struct ctx *c, const char *k, int tool_cls);
+static void fetch_reading(struct ctx *c, int k, int tool_cls);
 static size_t js_space(const char *p);
 static void scan_urls(struct ctx *c, const char *text, bool whole,
                       size_t *found);
@@ -184,7 +219,7 @@ static char *tool_hint(struct ctx *c);
 static bool known_tool(const char *s, size_t n);
 static char lower_c(char c);
 static const char *str(const json_t *o, const char *key);
-static const char *kind_of(struct request *r, const char *k);
+static const char *kind_of(const struct ctx *c, int kind);
 static char *argv_script(struct request *r, const json_t *argv);
 static char *gemini_cwd(const json_t *content);
 static const char *base_name(const char *p);
@@ -194,37 +229,93 @@ static json_t *unconst(const json_t *j);
 static bool has_nul(const json_t *v, int depth);
 static char *normal_cwd(struct request *r, const char *cwd);
 static bool read_tc(const json_t *tc, struct tc_fields *t);
-static void read_ri(const json_t *ri, struct ri_fields *f);
+static bool read_ri(const json_t *ri, struct ri_fields *f);
+static int kind_index(const char *k, size_t n);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
-  request_init_tc(r, json_object_get(params, "toolCall"), cwd, home);
+  request_init_tc(r, request_tool_call(params), cwd, home);
+}
+
+// One walk of params (sessionId, toolCall, options): cheaper than hashing
+// the key for json_object_get.
+const json_t *request_tool_call(const json_t *params) {
+  json_t *o = json_is_object(params) ? unconst(params) : NULL;
+  for (void *it = o ? json_object_iter(o) : NULL; it;
+       it = json_object_iter_next(o, it))
+    if (json_object_iter_key_len(it) == 8 &&
+        memcmp(json_object_iter_key(it), "toolCall", 8) == 0)
+      return json_object_iter_value(it);
+  return NULL;
 }
 
 void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
                      const char *home) {
-  *r = (struct request){0};
+  request_init_in(r, tc, cwd, home, NULL, 0);
+}
+
+// Every field empty, field by field: the reason's 192 bytes need only
+// their first (a field added to struct request is set here too).
+static void request_empty(struct request *r) {
+  r->kind = r->tool = r->command = r->cwd = r->alt_command = NULL;
+  r->opaque = false;
+  r->reason[0] = '\0';
+  r->sh = r->alt_sh = NULL;
+  r->atoms = NULL;
+  r->natoms = 0;
+  r->chunks = r->lent = NULL;
+  r->chunk_used = 0;
+}
+
+void request_init_in(struct request *r, const json_t *tc, const char *cwd,
+                     const char *home, void *mem, size_t n) {
+  request_empty(r);
+  if (mem && n > sizeof(struct request_chunk) + 64) {
+    struct request_chunk *ch = mem;
+    ch->next = NULL;
+    ch->cap = n - sizeof(*ch);
+    r->chunks = r->lent = ch;
+  }
   r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
   if (!json_is_object(tc)) {
-    r->kind = ar_strdup(r, "other");
+    r->kind = ar_strndup(r, "other", 5);
     opaque(r, "the request has no toolCall");
     return;
   }
-  struct ctx c = {
-      .r = r, .tc = tc, .home = home && home[0] == '/' ? home : NULL};
+  // Not zeroed whole: read_ri sets c.f.
+  struct ctx c;
+  c.r = r;
+  c.tc = tc;
+  c.ri = NULL;
+  c.t = (struct tc_fields){0};
+  c.home = home && home[0] == '/' ? home : NULL;
+  c.cap = 0;
+  c.rkind = K_OTHER;
+  c.nul = false;
   bool nul = read_tc(tc, &c.t);
   const json_t *ri = c.t.ri;
   if (ri && !json_is_object(ri) && !json_is_null(ri))
     opaque(r, "rawInput is not an object");
+  c.ri = json_is_object(ri) ? ri : NULL;
+  // read_tc left rawInput's values to this walk.
+  nul = read_ri(c.ri, &c.f) || nul;
   // C strings end at a NUL byte where the agent's do not (a URL parser
   // strips it, a prompt goes on after it): such a request cannot be read.
-  if (nul)
+  c.nul = nul;
+  if (nul) {
     opaque(r, "a string of the request holds a NUL byte");
-  c.ri = json_is_object(ri) ? ri : NULL;
-  read_ri(c.ri, &c.f);
+    struct tc_fields *t = &c.t;
+    t->name_n = t->name_s ? strlen(t->name_s) : 0;
+    t->id_n = t->id_s ? strlen(t->id_s) : 0;
+    t->kind_n = t->kind_s ? strlen(t->kind_s) : 0;
+    t->title_n = t->title_s ? strlen(t->title_s) : 0;
+  }
   r->tool = tool_hint(&c);
-  const char *k = json_string_value(c.t.kind);
-  r->kind = ar_strdup(r, k && *k ? k : "other");
+  if (c.t.kind_s && c.t.kind_n)
+    r->kind = ar_strndup(r, c.t.kind_s, c.t.kind_n);
+  else
+    r->kind = ar_strndup(r, "other", 5);
+  c.rkind = kind_index(r->kind, c.t.kind_n ? c.t.kind_n : 5);
   extract(&c);
 }
 
@@ -232,6 +323,9 @@ void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
 static char *normal_cwd(struct request *r, const char *cwd) {
   size_t n = strlen(cwd);
   bool normal = n <= PATH_LEN_MAX && (n == 1 || cwd[n - 1] != '/');
+  // Without "//" and "/." every segment is a name (the usual cwd).
+  if (normal && !strstr(cwd, "//") && !strstr(cwd, "/."))
+    return ar_strndup(r, cwd, n);
   // Each segment (after a '/'): not empty, "." or "..".
   for (const char *s = cwd, *end = cwd + n;
        normal && (s = memchr(s, '/', (size_t)(end - s))) != NULL;) {
@@ -244,13 +338,9 @@ static char *normal_cwd(struct request *r, const char *cwd) {
   return ar_take(r, path_normalize(NULL, cwd, NULL));
 }
 
-static bool key_is(const char *k, size_t kn, const char *want, size_t n) {
-  return kn == n && memcmp(k, want, n) == 0;
-}
-#define KEY_IS(k, kn, lit) key_is(k, kn, lit, sizeof(lit) - 1)
-
 // The toolCall's fields, in one walk that also looks for NUL bytes (true
-// when a string holds one).
+// when a string holds one; rawInput's values, when it is an object, are
+// read_ri's to look at).
 static bool read_tc(const json_t *tc, struct tc_fields *t) {
   bool nul = false;
   json_t *o = unconst(tc);
@@ -258,79 +348,288 @@ static bool read_tc(const json_t *tc, struct tc_fields *t) {
     const char *k = json_object_iter_key(it);
     size_t kn = json_object_iter_key_len(it);
     const json_t *v = json_object_iter_value(it);
-    nul = nul || has_nul(v, 1);
-    if (KEY_IS(k, kn, "name"))
-      t->name = v;
-    else if (KEY_IS(k, kn, "_meta"))
-      t->meta = v;
-    else if (KEY_IS(k, kn, "toolCallId"))
-      t->id = v;
-    else if (KEY_IS(k, kn, "kind"))
-      t->kind = v;
-    else if (KEY_IS(k, kn, "title"))
-      t->title = v;
-    else if (KEY_IS(k, kn, "rawInput"))
-      t->ri = v;
-    else if (KEY_IS(k, kn, "content"))
-      t->content = v;
-    else if (KEY_IS(k, kn, "locations"))
-      t->locations = v;
+    const char *sv = NULL;
+    size_t sn = 0;
+    if (json_is_string(v)) {
+      sv = json_string_value(v);
+      sn = json_string_length(v);
+      nul = nul || memchr(sv, '\0', sn) != NULL;
+    }
+    switch (kn) {
+    case 4:
+      if (memcmp(k, "name", 4) == 0)
+        t->name = v, t->name_s = sv, t->name_n = sn;
+      else if (memcmp(k, "kind", 4) == 0)
+        t->kind = v, t->kind_s = sv, t->kind_n = sn;
+      break;
+    case 5:
+      if (memcmp(k, "title", 5) == 0)
+        t->title = v, t->title_s = sv, t->title_n = sn;
+      else if (memcmp(k, "_meta", 5) == 0)
+        t->meta = v;
+      break;
+    case 7:
+      if (memcmp(k, "content", 7) == 0)
+        t->content = v;
+      break;
+    case 8:
+      if (memcmp(k, "rawInput", 8) == 0) {
+        t->ri = v;
+        if (json_is_object(v))
+          continue; // read_ri looks at its values
+      }
+      break;
+    case 9:
+      if (memcmp(k, "locations", 9) == 0)
+        t->locations = v;
+      break;
+    case 10:
+      if (memcmp(k, "toolCallId", 10) == 0)
+        t->id = v, t->id_s = sv, t->id_n = sn;
+      break;
+    default:
+      break;
+    }
+    if (!sv)
+      nul = nul || has_nul(v, 1);
   }
   return nul;
 }
 
-// rawInput's fields (ri: an object or NULL).
-static void read_ri(const json_t *ri, struct ri_fields *f) {
-  // Every key looked at, with its length: most keys fail on the length.
-  enum { EDIT = -1, CHANGES = 13 };
-  static const struct {
-    const char *name;
-    size_t n;
-    int slot; // 0..6 url[slot], 7.. the fields below, EDIT
-  } keys[] = {{"url", 3, 0},
-              {"urls", 4, 1},
-              {"uri", 3, 2},
-              {"uris", 4, 3},
-              {"href", 4, 4},
-              {"links", 5, 5},
-              {"endpoint", 8, 6},
-              {"command", 7, 7},
-              {"cwd", 3, 8},
-              {"file_path", 9, 9},
-              {"notebook_path", 13, 10},
-              {"query", 5, 11},
-              {"prompt", 6, 12},
-              {"changes", 7, CHANGES},
-              {"old_string", 10, EDIT},
-              {"new_string", 10, EDIT},
-              {"content", 7, EDIT},
-              {"edits", 5, EDIT},
-              {"new_source", 10, EDIT}};
-  *f = (struct ri_fields){0};
+// rawInput's keys: what read_ri reads (slot) and what collect_paths and
+// scan_paths make of them (lists), found by a perfect hash (key_find).
+enum {
+  RI_NONE,
+  RI_URL0, // url_keys[0..URL_KEYS-1]
+  RI_COMMAND = RI_URL0 + URL_KEYS,
+  RI_CWD,
+  RI_FILE_PATH,
+  RI_NOTEBOOK_PATH,
+  RI_QUERY,
+  RI_PROMPT,
+  RI_CHANGES, // also an edit field
+  RI_EDIT,    // one of the fields of new content (Claude Write, Edit,
+              // MultiEdit, NotebookEdit)
+};
+
+// RawInput keys, by what their value is (a key may be in several lists).
+enum {
+  // where something is moved or written to (an edit there)
+  KEY_DEST = 1,
+  // a path, whatever it looks like
+  KEY_PATH = 2,
+  // a path when it looks like one (has a `/`, or starts with `.` or `~`):
+  // `to`, `target`... are often not paths
+  KEY_MAYBE = 4,
+  // a list of paths
+  KEY_LIST = 8,
+  // content, not a place (never scanned for paths)
+  KEY_TEXT = 16,
+};
+
+struct ri_key {
+  const char *name;
+  unsigned char n, slot, lists;
+};
+
+// Sorted by name; key_at below is made from this list (see key_find).
+static const struct ri_key ri_keys[] = {
+    {"absolute_path", 13, RI_NONE, KEY_PATH},
+    {"body", 4, RI_NONE, KEY_TEXT},
+    {"changes", 7, RI_CHANGES, 0},
+    {"cmd", 3, RI_NONE, KEY_TEXT},
+    {"code", 4, RI_NONE, KEY_TEXT},
+    {"command", 7, RI_COMMAND, KEY_TEXT},
+    {"comment", 7, RI_NONE, KEY_TEXT},
+    {"content", 7, RI_EDIT, KEY_TEXT},
+    {"cwd", 3, RI_CWD, KEY_TEXT},
+    {"data", 4, RI_NONE, KEY_TEXT},
+    {"description", 11, RI_NONE, KEY_TEXT},
+    {"dest", 4, RI_NONE, KEY_DEST},
+    {"destination", 11, RI_NONE, KEY_DEST},
+    {"destination_path", 16, RI_NONE, KEY_DEST},
+    {"diff", 4, RI_NONE, KEY_TEXT},
+    {"dir", 3, RI_NONE, KEY_PATH},
+    {"dir_path", 8, RI_NONE, KEY_PATH},
+    {"directory", 9, RI_NONE, KEY_PATH},
+    {"dst", 3, RI_NONE, KEY_DEST},
+    {"edits", 5, RI_EDIT, 0},
+    {"endpoint", 8, RI_URL0 + 6, 0},
+    {"explanation", 11, RI_NONE, KEY_TEXT},
+    {"file", 4, RI_NONE, KEY_PATH},
+    {"filePath", 8, RI_NONE, KEY_PATH},
+    {"filePaths", 9, RI_NONE, KEY_LIST},
+    {"file_path", 9, RI_FILE_PATH, KEY_PATH},
+    {"file_paths", 10, RI_NONE, KEY_LIST},
+    {"filename", 8, RI_NONE, KEY_PATH},
+    {"filepath", 8, RI_NONE, KEY_PATH},
+    {"files", 5, RI_NONE, KEY_LIST},
+    {"folder", 6, RI_NONE, KEY_PATH},
+    {"from", 4, RI_NONE, KEY_MAYBE},
+    {"from_path", 9, RI_NONE, KEY_PATH},
+    {"glob", 4, RI_NONE, KEY_TEXT},
+    {"href", 4, RI_URL0 + 4, 0},
+    {"input_path", 10, RI_NONE, KEY_PATH},
+    {"links", 5, RI_URL0 + 5, 0},
+    {"location", 8, RI_NONE, KEY_MAYBE},
+    {"message", 7, RI_NONE, KEY_TEXT},
+    {"move_path", 9, RI_NONE, KEY_DEST},
+    {"newPath", 7, RI_NONE, KEY_DEST},
+    {"newText", 7, RI_NONE, KEY_TEXT},
+    {"new_file_path", 13, RI_NONE, KEY_DEST},
+    {"new_path", 8, RI_NONE, KEY_DEST},
+    {"new_source", 10, RI_EDIT, KEY_TEXT},
+    {"new_string", 10, RI_EDIT, KEY_TEXT},
+    {"notebook_path", 13, RI_NOTEBOOK_PATH, KEY_PATH},
+    {"oldPath", 7, RI_NONE, KEY_PATH},
+    {"oldText", 7, RI_NONE, KEY_TEXT},
+    {"old_path", 8, RI_NONE, KEY_PATH},
+    {"old_string", 10, RI_EDIT, KEY_TEXT},
+    {"out", 3, RI_NONE, KEY_MAYBE},
+    {"outfile", 7, RI_NONE, KEY_DEST},
+    {"output", 6, RI_NONE, KEY_MAYBE},
+    {"output_file", 11, RI_NONE, KEY_DEST},
+    {"output_path", 11, RI_NONE, KEY_DEST},
+    {"patch", 5, RI_NONE, KEY_TEXT},
+    {"path", 4, RI_NONE, KEY_PATH},
+    {"paths", 5, RI_NONE, KEY_LIST},
+    {"pattern", 7, RI_NONE, KEY_TEXT},
+    {"plan", 4, RI_NONE, KEY_TEXT},
+    {"prompt", 6, RI_PROMPT, KEY_TEXT},
+    {"query", 5, RI_QUERY, KEY_TEXT},
+    {"reason", 6, RI_NONE, KEY_TEXT},
+    {"regex", 5, RI_NONE, KEY_TEXT},
+    {"save_path", 9, RI_NONE, KEY_DEST},
+    {"script", 6, RI_NONE, KEY_TEXT},
+    {"source", 6, RI_NONE, KEY_MAYBE},
+    {"source_path", 11, RI_NONE, KEY_PATH},
+    {"src", 3, RI_NONE, KEY_MAYBE},
+    {"src_path", 8, RI_NONE, KEY_PATH},
+    {"summary", 7, RI_NONE, KEY_TEXT},
+    {"target", 6, RI_NONE, KEY_MAYBE},
+    {"target_file", 11, RI_NONE, KEY_DEST},
+    {"target_path", 11, RI_NONE, KEY_DEST},
+    {"text", 4, RI_NONE, KEY_TEXT},
+    {"title", 5, RI_NONE, KEY_TEXT},
+    {"to", 2, RI_NONE, KEY_MAYBE},
+    {"to_path", 7, RI_NONE, KEY_DEST},
+    {"uri", 3, RI_URL0 + 2, 0},
+    {"uris", 4, RI_URL0 + 3, 0},
+    {"url", 3, RI_URL0, 0},
+    {"urls", 4, RI_URL0 + 1, 0},
+};
+
+// key_hash(name) -> 1 + the name's index in ri_keys (0: no key there).
+// Made by trying multipliers until the names of ri_keys fell into distinct
+// slots (a script of a few lines); test_request checks every name against
+// the reference reader. A name added to ri_keys needs a new table.
+static const unsigned char key_at[512] = {
+    [6] = 10,   [29] = 53,  [36] = 35,  [39] = 19,  [45] = 44,  [46] = 24,
+    [49] = 2,   [64] = 36,  [68] = 63,  [69] = 65,  [77] = 7,   [84] = 69,
+    [88] = 47,  [89] = 6,   [95] = 68,  [96] = 76,  [100] = 22, [107] = 81,
+    [118] = 12, [125] = 71, [126] = 72, [127] = 67, [130] = 79, [134] = 4,
+    [143] = 51, [147] = 1,  [154] = 11, [167] = 3,  [169] = 43, [172] = 46,
+    [174] = 21, [178] = 80, [187] = 56, [196] = 40, [202] = 64, [203] = 8,
+    [205] = 55, [206] = 13, [209] = 70, [223] = 15, [224] = 41, [229] = 16,
+    [233] = 30, [245] = 27, [267] = 38, [280] = 42, [293] = 17, [306] = 18,
+    [308] = 62, [309] = 77, [316] = 29, [317] = 14, [320] = 78, [323] = 45,
+    [336] = 48, [337] = 61, [340] = 25, [353] = 60, [364] = 54, [366] = 66,
+    [369] = 73, [372] = 33, [375] = 5,  [391] = 58, [392] = 49, [394] = 50,
+    [397] = 39, [404] = 28, [411] = 83, [413] = 52, [418] = 75, [428] = 23,
+    [436] = 74, [439] = 31, [454] = 37, [459] = 9,  [466] = 34, [471] = 59,
+    [476] = 57, [482] = 82, [492] = 20, [493] = 32, [505] = 26,
+};
+
+// The key's first and last 8 bytes (zero-padded, little-endian), with its
+// length, multiplied: the top 9 bits.
+static unsigned key_hash(const char *k, size_t n) {
+  uint64_t w1 = 0, w2;
+  memcpy(&w1, k, n < 8 ? n : 8);
+  if (n >= 8)
+    memcpy(&w2, k + n - 8, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w1 = __builtin_bswap64(w1);
+  if (n >= 8)
+    w2 = __builtin_bswap64(w2);
+#endif
+  if (n < 8)
+    w2 = w1;
+  return (unsigned)(((w1 ^ (w2 >> 1) ^ n) * 0x449fd49b12840ea1u) >> 55);
+}
+
+static const struct ri_key *key_find(const char *k, size_t n) {
+  unsigned i = key_at[key_hash(k, n)];
+  const struct ri_key *e = i ? &ri_keys[i - 1] : NULL;
+  return e && e->n == n && memcmp(e->name, k, n) == 0 ? e : NULL;
+}
+
+// The lists key (of length n: strlen, as a key is read everywhere but in
+// read_ri) is in (0: none).
+static unsigned key_class(const char *key, size_t n) {
+  const struct ri_key *e = key_find(key, n);
+  return e ? e->lists : 0;
+}
+
+// rawInput's fields (ri: an object or NULL); true when a string among its
+// values holds a NUL byte.
+static bool read_ri(const json_t *ri, struct ri_fields *f) {
+  memset(f, 0, offsetof(struct ri_fields, lists));
+  bool nul = false;
+  size_t i = 0;
   json_t *o = unconst(ri);
   for (void *it = o ? json_object_iter(o) : NULL; it;
        it = json_object_iter_next(o, it)) {
     const char *k = json_object_iter_key(it);
     size_t kn = json_object_iter_key_len(it);
     const json_t *v = json_object_iter_value(it);
-    size_t i = 0;
-    while (i < sizeof(keys) / sizeof(*keys) &&
-           (keys[i].n != kn || keys[i].name[0] != k[0] ||
-            memcmp(keys[i].name, k, kn) != 0))
-      i++;
-    if (i == sizeof(keys) / sizeof(*keys))
-      continue;
-    const json_t **slot[] = {&f->command,       &f->cwd,   &f->file_path,
-                             &f->notebook_path, &f->query, &f->prompt,
-                             &f->changes};
-    if (keys[i].slot == EDIT)
-      f->edit = true;
-    else if (keys[i].slot < URL_KEYS)
-      f->url[keys[i].slot] = v;
+    if (json_is_string(v))
+      nul = nul || memchr(json_string_value(v), '\0', json_string_length(v));
     else
-      *slot[keys[i].slot - URL_KEYS] = v;
-    f->edit = f->edit || keys[i].slot == CHANGES; // an edit field too
+      nul = nul || has_nul(v, 2);
+    const struct ri_key *e = key_find(k, kn);
+    unsigned slot = e ? e->slot : RI_NONE;
+    if (i < RI_LISTS) { // a key as strlen reads it, as collect_paths would
+      f->lists[i] = memchr(k, '\0', kn) ? (unsigned char)key_class(k, strlen(k))
+                    : e                 ? e->lists
+                                        : 0;
+      f->vals[i] = v;
+    }
+    f->nkeys = ++i;
+    switch (slot) {
+    case RI_NONE:
+      break;
+    case RI_COMMAND:
+      f->command = v;
+      break;
+    case RI_CWD:
+      f->cwd = v;
+      break;
+    case RI_FILE_PATH:
+      f->file_path = v;
+      break;
+    case RI_NOTEBOOK_PATH:
+      f->notebook_path = v;
+      break;
+    case RI_QUERY:
+      f->query = v;
+      break;
+    case RI_PROMPT:
+      f->prompt = v;
+      break;
+    case RI_CHANGES:
+      f->changes = v;
+      f->edit = true; // an edit field too
+      break;
+    case RI_EDIT:
+      f->edit = true;
+      break;
+    default: // RI_URL0 ..
+      f->url[slot - RI_URL0] = v;
+      f->any_url = true;
+      break;
+    }
   }
+  return nul;
 }
 
 // True when a string in v holds a NUL byte, or v nests too deep to look.
@@ -362,9 +661,10 @@ void request_clear(struct request *r) {
   shcache_release(r->alt_sh);
   for (struct request_chunk *ch = r->chunks, *next; ch; ch = next) {
     next = ch->next;
-    free(ch);
+    if (ch != r->lent)
+      free(ch);
   }
-  *r = (struct request){0};
+  request_empty(r);
 }
 
 // Every reading of the request the agent might act on, whatever its kind
@@ -378,9 +678,9 @@ static void extract(struct ctx *c) {
   enum rules_class cls;
   int tool_cls = r->tool && rules_tool_class(r->tool, &cls) ? (int)cls : -1;
   bool mcp = is_mcp(c);
-  const char *k = kind_of(r, r->kind); // `Execute` is execute
-  if (!mcp && strcmp(k, "other") == 0)
-    k = infer_kind(c);
+  int k = c->rkind; // `Execute` is execute
+  if (!mcp && k == K_OTHER)
+    k = infer_kind(c, tool_cls);
   json_t *gemini = NULL;
   if (mcp && !c->ri) {
     c->ri = gemini = gemini_args(c);
@@ -390,9 +690,7 @@ static void extract(struct ctx *c) {
   const json_t *cmd = c->f.command;
   if (mcp && !json_is_string(cmd) && !json_is_array(cmd))
     cmd = NULL; // an MCP tool's `command` of another type is not a shell's
-  bool shell =
-      cmd ||
-      (!mcp && (strcmp(k, "execute") == 0 || tool_cls == (int)RULES_BASH));
+  bool shell = cmd || (!mcp && (k == K_EXECUTE || tool_cls == (int)RULES_BASH));
   if (shell)
     shell_reading(c, cmd, mcp);
   path_reading(c, k, tool_cls, shell, mcp);
@@ -405,15 +703,14 @@ static void extract(struct ctx *c) {
   for (size_t i = first; i < r->natoms; i++)
     covered = covered || !r->atoms[i].deny_only;
   bool by_kind =
-      !in_list(k,
-               (const char *const[]){"read", "edit", "delete", "move", "search",
-                                     "execute", "fetch"},
-               7);
-  if (!mcp && by_kind && (!covered || strcmp(k, "switch_mode") == 0)) {
-    struct request_atom *a = add(c, REQUEST_KIND, kind_of(r, k));
-    const char *title = json_string_value(c->t.title);
+      !(KBIT(k) & (KBIT(K_READ) | KBIT(K_EDIT) | KBIT(K_DELETE) | KBIT(K_MOVE) |
+                   KBIT(K_SEARCH) | KBIT(K_EXECUTE) | KBIT(K_FETCH)));
+  if (!mcp && by_kind && (!covered || k == K_SWITCH_MODE)) {
+    struct request_atom *a = add(c, REQUEST_KIND, kind_of(c, k));
+    const char *title = c->t.title_s;
     if (a && (r->tool || title))
-      a->name = ar_strdup(r, r->tool ? r->tool : title);
+      a->name =
+          r->tool ? ar_strdup(r, r->tool) : ar_strndup(r, title, c->t.title_n);
   }
   if (!r->natoms)
     opaque(r, "nothing in the request to judge");
@@ -422,25 +719,23 @@ static void extract(struct ctx *c) {
 
 // A kind for requests without one (claude-code-acp 0.16, kind "other"):
 // from the tool's name, else from the rawInput fields (Claude adapter).
-static const char *infer_kind(struct ctx *c) {
-  static const char *const by_class[] = {[RULES_BASH] = "execute",
-                                         [RULES_READ] = "read",
-                                         [RULES_EDIT] = "edit",
-                                         [RULES_WEBFETCH] = "fetch",
-                                         [RULES_WEBSEARCH] = "fetch"};
-  enum rules_class cls;
-  if (c->r->tool && rules_tool_class(c->r->tool, &cls) &&
-      cls <= RULES_WEBSEARCH)
-    return by_class[cls];
+static int infer_kind(struct ctx *c, int tool_cls) {
+  static const int by_class[] = {[RULES_BASH] = K_EXECUTE,
+                                 [RULES_READ] = K_READ,
+                                 [RULES_EDIT] = K_EDIT,
+                                 [RULES_WEBFETCH] = K_FETCH,
+                                 [RULES_WEBSEARCH] = K_FETCH};
+  if (tool_cls >= 0 && tool_cls <= (int)RULES_WEBSEARCH)
+    return by_class[tool_cls];
   if (!c->ri)
-    return "other";
+    return K_OTHER;
   if (c->f.command)
-    return "execute";
+    return K_EXECUTE;
   if (json_is_string(c->f.file_path) || json_is_string(c->f.notebook_path))
-    return "read"; // path_reading makes it an edit when content comes
+    return K_READ; // path_reading makes it an edit when content comes
   if (json_is_string(c->f.url[0]))
-    return "fetch";
-  return "other";
+    return K_FETCH;
+  return K_OTHER;
 }
 
 // What runs: rawInput.command (a string or codex's argv), else a Gemini
@@ -453,32 +748,38 @@ static void shell_reading(struct ctx *c, const json_t *cmd, bool mcp) {
   if (cmd) {
     from_command(c, cmd);
     if (!mcp && json_is_string(cmd))
-      title_reading(c, json_string_value(cmd));
+      title_reading(c, json_string_value(cmd), str_len(c, cmd));
   } else {
-    const char *title = json_string_value(c->t.title);
+    const char *title = c->t.title_s;
     bool gemini = r->tool && (strcmp(r->tool, "run_shell_command") == 0 ||
                               strcmp(r->tool, "ShellTool") == 0);
     if (gemini && title && *title)
-      from_script(c, ar_strdup(r, title), NULL);
+      from_script(c, title, c->t.title_n, true, NULL);
     else
       opaque(r, "command text unavailable");
   }
 }
 
-// The title as a command, when it is not rawInput.command as the Claude
-// adapters show it (the command itself, or in backticks with ` escaped).
-static void title_reading(struct ctx *c, const char *cmd) {
-  const char *t = json_string_value(c->t.title);
+// strchr(" \t\r\n", c) for a byte of a string (never its NUL).
+static bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+// The title as a command, when it is not rawInput.command (cmd, cn bytes)
+// as the Claude adapters show it (the command itself, or in backticks with
+// ` escaped).
+static void title_reading(struct ctx *c, const char *cmd, size_t cn) {
+  const char *t = c->t.title_s;
   if (!t)
     return;
-  size_t tn = strlen(t), cn = strlen(cmd);
-  while (tn && strchr(" \t\r\n", t[tn - 1]))
+  size_t tn = c->t.title_n;
+  while (tn && is_space(t[tn - 1]))
     tn--;
-  while (tn && strchr(" \t\r\n", *t))
+  while (tn && is_space(*t))
     t++, tn--;
-  while (cn && strchr(" \t\r\n", cmd[cn - 1]))
+  while (cn && is_space(cmd[cn - 1]))
     cn--;
-  while (cn && strchr(" \t\r\n", *cmd))
+  while (cn && is_space(*cmd))
     cmd++, cn--;
   bool ticks = tn >= 2 && t[0] == '`' && t[tn - 1] == '`';
   if (!ticks && tn == cn && memcmp(t, cmd, tn) == 0)
@@ -492,16 +793,16 @@ static void title_reading(struct ctx *c, const char *cmd) {
   }
   plain[n] = '\0';
   if (!n || (n == cn && memcmp(plain, cmd, n) == 0) ||
-      strcmp(plain, "Terminal") == 0)
+      (n == 8 && memcmp(plain, "Terminal", 8) == 0))
     return;
-  from_script(c, plain, json_string_value(c->f.cwd));
+  from_script(c, plain, n, false, json_string_value(c->f.cwd));
 }
 
 // rawInput.command: a string (Claude) or an argv (codex-acp).
 static void from_command(struct ctx *c, const json_t *cmd) {
   const char *cwd = json_string_value(c->f.cwd);
   if (json_is_string(cmd)) {
-    from_script(c, ar_strdup(c->r, json_string_value(cmd)), cwd);
+    from_script(c, json_string_value(cmd), str_len(c, cmd), true, cwd);
     return;
   }
   char *script = json_is_array(cmd) ? argv_script(c->r, cmd) : NULL;
@@ -509,32 +810,39 @@ static void from_command(struct ctx *c, const json_t *cmd) {
     opaque(c->r, "rawInput.command is neither a string nor an argv");
     return;
   }
-  from_script(c, script, cwd);
+  from_script(c, script, strlen(script), false, cwd);
 }
 
-// Analyses script (taken); relative paths are resolved against cwd when it
-// is absolute (the command's own directory), else the session cwd. A
-// second script (the title read as a command) is kept beside the first.
-static void from_script(struct ctx *c, char *script, const char *cwd) {
+// The length of a JSON string as strlen sees it: jansson's when the request
+// holds no NUL byte (read_tc and read_ri looked at every string).
+static size_t str_len(const struct ctx *c, const json_t *v) {
+  return c->nul ? strlen(json_string_value(v)) : json_string_length(v);
+}
+
+// Analyses script (len bytes: the request's when lent, else in its arena);
+// relative paths are resolved against cwd when it is absolute (the
+// command's own directory), else the session cwd. A second script (the
+// title read as a command) is kept beside the first. A lent script is
+// copied, unless the shell cache keeps it: the request holds that entry.
+static void from_script(struct ctx *c, const char *script, size_t len,
+                        bool lent, const char *cwd) {
   struct request *r = c->r;
   bool alt = r->command != NULL;
-  if (alt) {
-    if (r->alt_command) // only one second reading
-      return;
-    r->alt_command = script;
-  } else {
-    r->command = script;
-  }
+  if (alt && r->alt_command) // only one second reading
+    return;
+  char **slot = alt ? &r->alt_command : &r->command;
   char *gcwd = cwd ? NULL : gemini_cwd(c->t.content);
   const char *dir = cwd && cwd[0] == '/' ? cwd : gcwd ? gcwd : r->cwd;
-  size_t len = strlen(script);
   if (len > REQUEST_COMMAND_MAX) {
+    *slot = lent ? ar_strndup(r, script, len) : (char *)(uintptr_t)script;
     opaque(r, "command too long");
     free(gcwd);
     return;
   }
   const struct shell_result *sh = shcache_analyse_len(script, len, c->home);
   *(alt ? &r->alt_sh : &r->sh) = sh;
+  const char *kept = lent ? shcache_script(sh) : script;
+  *slot = kept ? (char *)(uintptr_t)kept : ar_strndup(r, script, len);
   if (sh->opaque)
     opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
   // The analyser places file atoms after a cd itself; the breaker's
@@ -581,7 +889,9 @@ static unsigned char facts(const struct shell_atom *a) {
 
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
                      const char *cwd, const char *home, struct bases *b) {
-  *b = (struct bases){.unknown = !cwd, .borrowed = cwd != NULL};
+  b->n = 0; // dir is read up to n
+  b->unknown = !cwd;
+  b->borrowed = cwd != NULL;
   if (cwd)
     b->dir[b->n++] = (char *)(uintptr_t)cwd;
   for (size_t i = 0; i < sh->natoms; i++) {
@@ -778,41 +1088,38 @@ static void push_target(struct request *r, struct request_atom *at,
 // checked by deny and ask rules, the protected paths and plan mode only.
 // A path on a tool of any other kind (think, fetch, other...) is taken as
 // an edit, a guessed one.
-static void path_reading(struct ctx *c, const char *k, int tool_cls, bool shell,
+static void path_reading(struct ctx *c, int k, int tool_cls, bool shell,
                          bool mcp) {
   struct request *r = c->r;
   struct paths ps;
   ps.n = 0; // v is read up to n
-  bool deep = mcp || (!shell && tool_cls < 0 && strcmp(k, "other") == 0);
+  bool deep = mcp || (!shell && tool_cls < 0 && k == K_OTHER);
   bool edit_signal = collect_paths(c, &ps, deep);
-  bool edit_kind =
-      in_list(k, (const char *const[]){"edit", "delete", "move"}, 3) ||
-      tool_cls == (int)RULES_EDIT;
-  bool read_kind = (in_list(k, (const char *const[]){"read", "search"}, 2) &&
+  bool edit_kind = (KBIT(k) & (KBIT(K_EDIT) | KBIT(K_DELETE) | KBIT(K_MOVE))) ||
+                   tool_cls == (int)RULES_EDIT;
+  bool read_kind = ((KBIT(k) & (KBIT(K_READ) | KBIT(K_SEARCH))) &&
                     tool_cls != (int)RULES_WEBSEARCH) ||
                    tool_cls == (int)RULES_READ;
   enum request_class cls =
       read_kind && !edit_kind && !edit_signal ? REQUEST_READ : REQUEST_EDIT;
   bool guessed = !edit_kind && !edit_signal && !read_kind;
   bool own = !mcp && !guessed && (!shell || edit_signal);
-  const char *kind = edit_signal && !edit_kind ? "edit"
-                     : guessed || mcp          ? r->kind
-                                               : k;
+  int kind = edit_signal && !edit_kind ? K_EDIT : guessed || mcp ? c->rkind : k;
   if (ps.n > REQUEST_PATHS_MAX) {
     opaque(r, "too many paths");
   } else if (ps.n) {
     // A guess is both: the tool may read the path, or write it.
     if (guessed)
-      from_paths(c, &ps, REQUEST_READ, kind_of(r, kind), false, false);
-    from_paths(c, &ps, cls, kind_of(r, kind), own, guessed);
+      from_paths(c, &ps, REQUEST_READ, kind_of(c, kind), false, false);
+    from_paths(c, &ps, cls, kind_of(c, kind), own, guessed);
   } else if (own) {
     // No path: a search searches the cwd; any other file tool works on a
     // path nobody can know. (A web search is no file search.)
-    if (cls == REQUEST_READ && strcmp(k, "search") == 0 && r->cwd) {
+    if (cls == REQUEST_READ && k == K_SEARCH && r->cwd) {
       ps.v[ps.n++] = r->cwd;
-      from_paths(c, &ps, cls, kind_of(r, k), true, false);
+      from_paths(c, &ps, cls, kind_of(c, k), true, false);
     } else {
-      struct request_atom *a = add(c, cls, kind_of(r, kind));
+      struct request_atom *a = add(c, cls, kind_of(c, kind));
       if (a)
         a->where = REQUEST_UNKNOWN;
     }
@@ -825,7 +1132,10 @@ static void from_paths(struct ctx *c, const struct paths *ps,
   for (size_t j = 0; j < ps->n; j++) {
     const char *p = ps->v[j];
     char lex[PATH_LEN_MAX + 1];
-    bool normal = path_normalize_into(c->r->cwd, p, c->home, lex) > 0;
+    bool normal =
+        (c->r->cwd ? path_normalize_under(c->r->cwd, strlen(c->r->cwd), p,
+                                          c->home, lex)
+                   : path_normalize_into(NULL, p, c->home, lex)) > 0;
     bool dup = false;
     for (size_t k = 0; normal && k < c->r->natoms; k++) {
       const struct request_atom *o = &c->r->atoms[k];
@@ -861,118 +1171,6 @@ static void from_paths(struct ctx *c, const struct paths *ps,
   }
 }
 
-// RawInput keys, by what their value is (a key may be in several lists),
-// sorted (strcmp) for a binary search: each key of a request is looked up.
-enum {
-  // where something is moved or written to (an edit there)
-  KEY_DEST = 1,
-  // a path, whatever it looks like
-  KEY_PATH = 2,
-  // a path when it looks like one (has a `/`, or starts with `.` or `~`):
-  // `to`, `target`... are often not paths
-  KEY_MAYBE = 4,
-  // a list of paths
-  KEY_LIST = 8,
-  // content, not a place (never scanned for paths)
-  KEY_TEXT = 16,
-};
-
-static const struct {
-  const char *name;
-  unsigned char lists;
-} key_lists[] = {
-    {"absolute_path", KEY_PATH},
-    {"body", KEY_TEXT},
-    {"cmd", KEY_TEXT},
-    {"code", KEY_TEXT},
-    {"command", KEY_TEXT},
-    {"comment", KEY_TEXT},
-    {"content", KEY_TEXT},
-    {"cwd", KEY_TEXT},
-    {"data", KEY_TEXT},
-    {"description", KEY_TEXT},
-    {"dest", KEY_DEST},
-    {"destination", KEY_DEST},
-    {"destination_path", KEY_DEST},
-    {"diff", KEY_TEXT},
-    {"dir", KEY_PATH},
-    {"dir_path", KEY_PATH},
-    {"directory", KEY_PATH},
-    {"dst", KEY_DEST},
-    {"explanation", KEY_TEXT},
-    {"file", KEY_PATH},
-    {"filePath", KEY_PATH},
-    {"filePaths", KEY_LIST},
-    {"file_path", KEY_PATH},
-    {"file_paths", KEY_LIST},
-    {"filename", KEY_PATH},
-    {"filepath", KEY_PATH},
-    {"files", KEY_LIST},
-    {"folder", KEY_PATH},
-    {"from", KEY_MAYBE},
-    {"from_path", KEY_PATH},
-    {"glob", KEY_TEXT},
-    {"input_path", KEY_PATH},
-    {"location", KEY_MAYBE},
-    {"message", KEY_TEXT},
-    {"move_path", KEY_DEST},
-    {"newPath", KEY_DEST},
-    {"newText", KEY_TEXT},
-    {"new_file_path", KEY_DEST},
-    {"new_path", KEY_DEST},
-    {"new_source", KEY_TEXT},
-    {"new_string", KEY_TEXT},
-    {"notebook_path", KEY_PATH},
-    {"oldPath", KEY_PATH},
-    {"oldText", KEY_TEXT},
-    {"old_path", KEY_PATH},
-    {"old_string", KEY_TEXT},
-    {"out", KEY_MAYBE},
-    {"outfile", KEY_DEST},
-    {"output", KEY_MAYBE},
-    {"output_file", KEY_DEST},
-    {"output_path", KEY_DEST},
-    {"patch", KEY_TEXT},
-    {"path", KEY_PATH},
-    {"paths", KEY_LIST},
-    {"pattern", KEY_TEXT},
-    {"plan", KEY_TEXT},
-    {"prompt", KEY_TEXT},
-    {"query", KEY_TEXT},
-    {"reason", KEY_TEXT},
-    {"regex", KEY_TEXT},
-    {"save_path", KEY_DEST},
-    {"script", KEY_TEXT},
-    {"source", KEY_MAYBE},
-    {"source_path", KEY_PATH},
-    {"src", KEY_MAYBE},
-    {"src_path", KEY_PATH},
-    {"summary", KEY_TEXT},
-    {"target", KEY_MAYBE},
-    {"target_file", KEY_DEST},
-    {"target_path", KEY_DEST},
-    {"text", KEY_TEXT},
-    {"title", KEY_TEXT},
-    {"to", KEY_MAYBE},
-    {"to_path", KEY_DEST},
-};
-
-// The lists key is in (0: none).
-static unsigned key_class(const char *key) {
-  size_t lo = 0, hi = sizeof(key_lists) / sizeof(*key_lists);
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    int d = strcmp(key, key_lists[mid].name);
-    if (d == 0)
-      return key_lists[mid].lists;
-    if (d < 0)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return 0;
-}
-
 // The paths a tool call names (copies): rawInput path keys (for MCP and
 // unknown tools, deep: any string that looks like a path, at any depth),
 // codex patch keys and move_path, diff content and locations. More than
@@ -987,9 +1185,21 @@ static bool collect_paths(const struct ctx *c, struct paths *ps, bool deep) {
   }
   const char *key;
   const json_t *val;
-  json_object_foreach(unconst(ri), key, val) {
+  // read_ri classified the keys (a rawInput with more is walked again).
+  bool kept = c->f.nkeys <= RI_LISTS;
+  void *it = kept ? NULL : json_object_iter(unconst(ri));
+  for (size_t at = 0; kept ? at < c->f.nkeys : it != NULL; at++) {
+    unsigned lists;
+    if (kept) {
+      val = c->f.vals[at];
+      lists = c->f.lists[at];
+    } else {
+      key = json_object_iter_key(it);
+      val = json_object_iter_value(it);
+      lists = key_class(key, strlen(key));
+      it = json_object_iter_next(unconst(ri), it);
+    }
     const char *s = json_string_value(val);
-    unsigned lists = key_class(key);
     bool dest = lists & KEY_DEST;
     if (s && *s &&
         (dest || (lists & KEY_PATH) ||
@@ -1062,7 +1272,7 @@ static void scan_paths(const struct ctx *c, const json_t *v, int depth,
     return;
   }
   json_object_foreach(unconst(v), key, e) {
-    unsigned lists = key_class(key);
+    unsigned lists = key_class(key, strlen(key));
     if (lists & KEY_TEXT)
       continue;
     const char *s = json_string_value(e);
@@ -1142,13 +1352,13 @@ static json_t *gemini_args(struct ctx *c) {
 // which its title shows). A title that shows a URL is a reading too: when
 // fields disagree, every host must be allowed. None found is opaque; a web
 // search is its own atom.
-static void fetch_reading(struct ctx *c, const char *k, int tool_cls) {
+static void fetch_reading(struct ctx *c, int k, int tool_cls) {
   // rawInput fields that hold URLs: a string, or a list of strings.
   static const char *const url_keys[URL_KEYS] = {
       "url", "urls", "uri", "uris", "href", "links", "endpoint"};
-  bool fetch = strcmp(k, "fetch") == 0 || tool_cls == (int)RULES_WEBFETCH;
+  bool fetch = k == K_FETCH || tool_cls == (int)RULES_WEBFETCH;
   size_t found = 0, fields = 0;
-  for (size_t i = 0; i < sizeof(url_keys) / sizeof(*url_keys); i++) {
+  for (size_t i = 0; c->f.any_url && i < URL_KEYS; i++) {
     const json_t *v = c->f.url[i], *e;
     size_t j;
     if (json_is_string(v)) {
@@ -1304,13 +1514,13 @@ static void add_host(struct ctx *c, const char *host, size_t *found) {
 // toolCallId (Gemini), else a title that is an MCP name (Claude adapter).
 static bool is_mcp(struct ctx *c) {
   const char *name = c->r->tool;
-  const char *title = json_string_value(c->t.title);
+  const char *title = c->t.title_s;
   if (!name && title && strncmp(title, "mcp__", 5) == 0 &&
       !strpbrk(title, " \t\n") && strcmp(c->r->kind, "other") == 0)
     name = title;
   if (!name || strncmp(name, "mcp_", 4) != 0)
     return false;
-  struct request_atom *a = add(c, REQUEST_MCP, kind_of(c->r, c->r->kind));
+  struct request_atom *a = add(c, REQUEST_MCP, kind_of(c, c->rkind));
   if (a) {
     a->name = ar_strdup(c->r, name);
     a->gemini_name = strncmp(name, "mcp__", 5) != 0;
@@ -1352,7 +1562,10 @@ static void set_where(struct request *r, const char *text, bool dynamic,
       (strpbrk(text, "$`{") || text[0] == '~' || !strpbrk(text, "*?[")))
     return;
   char buf[PATH_LEN_MAX + 1];
-  size_t n = path_normalize_into(cwd, text, home, buf);
+  // The session cwd is normal (normal_cwd): a plain relative path is joined.
+  size_t n = cwd && cwd == r->cwd
+                 ? path_normalize_under(cwd, strlen(cwd), text, home, buf)
+                 : path_normalize_into(cwd, text, home, buf);
   if (!n)
     return;
   if (dynamic) {
@@ -1386,35 +1599,43 @@ static void opaque(struct request *r, const char *fmt, ...) {
 // _meta.claudeCode.toolName, or Gemini's toolCallId "<tool>__<id>" or
 // "<tool>-<ms>-<n>" when it names a known tool or an MCP tool.
 static char *tool_hint(struct ctx *c) {
-  const char *s = json_string_value(c->t.name);
-  if (!s)
+  const char *s = c->t.name_s;
+  size_t sn = c->t.name_n;
+  if (!s && c->t.meta) {
     s = str(json_object_get(c->t.meta, "claudeCode"), "toolName");
+    sn = s ? strlen(s) : 0;
+  }
   if (s && *s)
-    return ar_strdup(c->r, s);
-  const char *id = json_string_value(c->t.id);
+    return ar_strndup(c->r, s, sn);
+  const char *id = c->t.id_s;
+  size_t idn = c->t.id_n;
   if (!id)
     return NULL;
-  for (const char *sep = id; (sep = strstr(sep, "__")) != NULL; sep++) {
-    size_t n = (size_t)(sep - id);
-    if (!strstr(sep + 2, "__") &&
-        ((n >= 4 && strncmp(id, "mcp_", 4) == 0) || known_tool(id, n)))
+  // The tool is before a "__" with no other "__" after it: the last one,
+  // or the one a byte before it ("a___b": "a" and "a_" are tried).
+  size_t last = idn;
+  for (size_t i = idn > 1 && memchr(id, '_', idn) ? idn - 1 : 0;
+       i-- > 0 && last == idn;)
+    if (id[i] == '_' && id[i + 1] == '_')
+      last = i;
+  for (size_t k = 0; last < idn && k < 2; k++) {
+    size_t n = k == 0 ? last - 1 : last;
+    if (k == 0 && (last == 0 || id[last - 1] != '_'))
+      continue;
+    if ((n >= 4 && strncmp(id, "mcp_", 4) == 0) || known_tool(id, n))
       return ar_strndup(c->r, id, n);
   }
-  size_t n = strcspn(id, "-");
-  if (id[n] == '-' && known_tool(id, n))
+  const char *dash = memchr(id, '-', idn);
+  size_t n = dash ? (size_t)(dash - id) : idn;
+  if (dash && known_tool(id, n))
     return ar_strndup(c->r, id, n);
   return NULL;
 }
 
-// The first n bytes of s name a tool rules.c knows (the names are short).
+// The first n bytes of s (none of them NUL) name a tool rules.c knows.
 static bool known_tool(const char *s, size_t n) {
-  char name[64];
   enum rules_class cls;
-  if (n >= sizeof(name) || memchr(s, '\0', n))
-    return false;
-  memcpy(name, s, n);
-  name[n] = '\0';
-  return rules_tool_class(name, &cls);
+  return rules_tool_class_n(s, n, &cls);
 }
 
 static const char *str(const json_t *o, const char *key) {
@@ -1423,12 +1644,26 @@ static const char *str(const json_t *o, const char *key) {
 
 // A static spelling of a known kind (in any case), or the request's own
 // string.
-static const char *kind_of(struct request *r, const char *k) {
-  char c = lower_c(k[0]);
-  for (size_t i = 0; i < sizeof(known_kinds) / sizeof(*known_kinds); i++)
-    if (c == known_kinds[i][0] && strcasecmp(k, known_kinds[i]) == 0)
-      return known_kinds[i];
-  return r->kind;
+static const char *kind_of(const struct ctx *c, int kind) {
+  return kind < K_CUSTOM ? known_kinds[kind] : c->r->kind;
+}
+
+// The index in known_kinds of k (n bytes, no NUL), in any case (as
+// strcasecmp compares), or K_CUSTOM.
+static int kind_index(const char *k, size_t n) {
+  char c0 = lower_c(k[0]);
+  for (int i = 0; i < K_CUSTOM; i++) {
+    if (known_len[i] != n || known_kinds[i][0] != c0)
+      continue;
+    if (memcmp(k, known_kinds[i], n) == 0) // as sent, mostly
+      return i;
+    size_t j = 1;
+    while (j < n && lower_c(k[j]) == known_kinds[i][j])
+      j++;
+    if (j == n)
+      return i;
+  }
+  return K_CUSTOM;
 }
 
 // codex-acp's argv: `<shell> -lc SCRIPT` is the script; any other argv is
@@ -1478,6 +1713,8 @@ static char *argv_script(struct request *r, const json_t *argv) {
 // "[current working directory /p] (...)".
 static char *gemini_cwd(const json_t *content) {
   static const char tag[] = "[current working directory ";
+  if (!json_is_array(content))
+    return NULL;
   const json_t *first = json_array_get(content, 0);
   const char *text = str(json_object_get(first, "content"), "text");
   if (!text || strncmp(text, tag, sizeof(tag) - 1) != 0)

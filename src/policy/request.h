@@ -85,6 +85,8 @@ struct request {
   // need one malloc. A request owns them: clear it once.
   struct request_chunk *chunks;
   size_t chunk_used;
+  struct request_chunk *lent; // the caller's first chunk (request_init_in)
+  // (request.c's request_empty sets each field: one added here too)
 };
 
 // The first chunk's malloc size: small enough for glibc's per-thread cache
@@ -100,5 +102,12 @@ void request_init(struct request *r, const json_t *params, const char *cwd,
 // the request read into a flat view (acp/reqview.h) has no params tree.
 void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
                      const char *home);
+// request_init_tc with the arena's first chunk in mem (n bytes, aligned
+// for any type, the caller's until request_clear): a request that fits
+// allocates nothing more. policy_request_new puts it after the request.
+void request_init_in(struct request *r, const json_t *tc, const char *cwd,
+                     const char *home, void *mem, size_t n);
+// params.toolCall, or NULL.
+const json_t *request_tool_call(const json_t *params);
 // Frees what request_init allocated.
 void request_clear(struct request *r);

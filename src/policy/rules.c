@@ -67,6 +67,7 @@ static const char *const kinds[] = {"read",        "edit",    "delete", "move",
                                     "switch_mode", "other"};
 
 static const struct alias *alias_find(const char *name);
+static const struct alias *alias_find_n(const char *name, size_t n);
 static int parse_tool(const char *tool, const char *spec,
                       struct rules_rule *out, char *err, size_t errlen);
 static int parse_glob(const char *tool, const char *spec,
@@ -115,7 +116,11 @@ void rules_rule_free(struct rules_rule *r) {
 }
 
 bool rules_tool_class(const char *name, enum rules_class *out) {
-  const struct alias *a = name ? alias_find(name) : NULL;
+  return name && rules_tool_class_n(name, strlen(name), out);
+}
+
+bool rules_tool_class_n(const char *name, size_t n, enum rules_class *out) {
+  const struct alias *a = alias_find_n(name, n);
   if (!a || a->cls == RULES_KIND)
     return false;
   *out = a->cls;
@@ -172,10 +177,36 @@ bool rules_kind_valid(const char *kind) {
 }
 
 static const struct alias *alias_find(const char *name) {
-  // The first byte first: every request's tool name is looked up here.
-  for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-    if (aliases[i].name[0] == name[0] && strcmp(aliases[i].name, name) == 0)
-      return &aliases[i];
+  return alias_find_n(name, strlen(name));
+}
+
+// Every request's tool name (or the start of its toolCallId) is looked up
+// here: only the names of its length (by_len: 1 + their indices in aliases,
+// per length, and first: their first bytes; test_rules checks that every
+// alias is found by its name).
+static const struct alias *alias_find_n(const char *name, size_t n) {
+  static const unsigned char by_len[20][8] = {
+      [2] = {9},      [4] = {1, 6, 7, 8, 13, 16, 26},
+      [5] = {2, 17},  [7] = {21},
+      [8] = {22},     [9] = {4, 10, 18, 23, 24},
+      [10] = {5, 20}, [11] = {14},
+      [12] = {19},    [14] = {12},
+      [15] = {11},    [17] = {3, 25},
+      [19] = {15},
+  };
+  static const char *const first[20] = {
+      [2] = "L",     [4] = "BRGGgEK", [5] = "SW", [7] = "r",  [8] = "W",
+      [9] = "SrMwW", [10] = "Pw",     [11] = "g", [12] = "N", [14] = "l",
+      [15] = "r",    [17] = "rg",     [19] = "s",
+  };
+  if (n >= sizeof(by_len) / sizeof(*by_len) || !first[n] || !name[0] ||
+      !strchr(first[n], name[0]))
+    return NULL;
+  for (size_t j = 0; first[n][j]; j++) {
+    const struct alias *a = &aliases[by_len[n][j] - 1];
+    if (first[n][j] == name[0] && memcmp(a->name, name, n) == 0)
+      return a;
+  }
   return NULL;
 }
 

@@ -37,6 +37,8 @@ void rules_rule_free(struct rules_rule *r);
 // The class of a tool name in the alias table ("Read", "write_file", ...);
 // false when the name is not a built-in tool.
 bool rules_tool_class(const char *name, enum rules_class *out);
+// The same for the first n bytes of name (no NUL among them).
+bool rules_tool_class_n(const char *name, size_t n, enum rules_class *out);
 // The tool names of a class (for tool-name globs): up to max of them into
 // names (borrowed); returns how many.
 size_t rules_class_names(enum rules_class c, const char **names, size_t max);

@@ -109,11 +109,13 @@ const struct shell_result *shcache_analyse_len(const char *script, size_t len,
   for (struct entry *e = keep ? cache.table[h & (BUCKETS - 1)] : NULL; e;
        e = e->next_hash) {
     if (e->hash == h && e->len == len && memcmp(e->script, script, len) == 0 &&
-        strcmp(e->home ? e->home : "", home ? home : "") == 0 &&
-        (e->home != NULL) == (home != NULL)) {
+        (e->home != NULL) == (home != NULL) &&
+        (!home || strcmp(e->home, home) == 0)) {
       cache.hits++;
-      lru_unlink(e);
-      lru_push(e);
+      if (cache.head != e) {
+        lru_unlink(e);
+        lru_push(e);
+      }
       e->refs++;
       return &e->res;
     }
@@ -152,6 +154,10 @@ unsigned char *shcache_memo(const struct shell_result *r) {
 
 unsigned long long shcache_serial(const struct shell_result *r) {
   return ((const struct entry *)(uintptr_t)r)->serial;
+}
+
+const char *shcache_script(const struct shell_result *r) {
+  return ((const struct entry *)(uintptr_t)r)->script;
 }
 
 void shcache_release(const struct shell_result *r) {

@@ -33,6 +33,9 @@ unsigned char *shcache_memo(const struct shell_result *r);
 // keys of its atoms by it: an address can be reused once a result is
 // released, this number cannot).
 unsigned long long shcache_serial(const struct shell_result *r);
+// The script of r as the cache keeps it (alive while r is referenced), or
+// NULL when r is not kept (too long, or the cache off).
+const char *shcache_script(const struct shell_result *r);
 // Releases a reference (NULL is fine).
 void shcache_release(const struct shell_result *r);
 // Forgets every result (those still referenced live until released).

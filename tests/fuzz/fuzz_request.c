@@ -20,7 +20,9 @@
 //    checked by compiling it as a policy);
 //  * policy_pick_option never turns ask or deny into allow;
 //  * the reading equals the one of the extractor before its arena
-//    (tests/unit/request_ref.c), field by field.
+//    (tests/unit/request_ref.c), field by field; also within an epoch
+//    (path.c's remembered walks) and with a small first chunk of the
+//    caller's (request_init_in).
 
 #include <string.h>
 
@@ -114,8 +116,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[1024];
   FUZZ_CHECK(request_same(&rq, &ref, why, sizeof(why)),
              "differs from the reference: %s", why);
-  request_ref_clear(&ref);
   request_clear(&rq);
+  // Within an epoch (path.c remembers the walk over the cwd and home), with
+  // a small first chunk of the caller's: the same reading.
+  static uint64_t epoch;
+  static max_align_t lent[256 / sizeof(max_align_t)];
+  path_cache_epoch(++epoch);
+  request_init_in(&rq, request_tool_call(params), CWD, HOME, lent,
+                  sizeof(lent));
+  FUZZ_CHECK(request_same(&rq, &ref, why, sizeof(why)),
+             "differs from the reference within an epoch: %s", why);
+  request_clear(&rq);
+  path_cache_epoch(0);
+  request_ref_clear(&ref);
 
   struct policy_request *r = policy_request_new(params, CWD, HOME);
   policy_request_command(r);

@@ -319,11 +319,20 @@ static json_t *subst(const json_t *v, const char *p, const char *h) {
 }
 
 static size_t compared, differ;
+static char plink[300]; // a link to the project (test_same_as_before)
 
 static void compare(const json_t *params, const char *cwd, const char *home,
                     const char *what) {
   struct request a, b;
-  request_init(&a, params, cwd, home);
+  // Every other reading with a first chunk of the caller's (as
+  // policy_request_new reads), small enough that larger requests go on in
+  // chunks of their own.
+  static max_align_t lent[320 / sizeof(max_align_t)];
+  if (compared % 2)
+    request_init_in(&a, request_tool_call(params), cwd, home, lent,
+                    sizeof(lent));
+  else
+    request_init(&a, params, cwd, home);
   request_ref_init(&b, params, cwd, home);
   char why[1024];
   compared++;
@@ -359,6 +368,20 @@ static void compare_all(const json_t *params, const char *p, const char *h,
   shcache_enable(0);
   compare(s, p, h, what);
   shcache_enable(1);
+  // Within an epoch: the walk over the cwd and home is remembered
+  // (path.c's prefixes), also for a cwd reached through a link (plink,
+  // set by test_same_as_before) and for odd cwds. A new epoch per request,
+  // and a second request in the same epoch.
+  static uint64_t epoch = 1000;
+  path_cache_epoch(++epoch);
+  compare(s, p, h, what);
+  compare(s, p, h, what);
+  if (plink[0]) {
+    compare(s, plink, h, what);
+    compare(s, plink, plink, what);
+  }
+  compare(s, odd[0], h, what);
+  path_cache_epoch(0);
   json_decref(s);
 }
 
@@ -387,6 +410,14 @@ static void test_same_as_before(void) {
   snprintf(h, sizeof(h), "%s/h", t);
   mkdir(p, 0700);
   mkdir(h, 0700);
+  // A link to the project, and one inside it back to its parent.
+  snprintf(plink, sizeof(plink), "%s/l", t);
+  if (symlink(p, plink) != 0)
+    plink[0] = '\0';
+  char up[300];
+  snprintf(up, sizeof(up), "%s/up", p);
+  if (symlink("..", up) != 0)
+    up[0] = '\0';
   struct same_ctx x = {p, h, 0};
   each_fixture(same_fixture, &x);
   size_t cases = x.cases;
@@ -408,6 +439,140 @@ static void test_same_as_before(void) {
   if (d)
     closedir(d);
   ok(corpus > 0, "%zu requests of the fuzz corpus", corpus);
+  // Every rawInput key request.c knows (found by a perfect hash there), and
+  // names next to them, in the shapes that show what it makes of each: a
+  // path, a destination, a list, a URL, text an MCP tool's scan skips; and
+  // as the 17th key.
+  static const char *const keys[] = {"absolute_path",
+                                     "body",
+                                     "changes",
+                                     "cmd",
+                                     "code",
+                                     "command",
+                                     "comment",
+                                     "content",
+                                     "cwd",
+                                     "data",
+                                     "description",
+                                     "dest",
+                                     "destination",
+                                     "destination_path",
+                                     "diff",
+                                     "dir",
+                                     "dir_path",
+                                     "directory",
+                                     "dst",
+                                     "edits",
+                                     "endpoint",
+                                     "explanation",
+                                     "file",
+                                     "filePath",
+                                     "filePaths",
+                                     "file_path",
+                                     "file_paths",
+                                     "filename",
+                                     "filepath",
+                                     "files",
+                                     "folder",
+                                     "from",
+                                     "from_path",
+                                     "glob",
+                                     "href",
+                                     "input_path",
+                                     "links",
+                                     "location",
+                                     "message",
+                                     "move_path",
+                                     "newPath",
+                                     "newText",
+                                     "new_file_path",
+                                     "new_path",
+                                     "new_source",
+                                     "new_string",
+                                     "notebook_path",
+                                     "oldPath",
+                                     "oldText",
+                                     "old_path",
+                                     "old_string",
+                                     "out",
+                                     "outfile",
+                                     "output",
+                                     "output_file",
+                                     "output_path",
+                                     "patch",
+                                     "path",
+                                     "paths",
+                                     "pattern",
+                                     "plan",
+                                     "prompt",
+                                     "query",
+                                     "reason",
+                                     "regex",
+                                     "save_path",
+                                     "script",
+                                     "source",
+                                     "source_path",
+                                     "src",
+                                     "src_path",
+                                     "summary",
+                                     "target",
+                                     "target_file",
+                                     "target_path",
+                                     "text",
+                                     "title",
+                                     "to",
+                                     "to_path",
+                                     "uri",
+                                     "uris",
+                                     "url",
+                                     "urls",
+                                     "Path",
+                                     "paths_",
+                                     "ur",
+                                     "urlx",
+                                     "x",
+                                     "command ",
+                                     "file_path2",
+                                     "abcdefghijklmnop",
+                                     "notebook_pat",
+                                     "_"};
+  static const char *const shapes[] = {
+      "{\"kind\":\"edit\",\"rawInput\":{\"@\":\"{P}/k\"}}",
+      "{\"kind\":\"read\",\"rawInput\":{\"@\":\"x/y\",\"q\":1}}",
+      "{\"kind\":\"other\",\"rawInput\":{\"@\":\"./y\"}}",
+      "{\"kind\":\"read\",\"rawInput\":{\"@\":[\"{P}/a\",\"b\"]}}",
+      "{\"kind\":\"fetch\",\"rawInput\":{\"@\":\"https://a.com/\"}}",
+      "{\"kind\":\"execute\",\"rawInput\":{\"@\":\"rm -rf x\"}}",
+      "{\"title\":\"mcp__a__b\",\"kind\":\"other\",\"rawInput\":{\"o\":"
+      "{\"@\":\"x/y\"}}}",
+      "{\"title\":\"mcp__a__b\",\"kind\":\"other\",\"rawInput\":"
+      "{\"@\":\"/etc/x\"}}",
+      // after more keys than read_ri keeps for collect_paths
+      "{\"kind\":\"edit\",\"rawInput\":{\"a\":1,\"b\":1,\"c\":1,\"d\":1,"
+      "\"e\":1,\"f\":1,\"g\":1,\"h\":1,\"i\":1,\"j\":1,\"k\":1,\"l\":1,"
+      "\"m\":1,\"n\":1,\"o\":1,\"p\":\"/x\",\"@\":\"./y\",\"q\":\"z\"}}"};
+  size_t keyed = 0;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+    for (size_t j = 0; j < sizeof(shapes) / sizeof(*shapes); j++) {
+      char tc[512], what[64];
+      const char *at = strchr(shapes[j], '@');
+      snprintf(tc, sizeof(tc), "%.*s%s%s", (int)(at - shapes[j]), shapes[j],
+               keys[i], at + 1);
+      snprintf(what, sizeof(what), "key %s, shape %zu", keys[i], j);
+      json_t *params = json_pack("{s:o}", "toolCall", json_loads(tc, 0, NULL));
+      if (params) {
+        compare_all(params, p, h, what);
+        keyed++;
+      }
+      json_decref(params);
+    }
+  ok(keyed == sizeof(keys) / sizeof(*keys) * (sizeof(shapes) / sizeof(*shapes)),
+     "%zu requests by key", keyed);
+  if (up[0])
+    unlink(up);
+  if (plink[0])
+    unlink(plink);
+  plink[0] = '\0';
   rmdir(p);
   rmdir(h);
   rmdir(t);

@@ -182,6 +182,29 @@ static void test_names(void) {
   const char *names[16];
   size_t n = rules_class_names(RULES_BASH, names, 16);
   ok(n >= 4 && strcmp(names[0], "Bash") == 0, "Bash names: %zu", n);
+  // Every alias is found by its name (rules.c looks names up by length),
+  // whole or as the start of a longer string, and its class is the one
+  // rules_class_names lists it under; a name one byte shorter or longer is
+  // none.
+  size_t found = 0, wrong = 0;
+  for (int k = RULES_BASH; k <= RULES_WEBSEARCH; k++) {
+    const char *v[32];
+    size_t m = rules_class_names((enum rules_class)k, v, 32);
+    for (size_t i = 0; i < m; i++, found++) {
+      char buf[64];
+      size_t len = strlen(v[i]);
+      snprintf(buf, sizeof(buf), "%s__x", v[i]);
+      enum rules_class c1 = RULES_KIND, c2 = RULES_KIND;
+      bool in = rules_tool_class(v[i], &c1) &&
+                rules_tool_class_n(buf, len, &c2) &&
+                c1 == (enum rules_class)k && c2 == (enum rules_class)k;
+      bool out = !rules_tool_class_n(buf, len + 1, &c1) &&
+                 !rules_tool_class_n(v[i], len - 1, &c1);
+      wrong += !(in && out);
+    }
+  }
+  ok(found >= 25 && wrong == 0, "%zu tool names found by name (%zu wrong)",
+     found, wrong);
   ok(rules_kind_valid("switch_mode") && rules_kind_valid("_x") &&
          !rules_kind_valid("_") && !rules_kind_valid("nope"),
      "kinds");
