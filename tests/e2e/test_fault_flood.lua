@@ -108,12 +108,18 @@ T.test('256 MiB of updates while Neovim is busy: broker memory bounded, the prom
   })
   local turn_end = T.on('AcpTurnEnd')
   -- The streamed text that reaches Lua (for the report when the prompt
-  -- does not come).
-  local got = { updates = 0, text = 0 }
+  -- does not come), and the longest wait between two updates once Neovim
+  -- reads again (a stall of a second, as issue 16 saw while streaming,
+  -- shows there).
+  local got = { updates = 0, text = 0, gap = 0 }
   require('acp.state').on('event', function(name, data)
     local u = name == 'update' and type(data.update) == 'table' and data.update
     if u and type(u.content) == 'table' and type(u.content.text) == 'string' then
-      got.updates, got.text, got.last = got.updates + 1, got.text + #u.content.text, uv.hrtime()
+      local now = uv.hrtime()
+      if got.last and got.reading then
+        got.gap = math.max(got.gap, now - got.last)
+      end
+      got.updates, got.text, got.last = got.updates + 1, got.text + #u.content.text, now
     end
   end)
   require('acp').prompt('Talk a lot, then ask')
@@ -135,6 +141,7 @@ T.test('256 MiB of updates while Neovim is busy: broker memory bounded, the prom
 
   -- Neovim reads again: the prompt appears, the turn ends.
   local t1 = uv.hrtime()
+  got.reading, got.last = true, t1
   local waited, p = pcall(T.wait_pending, 'after_flood_1', 60000)
   if not waited then
     error(('%s\n%s'):format(progress(ctx, pid, got), tostring(p)), 0)
@@ -163,7 +170,8 @@ T.test('256 MiB of updates while Neovim is busy: broker memory bounded, the prom
   local hwm = status_kib(pid, 'VmHWM')
   note(
     'flood of %d MiB: Neovim busy %.1f s, broker VmRSS peak %d KiB (sampled), VmHWM %d -> %d KiB (%d after); '
-      .. 'prompt %.1f s after Neovim read again; drop log lines %d (last count %s)',
+      .. 'prompt %.1f s after Neovim read again, longest wait between two updates %d ms; '
+      .. 'drop log lines %d (last count %s)',
     FLOOD / MiB,
     busy_s,
     peak,
@@ -171,6 +179,7 @@ T.test('256 MiB of updates while Neovim is busy: broker memory bounded, the prom
     hwm_busy,
     hwm,
     catch_up_s,
+    got.gap / 1e6,
     #drops,
     tostring(drops[#drops])
   )
