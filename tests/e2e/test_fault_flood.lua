@@ -48,21 +48,25 @@ end
 -- What each side had done when the prompt did not come (the flaky timeout
 -- of issue 16 left only "no event after turn_start"): the agent's floods
 -- finished and whether it sent its request (its transcript), the text
--- that reached Lua and when it last did, and what the broker and the agent
--- were blocked in.
+-- that reached Lua and when it last did, the errors the person was told
+-- (a Lua error handling a batch or the prompt loses its events), and what
+-- the broker and the agent were blocked in.
 local function progress(ctx, pid, got)
   local tr = T.read(ctx.transcript) or ''
   local _, floods = tr:gsub('"event":"flood"', '')
   local asked = tr:find('"dir":"out"[^\n]*session/request_permission') ~= nil
   local agent = require('acp.state').agents[ctx.agent]
+  local errors = T.notes_with('(acp)', vim.log.levels.ERROR)
   return ('agent: %d of 2 floods written, request %s, process %s; Lua: %d updates, %d bytes of text, '
-    .. 'the last %.1f s ago; broker process %s'):format(
+    .. 'the last %.1f s ago, %d errors told%s; broker process %s'):format(
     floods,
     asked and 'sent' or 'not sent',
     proc_state(agent and agent.pid),
     got.updates,
     got.text,
     got.last and (uv.hrtime() - got.last) / 1e9 or -1,
+    #errors,
+    #errors > 0 and (' (last: %s)'):format(errors[#errors]) or '',
     proc_state(pid)
   )
 end
