@@ -757,13 +757,16 @@ static void test_random_flow(void) {
       }
       uv_run(&loop, UV_RUN_NOWAIT);
     }
-    // The producers have stopped; Neovim reads and answers everything.
-    for (int k = 0; k < 400; k++) {
+    // The producers have stopped; Neovim reads and answers everything
+    // until nothing is left (the batch timer has had time to fire).
+    for (int k = 0, quiet = 0; k < 5000 && quiet < 3; k++) {
       uv_run(&loop, UV_RUN_NOWAIT);
       sim_read(out[0], &d, &v, SIZE_MAX);
       failed_writes += !sim_answer(in[1], &v, v.nids);
-      if (k % 100 == 99)
+      if (k % 100 == 99) {
         usleep(3000);
+        quiet = nvim_rpc_pending_bytes(ch) == 0 && v.nids == 0 ? quiet + 1 : 0;
+      }
     }
     pauses += backlog_calls / 2;
     stuck += nvim_rpc_pending_bytes(ch) != 0;
