@@ -24,7 +24,8 @@ static inline bool lit(struct rd *r, unsigned char c) {
 }
 
 // A string of printable ASCII without escapes (anything else: the tree).
-static bool plain_str(struct rd *r, struct reqview_str *out) {
+static inline __attribute__((always_inline)) bool
+plain_str(struct rd *r, struct reqview_str *out) {
   if (!lit(r, '"'))
     return false;
   cp e = jsonlex_plain(r->p, r->end);
