@@ -740,8 +740,8 @@ static void on_notification(struct acp_conn *c, struct jsonrpc_msg *m) {
 // A permission request read into a flat view that check_permission would
 // pass (else the tree path answers it, with its error).
 static bool view_ok(struct acp_conn *c, const struct reqview *v) {
-  if (!find_session(c, v->sid_z) ||
-      !json_is_string(json_object_get(v->tc, "toolCallId")))
+  json_t *id = json_object_get(v->tc, "toolCallId"); // json_is_string: twice
+  if (!find_session(c, v->sid_z) || !json_is_string(id))
     return false;
   for (size_t i = 0; i < v->noptions; i++) {
     bool known = false;

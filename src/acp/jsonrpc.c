@@ -95,8 +95,8 @@ static bool dump_append(const json_t *v, char **out, size_t *n, size_t *cap) {
   return true;
 }
 
-static void text_append(const char *t, char **out, size_t *n, size_t *cap) {
-  size_t k = strlen(t);
+static void bytes_append(const char *t, size_t k, char **out, size_t *n,
+                         size_t *cap) {
   if (*cap - *n < k + 1) {
     while (*cap - *n < k + 1)
       *cap *= 2;
@@ -105,6 +105,14 @@ static void text_append(const char *t, char **out, size_t *n, size_t *cap) {
   memcpy(*out + *n, t, k);
   *n += k;
 }
+
+static void text_append(const char *t, char **out, size_t *n, size_t *cap) {
+  bytes_append(t, strlen(t), out, n, cap);
+}
+
+// A literal's bytes, its length known at compile time.
+#define LIT_APPEND(lit, out, n, cap)                                           \
+  bytes_append(lit, sizeof(lit) - 1, out, n, cap)
 
 char *jsonrpc_result(const json_t *id, json_t *result, size_t *len) {
   // Written out directly (the answer to every request goes through here):
@@ -181,7 +189,7 @@ static void str_append(const char *s, char **out, size_t *n, size_t *cap) {
 char *jsonrpc_outcome(const json_t *id, const char *option_id, size_t *len) {
   size_t cap = 256, n = 0;
   char *out = xmalloc(cap);
-  text_append("{\"jsonrpc\":\"2.0\",\"id\":", &out, &n, &cap);
+  LIT_APPEND("{\"jsonrpc\":\"2.0\",\"id\":", &out, &n, &cap);
   bool ok = true;
   if (json_is_integer(id)) {
     // The digits by hand: snprintf would cost half of the whole answer.
@@ -195,7 +203,7 @@ char *jsonrpc_outcome(const json_t *id, const char *option_id, size_t *len) {
     while ((u /= 10) != 0);
     if (v < 0)
       *--d = '-';
-    text_append(d, &out, &n, &cap);
+    bytes_append(d, (size_t)(num + sizeof(num) - 1 - d), &out, &n, &cap);
   } else if (json_is_string(id) &&
              !memchr(json_string_value(id), 0, json_string_length(id))) {
     str_append(json_string_value(id), &out, &n, &cap);
@@ -203,14 +211,14 @@ char *jsonrpc_outcome(const json_t *id, const char *option_id, size_t *len) {
     ok = dump_append(id, &out, &n, &cap);
   }
   if (option_id) {
-    text_append(",\"result\":{\"outcome\":{\"outcome\":\"selected\","
-                "\"optionId\":",
-                &out, &n, &cap);
+    LIT_APPEND(",\"result\":{\"outcome\":{\"outcome\":\"selected\","
+               "\"optionId\":",
+               &out, &n, &cap);
     str_append(option_id, &out, &n, &cap);
-    text_append("}}}\n", &out, &n, &cap);
+    LIT_APPEND("}}}\n", &out, &n, &cap);
   } else {
-    text_append(",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n",
-                &out, &n, &cap);
+    LIT_APPEND(",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n", &out,
+               &n, &cap);
   }
   if (!ok) {
     free(out);

@@ -24,7 +24,8 @@ static inline bool lit(struct rd *r, unsigned char c) {
 }
 
 // A string of printable ASCII without escapes (anything else: the tree).
-static bool plain_str(struct rd *r, struct reqview_str *out) {
+static inline __attribute__((always_inline)) bool
+plain_str(struct rd *r, struct reqview_str *out) {
   if (!lit(r, '"'))
     return false;
   cp e = jsonlex_plain(r->p, r->end);
@@ -87,8 +88,12 @@ static bool read_params(struct rd *r, struct reqview *v) {
       r->p = jsonlex_ws(r->p, r->end);
       if (v->tc || r->p >= r->end || *r->p != '{')
         return false;
+      // Its nodes from the arena (base/mem.h, when jansson allocates
+      // through the cache): freed together with the request.
+      mem_arena_begin();
       v->tc =
           jsonfast_value((const char *)r->p, (size_t)(r->end - r->p), &used);
+      mem_arena_end();
       if (!v->tc)
         return false;
       r->p += used;

@@ -17,6 +17,7 @@ static FILE *log_file;
 static enum log_level log_min = LOG_LEVEL_INFO;
 static char log_file_path[4200];
 static char state_dir[4096];
+bool log_debug_on;
 
 static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
@@ -36,6 +37,7 @@ const char *log_state_dir(void) {
 
 int log_open(const char *path, enum log_level level) {
   log_min = level;
+  log_debug_on = false;
   if (level == LOG_LEVEL_OFF)
     return 0;
   if (path) {
@@ -51,6 +53,7 @@ int log_open(const char *path, enum log_level level) {
     log_file_path[0] = '\0';
     return -1;
   }
+  log_debug_on = level <= LOG_LEVEL_DEBUG;
   return 0;
 }
 
@@ -58,6 +61,7 @@ void log_close(void) {
   if (log_file)
     fclose(log_file);
   log_file = NULL;
+  log_debug_on = false;
 }
 
 const char *log_path(void) {

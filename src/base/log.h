@@ -3,6 +3,7 @@
 // only msgpack-RPC frames to Neovim).
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 enum log_level {
   LOG_LEVEL_DEBUG,
@@ -28,7 +29,14 @@ const char *log_state_dir(void);
 void log_write(enum log_level level, const char *func, int line,
                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-#define LOG_D(...) log_write(LOG_LEVEL_DEBUG, __func__, __LINE__, __VA_ARGS__)
+// Whether debug lines are written (the log open at level debug): LOG_D,
+// on the hot path of every request, costs one test when they are not (its
+// arguments are not evaluated then).
+extern bool log_debug_on;
+
+#define LOG_D(...)                                                             \
+  (log_debug_on ? log_write(LOG_LEVEL_DEBUG, __func__, __LINE__, __VA_ARGS__)  \
+                : (void)0)
 #define LOG_I(...) log_write(LOG_LEVEL_INFO, __func__, __LINE__, __VA_ARGS__)
 #define LOG_W(...) log_write(LOG_LEVEL_WARN, __func__, __LINE__, __VA_ARGS__)
 #define LOG_E(...) log_write(LOG_LEVEL_ERROR, __func__, __LINE__, __VA_ARGS__)

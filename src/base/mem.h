@@ -34,3 +34,20 @@ void mem_cache_free(void *p);
 void mem_cache_release(void);
 // Bytes held on the free lists now (for tests).
 size_t mem_cache_bytes(void);
+
+// An arena in front of the cache for one document's tree at a time (an
+// agent's toolCall, built and freed per request): between
+// mem_arena_begin and mem_arena_end, mem_cache_malloc carves blocks of up
+// to MEM_CACHE_MAX_BLOCK bytes from a chunk of MEM_ARENA_CHUNK bytes
+// (a pointer moved, no free list), and mem_cache_free of such a block only
+// counts it: a chunk whose blocks are all freed starts again from its
+// beginning. A tree that outlives the next one keeps its chunk alive (up to
+// MEM_ARENA_OLD chunks, then the cache serves), freed with its last block,
+// so any block may be freed at any time, in or out of the arena's span.
+// mem_cache_release frees an empty chunk. One thread only.
+#define MEM_ARENA_CHUNK 16384
+#define MEM_ARENA_OLD 8
+void mem_arena_begin(void);
+void mem_arena_end(void);
+// Blocks of the arena not freed yet (for tests).
+size_t mem_arena_live(void);

@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/files.h"
 #include "base/log.h"
@@ -18,6 +21,7 @@
 // Lines of one loop iteration are written together (audit_flush); a line
 // never straddles two writes, so the file only ever holds whole lines.
 #define AUDIT_BUF 65536
+#define AUDIT_LINE_MAX 8192 // with its newline
 
 static int audit_fd = -1;
 static char audit_file_path[4200];
@@ -125,45 +129,97 @@ static void puts_(struct line *l, const char *s) {
   put(l, s, strlen(s));
 }
 
-// Whether any of the eight bytes of w needs a look of its own: an ASCII
-// control, a quote, a backslash or a byte above ASCII (exact: never a
-// false "no"; a false "yes" only costs the look).
-static bool special8(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-  uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-  return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) |
-          w) &
-         high;
+// The first byte of [p, end) that a string cannot copy as it is: '"',
+// '\\', a control character or a byte above ASCII (end when none); start
+// <= p is where the string starts, all plain up to p. Sixteen bytes at a
+// time, the last ones by a load that ends at end and overlaps bytes
+// already looked at (most strings of a line are short: a byte at a time
+// cost more than the rest of the line).
+static const unsigned char *plain_end(const unsigned char *start,
+                                      const unsigned char *p,
+                                      const unsigned char *end) {
+#ifdef __SSE2__
+  if (end - start >= 16) {
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    for (;;) {
+      size_t left = (size_t)(end - p);
+      if (left == 0)
+        return end;
+      const unsigned char *at = left >= 16 ? p : end - 16;
+      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)at);
+      // Signed, the bytes below 0x20 and those above 0x7F are below 0x20.
+      __m128i m = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+          _mm_cmpgt_epi8(space, x));
+      unsigned mask = (unsigned)_mm_movemask_epi8(m);
+      if (left < 16)
+        mask &= 0xffffu << (16 - left); // the bytes from p on
+      if (mask)
+        return at + __builtin_ctz(mask);
+      if (left <= 16)
+        return end;
+      p += 16;
+    }
+  }
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end - start >= 8) {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    for (;;) {
+      size_t left = (size_t)(end - p);
+      if (left == 0)
+        return end;
+      const unsigned char *at = left >= 8 ? p : end - 8;
+      uint64_t x;
+      memcpy(&x, at, 8);
+      uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+      // The usual zero-byte test: a borrow only marks a byte above one that
+      // is really marked (a byte before p may be: put_str_n looks again).
+      uint64_t t =
+          ((q - ones) & ~q) | ((b - ones) & ~b) | (x - ones * 0x20) | x;
+      t &= highs;
+      if (left < 8)
+        t &= ~0ull << (8 * (8 - left));
+      if (t)
+        return at + (__builtin_ctzll(t) >> 3);
+      if (left <= 8)
+        return end;
+      p += 8;
+    }
+  }
+#endif
+  while (p < end && *p - 0x20u < 0x60u && *p != '"' && *p != '\\')
+    p++;
+  return p;
 }
 
 // A JSON string: ASCII controls, quote and backslash escaped; bytes of
-// invalid UTF-8 (paths need not be) written as \u00XX.
-static void put_str(struct line *l, const char *s) {
+// invalid UTF-8 (paths need not be) written as \u00XX. The plain runs
+// between are found sixteen bytes at a time (plain_end) and put whole.
+static void put_str_n(struct line *l, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
-  size_t n = strlen(s);
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  const unsigned char *run = p; // the first byte not put yet
   // Whether s is UTF-8 is only asked at its first byte above ASCII (most
   // strings have none): 0 not asked yet, 1 valid, -1 not.
   int utf8 = 0;
   put(l, "\"", 1);
-  size_t run = 0; // bytes copied as they are, not yet put
-  for (size_t i = 0; i < n; i++) {
-    // Plain ASCII, most of a line, eight bytes at a time.
-    uint64_t w;
-    while (i + 8 <= n && (memcpy(&w, s + i, 8), !special8(w))) {
-      i += 8;
-      run += 8;
-    }
-    if (i == n)
-      break;
-    unsigned char c = (unsigned char)s[i];
-    if (c >= 0x80 && utf8 == 0)
-      utf8 = utf8_valid(s, n) ? 1 : -1;
-    if (c >= 0x20 && c != '"' && c != '\\' && (c < 0x80 || utf8 > 0)) {
-      run++;
+  while ((p = plain_end((const unsigned char *)s, p, end)) < end) {
+    unsigned char c = *p;
+    if (c - 0x20u < 0x60u && c != '"' && c != '\\') {
+      p++; // a false mark (a borrow from a byte before p): plain
       continue;
     }
-    put(l, s + i - run, run);
-    run = 0;
+    if (c >= 0x80) {
+      if (utf8 == 0)
+        utf8 = utf8_valid(s, n) ? 1 : -1;
+      if (utf8 > 0) {
+        p++; // copied as it is, with the run
+        continue;
+      }
+    }
+    put(l, (const char *)run, (size_t)(p - run));
     char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
     if (c == '"' || c == '\\') {
       esc[1] = (char)c;
@@ -173,9 +229,14 @@ static void put_str(struct line *l, const char *s) {
     } else {
       put(l, esc, 6);
     }
+    run = ++p;
   }
-  put(l, s + n - run, run);
+  put(l, (const char *)run, (size_t)(end - run));
   put(l, "\"", 1);
+}
+
+static void put_str(struct line *l, const char *s) {
+  put_str_n(l, s, strlen(s));
 }
 
 // ,"key": then the value (key: the literal name, its punctuation added
@@ -183,13 +244,28 @@ static void put_str(struct line *l, const char *s) {
 #define PUT_FIELD(l, key, value)                                               \
   put_field(l, ",\"" key "\":", sizeof(key) + 3, value)
 
-static void put_field(struct line *l, const char *head, size_t n,
-                      const char *value) {
-  put(l, head, n);
-  if (value)
-    put_str(l, value);
-  else
+// Inlined at each PUT_FIELD, where n is a constant: a value with nothing
+// to escape (most) is copied with its head and quotes in one step.
+static inline __attribute__((always_inline)) void
+put_field(struct line *l, const char *head, size_t n, const char *value) {
+  if (!value) {
+    put(l, head, n);
     put(l, "null", 4);
+    return;
+  }
+  size_t k = strlen(value);
+  const unsigned char *v = (const unsigned char *)value;
+  if (l->len + n + k + 2 <= l->cap && plain_end(v, v, v + k) == v + k) {
+    char *o = l->p + l->len;
+    memcpy(o, head, n);
+    o[n] = '"';
+    memcpy(o + n + 1, value, k);
+    o[n + 1 + k] = '"';
+    l->len += n + k + 2;
+    return;
+  }
+  put(l, head, n);
+  put_str_n(l, value, k);
 }
 
 // One line for e: every key, absent values as null. Returns false when it
@@ -257,8 +333,11 @@ int audit_write(const char *path, const struct audit_entry *e) {
   }
   char ts[48];
   iso8601(ts, sizeof(ts));
-  char buf[8192];
-  struct line l = {buf, 0, sizeof(buf) - 1, false};
+  // The line is built in place, after the lines already gathered.
+  if (olen + AUDIT_LINE_MAX > sizeof(obuf) && write_out() != 0)
+    return -1;
+  char *buf = obuf + olen;
+  struct line l = {buf, 0, AUDIT_LINE_MAX - 1, false};
   if (!format_line(&l, ts, e)) {
     // Too long to keep whole (a huge command): the decision is still
     // recorded, without the fields that made it long.
@@ -267,14 +346,11 @@ int audit_write(const char *path, const struct audit_entry *e) {
     cut.paths = NULL;
     cut.npaths = 0;
     cut.title = "(too long for the audit log)";
-    l = (struct line){buf, 0, sizeof(buf) - 1, false};
+    l = (struct line){buf, 0, AUDIT_LINE_MAX - 1, false};
     if (!format_line(&l, ts, &cut))
       return -1;
   }
   buf[l.len++] = '\n';
-  if (olen + l.len > sizeof(obuf) && write_out() != 0)
-    return -1;
-  memcpy(obuf + olen, buf, l.len);
   olen += l.len;
   return 0;
 }

@@ -90,8 +90,11 @@ struct client {
   struct client_term *terms;
   size_t nterms;
   uint64_t next_term;
-  struct approval approvals[CLIENT_MAX_APPROVALS];
-  size_t napprovals;
+  // The approvals, oldest first: approvals[first .. first + napprovals).
+  // Dropping the oldest (each new one past the bound) moves nothing; the
+  // list moves down when it reaches the end, once per bound of approvals.
+  struct approval approvals[2 * CLIENT_MAX_APPROVALS];
+  size_t first, napprovals;
   struct hold *holds;
   size_t nholds, hold_bytes;
   struct fs_call *waits; // writes Neovim holds (acp_fs_answer answers)
@@ -150,11 +153,20 @@ static void approval_clear(struct approval *a) {
   memset(a, 0, sizeof(*a));
 }
 
+// The i-th approval, oldest first.
+static struct approval *approval_at(struct client *cl, size_t i) {
+  return &cl->approvals[cl->first + i];
+}
+
 static void approval_drop(struct client *cl, size_t i) {
-  approval_clear(&cl->approvals[i]);
-  memmove(cl->approvals + i, cl->approvals + i + 1,
-          (cl->napprovals - i - 1) * sizeof(*cl->approvals));
-  cl->napprovals--;
+  struct approval *a = approval_at(cl, i);
+  approval_clear(a);
+  if (i == 0)
+    cl->first++;
+  else
+    memmove(a, a + 1, (cl->napprovals - i - 1) * sizeof(*a));
+  if (--cl->napprovals == 0)
+    cl->first = 0;
 }
 
 void client_approved(struct client *cl, struct acp_conn *c, const json_t *info,
@@ -193,7 +205,13 @@ void client_approved_call(struct client *cl, struct acp_conn *c,
   char **copy = npaths ? xcalloc(npaths, sizeof(*copy)) : NULL;
   for (size_t i = 0; i < npaths; i++)
     copy[i] = xstrdup(paths[i]);
-  cl->approvals[cl->napprovals++] = (struct approval){
+  if (cl->first + cl->napprovals ==
+      sizeof(cl->approvals) / sizeof(*cl->approvals)) {
+    memmove(cl->approvals, approval_at(cl, 0),
+            cl->napprovals * sizeof(*cl->approvals));
+    cl->first = 0;
+  }
+  *approval_at(cl, cl->napprovals++) = (struct approval){
       .serial = acp_conn_serial(c),
       .session = xstrdup(session ? session : ""),
       .turn = session ? acp_conn_turn(c, session) : 0,
@@ -217,7 +235,7 @@ static bool approval_take(struct client *cl, struct acp_conn *c,
   uint64_t now = uv_now(cl->loop);
   uint64_t turn = acp_conn_turn(c, session);
   for (size_t i = 0; i < cl->napprovals;) {
-    struct approval *a = &cl->approvals[i];
+    struct approval *a = approval_at(cl, i);
     if (now - a->at_ms > CLIENT_APPROVAL_MS) {
       approval_drop(cl, i);
       continue;
@@ -1264,7 +1282,7 @@ void client_conn_gone(struct client *cl, struct acp_conn *c) {
       term_release(cl, t);
   }
   for (size_t i = 0; i < cl->napprovals;)
-    if (cl->approvals[i].serial == acp_conn_serial(c))
+    if (approval_at(cl, i)->serial == acp_conn_serial(c))
       approval_drop(cl, i);
     else
       i++;
@@ -1293,7 +1311,7 @@ void client_free(struct client *cl) {
   if (!cl)
     return;
   for (size_t i = 0; i < cl->napprovals; i++)
-    approval_clear(&cl->approvals[i]);
+    approval_clear(approval_at(cl, i));
   while (cl->holds)
     hold_free(cl, cl->holds);
   while (cl->waits) {

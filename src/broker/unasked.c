@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 enum {
@@ -14,7 +15,8 @@ enum {
 };
 
 struct call {
-  char *id; // toolCallId; NULL for a free slot
+  char *id;      // toolCallId; NULL for a free slot
+  uint32_t hash; // of id
   unsigned flags;
   json_t *tc;    // the merged toolCall, NULL once requested or done
   size_t weight; // what tc's fields count against the session's bytes
@@ -23,7 +25,10 @@ struct call {
 // One session: its tool calls in a ring, oldest at head once full.
 struct track {
   char *agent, *sid;
-  json_t *index; // toolCallId -> slot
+  // toolCallId -> call: slots[] holds the index + 1 of the call whose id
+  // hashes there (0: empty), linear probing, at most half full.
+  uint32_t *slots;
+  size_t mask;
   struct call *v;
   size_t n, cap, head;
   size_t bytes;
@@ -121,7 +126,7 @@ static void track_free(struct unasked *u, struct track *t) {
   for (size_t i = 0; i < t->n; i++)
     call_clear(&t->v[i]);
   free(t->v);
-  json_decref(t->index);
+  free(t->slots);
   free(t->agent);
   free(t->sid);
   free(t);
@@ -163,7 +168,6 @@ static struct track *find_track(struct unasked *u, const char *agent,
   t = xcalloc(1, sizeof(*t));
   t->agent = xstrdup(agent);
   t->sid = xstrdup(sid);
-  t->index = json_object();
   push_front(u, t);
   u->nsessions++;
   return t;
@@ -190,11 +194,55 @@ static void finish(struct track *t, struct call *c) {
 
 // The call's slot, a new one (the oldest call forgotten when full) when
 // create is set.
+static uint32_t id_hash(const char *id) {
+  uint64_t h = fnv64_more(FNV64_OFFSET, id, strlen(id));
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+// Where id (hash h) is in t's index, or the empty slot where it would go.
+static size_t slot_of(const struct track *t, const char *id, uint32_t h) {
+  size_t p = h & t->mask;
+  for (uint32_t k; (k = t->slots[p]) != 0; p = (p + 1) & t->mask) {
+    const struct call *c = &t->v[k - 1];
+    if (c->hash == h && strcmp(c->id, id) == 0)
+      break;
+  }
+  return p;
+}
+
+// The index made again for room for cap calls (the t->n there are).
+static void index_grow(struct track *t, size_t cap) {
+  size_t n = 16;
+  while (n < 2 * cap)
+    n *= 2;
+  free(t->slots);
+  t->slots = xcalloc(n, sizeof(*t->slots));
+  t->mask = n - 1;
+  for (size_t i = 0; i < t->n; i++)
+    t->slots[slot_of(t, t->v[i].id, t->v[i].hash)] = (uint32_t)(i + 1);
+}
+
+// Empties slot p, moving back the entries after it that probing would no
+// longer reach.
+static void index_del(struct track *t, size_t p) {
+  for (size_t q = (p + 1) & t->mask; t->slots[q]; q = (q + 1) & t->mask) {
+    size_t home = t->v[t->slots[q] - 1].hash & t->mask;
+    // It stays when its home is cyclically within (p, q].
+    bool stays = p < q ? home > p && home <= q : home > p || home <= q;
+    if (!stays) {
+      t->slots[p] = t->slots[q];
+      p = q;
+    }
+  }
+  t->slots[p] = 0;
+}
+
 static struct call *find_call(struct unasked *u, struct track *t,
                               const char *id, bool create) {
-  json_t *slot = json_object_get(t->index, id);
-  if (slot)
-    return &t->v[json_integer_value(slot)];
+  uint32_t h = id_hash(id);
+  size_t p = t->slots ? slot_of(t, id, h) : 0;
+  if (t->slots && t->slots[p])
+    return &t->v[t->slots[p] - 1];
   if (!create)
     return NULL;
   size_t i;
@@ -204,18 +252,21 @@ static struct call *find_call(struct unasked *u, struct track *t,
       if (t->cap > u->max_calls)
         t->cap = u->max_calls;
       t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
+      index_grow(t, t->cap);
+      p = slot_of(t, id, h);
     }
     i = t->n++;
   } else {
     i = t->head;
     t->head = (t->head + 1) % t->n;
-    json_object_del(t->index, t->v[i].id);
+    index_del(t, slot_of(t, t->v[i].id, t->v[i].hash));
     set_weight(t, &t->v[i], 0);
     call_clear(&t->v[i]);
+    p = slot_of(t, id, h); // the entries may have moved
   }
   struct call *c = &t->v[i];
-  *c = (struct call){.id = xstrdup(id)};
-  json_object_set_new_nocheck(t->index, id, json_integer((json_int_t)i));
+  *c = (struct call){.id = xstrdup(id), .hash = h};
+  t->slots[p] = (uint32_t)(i + 1);
   return c;
 }
 

@@ -3,6 +3,7 @@
 // when flushed.
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,33 @@ static json_t *lines(size_t *n) {
 
 static const char *s(json_t *o, const char *k) {
   return json_string_value(json_object_get(o, k));
+}
+
+// The escaping of a string as it was written byte by byte (the reference
+// the scan of sixteen and eight bytes at a time must agree with).
+static void escape_ref(const char *s, char *out) {
+  static const char hex[] = "0123456789abcdef";
+  size_t n = strlen(s), k = 0;
+  json_t *probe = json_stringn(s, n); // NULL when not UTF-8
+  bool valid = probe != NULL;
+  json_decref(probe);
+  out[k++] = '"';
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      out[k++] = '\\';
+      out[k++] = (char)c;
+    } else if (c == '\n') {
+      out[k++] = '\\';
+      out[k++] = 'n';
+    } else if (c < 0x20 || (c >= 0x80 && !valid)) {
+      k += (size_t)sprintf(out + k, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+    } else {
+      out[k++] = (char)c;
+    }
+  }
+  out[k++] = '"';
+  out[k] = '\0';
 }
 
 int main(void) {
@@ -169,6 +197,61 @@ int main(void) {
   }
   if (f)
     fclose(f);
+
+  // Every length up to 40 with each special byte at each position: the
+  // title written as the reference escapes it (the plain runs are found
+  // sixteen and eight bytes at a time, so each boundary is crossed).
+  unlink(path);
+  static const char *const specials[] = {"\"", "\\", "\n", "\x01", "\x1f",
+                                         "\x7f", "\x80", "\xc3\xa9", "\xf0",
+                                         // a byte that a borrow from the
+                                         // one before could mark
+                                         "\n ", "\"#", "\\]", "\x01 "};
+  size_t nspecial = sizeof(specials) / sizeof(*specials), wrote = 0;
+  char str[64], want_title[512], line[1024];
+  for (size_t len = 0; len <= 40; len++)
+    for (size_t at = 0; at <= len; at++)
+      for (size_t k = 0; k < nspecial; k++) {
+        memset(str, 'a' + (int)(len % 26), len);
+        str[len] = '\0';
+        if (at < len) {
+          size_t sl = strlen(specials[k]);
+          memcpy(str + at, specials[k], sl);
+          str[at + sl] = '\0';
+        }
+        struct audit_entry t = {.title = str, .decision = "allow"};
+        wrote += audit_write(path, &t) == 0;
+      }
+  audit_close();
+  f = fopen(path, "r");
+  size_t same = 0, read_back = 0;
+  for (size_t len = 0; len <= 40; len++)
+    for (size_t at = 0; at <= len; at++)
+      for (size_t k = 0; k < nspecial; k++) {
+        memset(str, 'a' + (int)(len % 26), len);
+        str[len] = '\0';
+        if (at < len) {
+          size_t sl = strlen(specials[k]);
+          memcpy(str + at, specials[k], sl);
+          str[at + sl] = '\0';
+        }
+        escape_ref(str, want_title);
+        if (!f || !fgets(line, sizeof(line), f))
+          continue;
+        read_back++;
+        const char *t = strstr(line, ",\"title\":");
+        size_t wl = strlen(want_title);
+        if (t && !strncmp(t + 9, want_title, wl) &&
+            !strncmp(t + 9 + wl, ",\"command\":null,", 16))
+          same++;
+        else if (read_back - same < 4)
+          printf("# want %s in %s", want_title, line);
+      }
+  if (f)
+    fclose(f);
+  ok(wrote == read_back && same == read_back && read_back > 10000,
+     "every string escaped as byte by byte (%zu of %zu, %zu written)", same,
+     read_back, wrote);
   json_decref(p2);
   json_decref(paths);
   unlink(path);

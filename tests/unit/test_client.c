@@ -347,6 +347,40 @@ static void test_write_inside(void) {
   is_str(slurp(p), "covered\n", "not written");
 }
 
+// The last 64 allow answers are kept (the oldest dropped first, however
+// many came before), each used once, one used from the middle too.
+static void test_approvals_kept(void) {
+  char p[400];
+  reset();
+  configure("{}", "default");
+  bool nvim = H.nvim;
+  H.nvim = false;
+  for (int i = 0; i < 300; i++) {
+    snprintf(p, sizeof(p), "%s/kept%d.txt", proj, i);
+    json_t *info = json_pack("{s:s,s:s,s:[s]}", "session", "s1", "kind", "edit",
+                             "paths", p);
+    client_approved(cl, H.conn, info, true);
+    json_decref(info);
+  }
+  snprintf(p, sizeof(p), "%s/kept%d.txt", proj, 250);
+  int id = request("fs/write_text_file", fs_write_params(p, "x\n"));
+  ok(json_is_object(json_object_get(answer(id), "result")),
+     "an answer from the middle covers its write");
+  int wrong = 0, covered = 0;
+  for (int i = 0; i < 300; i++) {
+    snprintf(p, sizeof(p), "%s/kept%d.txt", proj, i);
+    id = request("fs/write_text_file", fs_write_params(p, "x\n"));
+    bool done = json_is_object(json_object_get(answer(id), "result"));
+    covered += done;
+    wrong += done != (i >= 236 && i != 250);
+  }
+  ok(wrong == 0 && covered == 63,
+     "only the last 64 answers are kept, each used once (%d covered, %d "
+     "wrong)",
+     covered, wrong);
+  H.nvim = nvim;
+}
+
 // A refused write: -32001, nothing written at target, one audit line (deny
 // by `by`) and an error for the person.
 static void refused_write(const char *path, const char *target, const char *by,
@@ -776,6 +810,7 @@ int main(void) {
 
   test_read_inside();
   test_write_inside();
+  test_approvals_kept();
   test_escapes();
   test_swap();
   test_deny_and_plan();

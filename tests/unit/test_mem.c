@@ -122,10 +122,88 @@ static void test_jansson(void) {
   mem_cache_release();
 }
 
+// Trees built in the arena: freed in any order, kept past the next ones,
+// more kept than the arena's chunks hold; each equals json_loadb's while
+// it lives, and every block is counted back.
+static void test_arena(void) {
+  json_set_alloc_funcs(mem_cache_malloc, mem_cache_free);
+  static const char doc[] =
+      "{\"toolCallId\":\"call-1\",\"title\":\"git status\",\"kind\":"
+      "\"execute\",\"rawInput\":{\"command\":\"git status\",\"n\":"
+      "1234567890123456789,\"list\":[1,\"two\",{\"three\":3.5}]}}";
+  json_error_t err;
+  json_t *want = json_loadb(doc, sizeof(doc) - 1, 0, &err);
+  char *wtext = json_dumps(want, JSON_COMPACT);
+  size_t used;
+  // One tree at a time: the chunk starts again, its blocks the same.
+  mem_arena_begin();
+  json_t *a = jsonfast_value(doc, sizeof(doc) - 1, &used);
+  mem_arena_end();
+  json_t *key = json_object_get(a, "kind");
+  json_decref(a);
+  is_size(mem_arena_live(), 0, "a tree freed gives every block back");
+  mem_arena_begin();
+  a = jsonfast_value(doc, sizeof(doc) - 1, &used);
+  mem_arena_end();
+  ok(json_object_get(a, "kind") == key, "the next tree reuses its blocks");
+  json_decref(a);
+  // 2,000 trees, each tenth kept until the end (they outlive the chunks
+  // around them, and more than the arena holds); a node added to a kept
+  // tree outside the span, one taken out of it and kept alone.
+  enum { N = 2000 };
+  json_t **kept = calloc(N, sizeof(*kept));
+  json_t *alone = NULL;
+  bool same = true;
+  for (int i = 0; i < N; i++) {
+    mem_arena_begin();
+    json_t *t = jsonfast_value(doc, sizeof(doc) - 1, &used);
+    mem_arena_end();
+    char *text = json_dumps(t, JSON_COMPACT);
+    same = same && text && strcmp(text, wtext) == 0;
+    free(text);
+    if (i % 10 == 0) {
+      kept[i] = t;
+      json_object_set_new(t, "added", json_string("later"));
+      json_object_del(t, "added");
+    } else if (i == 555) {
+      alone = json_incref(json_object_get(t, "rawInput"));
+      json_decref(t);
+    } else {
+      json_decref(t);
+    }
+  }
+  ok(same, "%d trees from the arena equal json_loadb's", N);
+  ok(mem_arena_live() > 0, "the kept trees hold blocks (%zu)",
+     mem_arena_live());
+  for (int i = 0; i < N; i++)
+    if (kept[i]) {
+      char *text = json_dumps(kept[i], JSON_COMPACT);
+      same = same && text && strcmp(text, wtext) == 0;
+      free(text);
+    }
+  ok(same, "the kept trees are intact after the others were freed");
+  char *rtext = json_dumps(alone, JSON_COMPACT);
+  char *wraw = json_dumps(json_object_get(want, "rawInput"), JSON_COMPACT);
+  ok(rtext && wraw && strcmp(rtext, wraw) == 0,
+     "a subtree kept alone is intact");
+  free(rtext);
+  free(wraw);
+  for (int i = N; i-- > 0;)
+    json_decref(kept[i]);
+  json_decref(alone);
+  is_size(mem_arena_live(), 0, "every block is given back at the end");
+  free(kept);
+  free(wtext);
+  json_decref(want);
+  jsonfast_release();
+  mem_cache_release();
+}
+
 int main(void) {
   test_reuse();
   test_sizes();
   test_bound();
   test_jansson();
+  test_arena();
   return done_testing();
 }

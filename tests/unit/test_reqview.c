@@ -12,6 +12,7 @@
 // other members) are declined.
 
 #include "acp/reqview.h"
+#include "base/mem.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -383,6 +384,9 @@ static void test_mutations(void) {
 }
 
 int main(void) {
+  // As in the broker: jansson through the cache, the toolCall's tree in
+  // the arena (base/mem.h).
+  json_set_alloc_funcs(mem_cache_malloc, mem_cache_free);
   char tmpl[] = "/tmp/test_reqview.XXXXXX";
   char *t = mkdtemp(tmpl);
   ok(t != NULL, "a temp dir");
@@ -409,6 +413,8 @@ int main(void) {
      lines, viewed, requests, verdicts, mismatched);
   gate_free(G);
   gate_free(G2);
+  is_size(mem_arena_live(), 0, "every toolCall's tree gave its blocks back");
+  mem_cache_release();
   rmdir(p);
   rmdir(h);
   rmdir(t);

@@ -285,6 +285,36 @@ static void test_bounds(void) {
   is_size(unasked_count(u, NULL), UNASKED_MAX_CALLS,
           "held calls stop at the default bound");
   unasked_free(u);
+
+  // 5,000 requests through a ring of 64: each of the last 64 is still
+  // known as requested (its update reports nothing), whatever the ids
+  // forgotten before moved in the index; one forgotten is new again.
+  u = unasked_new(1, 64, 0);
+  char id[40], t2[200];
+  for (int i = 0; i < 5000; i++) {
+    snprintf(id, sizeof(id), "call-%d", i * 7919 % 100003);
+    unasked_requested(u, "a", "s", id);
+  }
+  size_t known = 0;
+  for (int i = 4999; i >= 5000 - 64; i--) {
+    snprintf(t2, sizeof(t2),
+             "{\"toolCallId\":\"call-%d\",\"kind\":\"edit\",\"status\":"
+             "\"completed\"}",
+             i * 7919 % 100003);
+    r = feed(u, "a", "s", t2);
+    known += r == NULL;
+    json_decref(r);
+  }
+  is_size(known, 64, "the last 64 requested calls are all still known");
+  is_size(unasked_count(u, NULL), 64, "and no other was made");
+  snprintf(t2, sizeof(t2),
+           "{\"toolCallId\":\"call-%d\",\"kind\":\"edit\",\"status\":"
+           "\"completed\"}",
+           4000 * 7919 % 100003);
+  r = feed(u, "a", "s", t2);
+  ok(r != NULL, "a call forgotten long ago acts unasked");
+  json_decref(r);
+  unasked_free(u);
 }
 
 static void test_history(void) {
