@@ -53,15 +53,7 @@ end
 ---@param list table
 function M._on_events(list)
   compat.user_cache = {}
-  util.each_protected(1, #list, 1, function(i)
-    local e = list[i]
-    if type(e) == 'table' then
-      H.handle(e[1], e[2])
-    end
-  end, function(i, err)
-    local e = list[i]
-    H.report(type(e) == 'table' and e[1] or '?', err)
-  end)
+  util.each_protected(1, #list, 1, H.handle_at, H.report_at, list)
   compat.user_cache = nil
 end
 
@@ -76,6 +68,18 @@ function H.handle(name, data)
     rpc.info = data
   end
   return events.handle(name, data)
+end
+
+function H.handle_at(list, i)
+  local e = list[i]
+  if type(e) == 'table' then
+    H.handle(e[1], e[2])
+  end
+end
+
+function H.report_at(list, i, err)
+  local e = list[i]
+  H.report(type(e) == 'table' and e[1] or '?', err)
 end
 
 function H.report(name, err)

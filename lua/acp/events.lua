@@ -94,11 +94,15 @@ function H.run_deferred()
   -- once for a run of `decided` effects (H.decided_effect).
   H.decided_user = nil
   -- One pcall for the whole queue; after a failure, the rest under another.
-  util.each_protected(1, q.n, 4, function(i)
-    q[i](q[i + 1], q[i + 2], q[i + 3])
-  end, function(_, err)
-    vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
-  end)
+  util.each_protected(1, q.n, 4, H.run_one, H.run_failed, q)
+end
+
+function H.run_one(q, i)
+  q[i](q[i + 1], q[i + 2], q[i + 3])
+end
+
+function H.run_failed(_, _, err)
+  vim.notify('(acp) internal error: ' .. tostring(err), vim.log.levels.ERROR)
 end
 
 function H.call(fn)
@@ -750,13 +754,18 @@ function H.echo_allowed(d)
     return
   end
   a.timer = true
-  vim.defer_fn(function()
-    local data = H.decided_data(a.last)
-    local last = ('%s: %s'):format(text.squash(data.title), format.why(data))
-    local msg = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
-    a.n, a.last, a.timer = 0, nil, false
-    vim.api.nvim_echo({ { text.truncate(msg, vim.o.columns - 12), 'None' } }, true, {})
-  end, 30)
+  -- A function of its own, not a closure: a function that makes one
+  -- returns through bytecode UCLO, which LuaJIT does not compile.
+  vim.defer_fn(H.echo_allowed_now, 30)
+end
+
+function H.echo_allowed_now()
+  local a = H.allowed
+  local data = H.decided_data(a.last)
+  local last = ('%s: %s'):format(text.squash(data.title), format.why(data))
+  local msg = a.n > 1 and ('acp: %d requests allowed; last: %s'):format(a.n, last) or ('acp: allowed ' .. last)
+  a.n, a.last, a.timer = 0, nil, false
+  vim.api.nvim_echo({ { text.truncate(msg, vim.o.columns - 12), 'None' } }, true, {})
 end
 
 function H.log_user(pattern, data)

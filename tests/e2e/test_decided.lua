@@ -380,4 +380,51 @@ T.test('the event log is a ring of the last events, read oldest first', function
   T.eq(#state.logged(state.nlogged), 0, 'none after the last')
 end)
 
+T.test('a burst of decided events is compiled by LuaJIT: no trace of the plugin aborts on a bytecode it cannot compile', function()
+  -- A closure made in a function on the path of every event (bytecodes FNEW,
+  -- UCLO) or a vararg (VARG) sends every trace through it back to the
+  -- interpreter: several times the instructions per event.
+  if type(jit) ~= 'table' or type(jit.attach) ~= 'function' or not jit.status() then
+    T.ok(true, 'no JIT here')
+    return
+  end
+  local util = require('jit.util')
+  local NYIBC = 7 -- lj_traceerr.h: "NYI: bytecode %d"
+  -- Inside the RPC call (`inside`) anywhere in the plugin; after it, in the
+  -- deferred effects of acp.events (the chat's drawing on its timer is
+  -- not on the path of every event).
+  local inside, bad = false, {}
+  local function on_trace(what, _, func, pc, err, info)
+    if what == 'abort' and err == NYIBC then
+      local fi = util.funcinfo(func, pc)
+      local where = ('%s:%s'):format(tostring(fi.source), tostring(fi.currentline))
+      if where:find('/lua/acp/', 1, true) and (inside or where:find('/lua/acp/events.lua:', 1, true)) then
+        bad[#bad + 1] = ('%s (bytecode %s)'):format(where:match('lua/acp/.*'), tostring(info))
+      end
+    end
+  end
+  cleanup()
+  broker._on_events({ { 'turn_start', { agent = agent, session = sid } } })
+  jit.attach(on_trace, 'trace')
+  local ok, err = pcall(function()
+    for b = 0, 39 do
+      local list = {}
+      for i = 1, 50 do
+        list[i] = decided(b * 50 + i)
+      end
+      inside = true
+      broker._on_events(list)
+      inside = false
+      -- The deferred effects run (the folded echo's timer too).
+      vim.wait(5, function()
+        return false
+      end)
+    end
+  end)
+  inside = false
+  jit.attach(on_trace)
+  assert(ok, err)
+  T.eq(bad, {}, 'trace aborts in the plugin')
+end)
+
 T.done()

@@ -131,19 +131,27 @@ function M.open_pending(name, data)
   end
   if name == 'session_new' then
     H.waiting[agent] = nil
-    local session = compat.str(data.session)
-    vim.schedule(function()
-      -- Opened later than asked for: a float that has focus by now (the
-      -- permission prompt that came with the session) keeps it.
-      local cur = vim.api.nvim_get_current_win()
-      M.open({ session = session })
-      if compat.is_float(cur) and vim.api.nvim_win_is_valid(cur) then
-        vim.api.nvim_set_current_win(cur)
-      end
-    end)
+    H.open_later(compat.str(data.session))
   elseif name == 'agent_exit' then
     H.waiting[agent] = nil
   end
+end
+
+-- The closures of the functions called for every broker event are made in
+-- functions of their own: a function that makes a closure returns through
+-- bytecode UCLO, which LuaJIT does not compile, and every trace through it
+-- falls back to the interpreter.
+
+function H.open_later(session)
+  vim.schedule(function()
+    -- Opened later than asked for: a float that has focus by now (the
+    -- permission prompt that came with the session) keeps it.
+    local cur = vim.api.nvim_get_current_win()
+    M.open({ session = session })
+    if compat.is_float(cur) and vim.api.nvim_win_is_valid(cur) then
+      vim.api.nvim_set_current_win(cur)
+    end
+  end)
 end
 
 --- Opens the chat of the next session of `agent` once it exists (after
@@ -163,14 +171,18 @@ function M.on_event(name, data)
   end
   for _, chat in pairs(model.chats) do
     if #chat.outbox > 0 and (name == 'agent_exit' or chat == model.chat_for(data)) then
-      vim.schedule(function()
-        if name == 'turn_end' then
-          H.drain(chat)
-        end
-        H.draw_outbox(chat)
-      end)
+      H.outbox_later(name, chat)
     end
   end
+end
+
+function H.outbox_later(name, chat)
+  vim.schedule(function()
+    if name == 'turn_end' then
+      H.drain(chat)
+    end
+    H.draw_outbox(chat)
+  end)
 end
 
 --- The chat keys (`chat.keys` of the config).
@@ -194,9 +206,13 @@ function H.kick(chat, ms)
   end
   H.armed = true
   H.timer = H.timer or compat.uv.new_timer()
-  H.timer:start(ms, 0, function()
-    vim.schedule(H.flush_all)
-  end)
+  -- No closure here: this runs inside the handling of broker events (see
+  -- H.open_later).
+  H.timer:start(ms, 0, H.on_timer)
+end
+
+function H.on_timer()
+  vim.schedule(H.flush_all)
 end
 
 -- Helper data ================================================================
