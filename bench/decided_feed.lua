@@ -9,8 +9,10 @@
 --
 -- (the feeding Neovim needs -l: 0.9 or later). FORM: array (this tree's
 -- event), array1 (the array before a title equal to the command was `true`),
--- map (the form before the array). Prints what the ledger and the log kept.
-local sock, n, form = arg[1], tonumber(arg[2]), arg[3]
+-- map (the form before the array). SINK (optional): `none` hands the batches
+-- to a function that does nothing (what Neovim's decoding alone costs).
+-- Prints what the ledger and the log kept.
+local sock, n, form, sink = arg[1], tonumber(arg[2]), arg[3], arg[4]
 local ch
 for _ = 1, 1200 do
   local ok, c = pcall(vim.fn.sockconnect, 'pipe', sock, { rpc = true })
@@ -22,6 +24,9 @@ for _ = 1, 1200 do
 end
 assert(ch, 'no server')
 local code = "return require('acp.broker')._on_events(...)"
+if sink == 'none' then
+  code = 'return'
+end
 local function ev(i)
   local multi = i % 2 == 0
   local cmd = multi and 'git status && git diff' or 'git status'
