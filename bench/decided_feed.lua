@@ -8,7 +8,8 @@
 --   nvim --headless --clean -l bench/decided_feed.lua SOCK N FORM
 --
 -- (the feeding Neovim needs -l: 0.9 or later). FORM: array (this tree's
--- event), array1 (the array before a title equal to the command was `true`),
+-- event), array2 (the array before the kind, the decision and by were
+-- numbers), array1 (the array before a title equal to the command was `true`),
 -- map (the form before the array). SINK (optional): `none` hands the batches
 -- to a function that does nothing (what Neovim's decoding alone costs).
 -- Prints what the ledger and the log kept.
@@ -65,6 +66,10 @@ local function ev(i)
   }
   if multi then
     a[13] = { 'command', 'git status', false, 'command', 'git diff', false }
+  end
+  if form ~= 'array2' then
+    -- execute, allow, rule: numbers (acp.decided's lists).
+    a[4], a[7], a[8] = 6, 1, 1
   end
   return a
 end

@@ -5,6 +5,12 @@
 --- event log, a view that reads any event by name) reads by name through a
 --- shared metatable, so `d.session` still works.
 ---
+--- The kind, the decision and `by` come as a small integer n when they are
+--- the n-th word of M.words[item] (src/broker/verdict.c has the same
+--- lists): a string costs Neovim a malloc, a copy and an interning per
+--- event, an integer nothing. M.wrap puts the words back, so every reader
+--- sees strings.
+---
 --- A missing string is nil or vim.NIL (compat.str takes both, and the
 --- empty string, as nil), and the items after the last one present are
 --- left out. A title that is the command is `true` (M.title). No paths are
@@ -51,6 +57,16 @@ M.names = {
   'snapshots',
 }
 
+--- The words sent as numbers, by item (the same lists, in the same order,
+--- as src/broker/verdict.c's).
+M.words = {
+  [M.KIND] = { 'read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'other', 'switch_mode' },
+  [M.DECISION] = { 'allow', 'deny' },
+  [M.BY] = { 'rule', 'memory', 'mode', 'yolo' },
+}
+local KIND, DECISION, BY = M.KIND, M.DECISION, M.BY
+local KINDS, DECISIONS, BYS = M.words[KIND], M.words[DECISION], M.words[BY]
+
 local pos = {}
 for i, k in ipairs(M.names) do
   pos[k] = i
@@ -87,6 +103,19 @@ function M.wrap(d)
   end
   if rawget(d, 1) == nil and next(d) ~= nil and type(next(d)) == 'string' then
     d = M.from_map(d)
+  end
+  -- The words sent as numbers (an unknown number: nil).
+  local v = rawget(d, KIND)
+  if type(v) == 'number' then
+    d[KIND] = KINDS[v] or vim.NIL
+  end
+  v = rawget(d, DECISION)
+  if type(v) == 'number' then
+    d[DECISION] = DECISIONS[v] or vim.NIL
+  end
+  v = rawget(d, BY)
+  if type(v) == 'number' then
+    d[BY] = BYS[v] or vim.NIL
   end
   return setmetatable(d, M.mt)
 end

@@ -149,6 +149,50 @@ static void field(struct mp *m, const char *s) {
     mp_put(m, &nil, 1);
 }
 
+// The words sent as integers (verdict.h verdict_decided_word; the same
+// lists, in the same order, in lua/acp/decided.lua).
+static const char *const decided_kinds[] = {
+    "read",  "edit",  "delete", "move",        "search", "execute",
+    "think", "fetch", "other",  "switch_mode", NULL};
+static const char *const decided_decisions[] = {"allow", "deny", NULL};
+static const char *const decided_bys[] = {"rule", "memory", "mode", "yolo",
+                                          NULL};
+
+static const char *const *decided_words(enum decided_item item) {
+  switch (item) {
+  case DECIDED_KIND:
+    return decided_kinds;
+  case DECIDED_DECISION:
+    return decided_decisions;
+  case DECIDED_BY:
+    return decided_bys;
+  default:
+    return NULL;
+  }
+}
+
+const char *verdict_decided_word(enum decided_item item, unsigned n) {
+  const char *const *w = decided_words(item);
+  for (unsigned i = 1; w && *w; i++, w++)
+    if (i == n)
+      return *w;
+  return NULL;
+}
+
+// A string field with a list of words (decided_words): the word's number
+// (a positive fixint), else as field().
+static void word_field(struct mp *m, const char *s, enum decided_item item) {
+  const char *const *w = decided_words(item);
+  if (w && has(s)) {
+    for (unsigned char i = 1; *w; i++, w++)
+      if (strcmp(s, *w) == 0) {
+        mp_put(m, &i, 1);
+        return;
+      }
+  }
+  field(m, s);
+}
+
 // Whether the atoms say no more than the command: one `command` atom,
 // not inner, whose text is the command as sent (*first: that atom).
 static bool atoms_plain(const struct gate_verdict *v,
@@ -193,14 +237,14 @@ void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
   field(&m, v->agent);
   field(&m, v->session);
   field(&m, v->tool_call_id);
-  field(&m, v->kind);
+  word_field(&m, v->kind, DECIDED_KIND);
   if (has(v->title) && has(v->command) && strcmp(v->title, v->command) == 0)
     mp_put(&m, &yes, 1); // the title is the command
   else
     field(&m, v->title);
   field(&m, v->command);
-  field(&m, v->decision_name);
-  field(&m, v->by);
+  word_field(&m, v->decision_name, DECIDED_DECISION);
+  word_field(&m, v->by, DECIDED_BY);
   if (n >= DECIDED_OPTION_ID)
     field(&m, v->option_id);
   if (n >= DECIDED_REASON)

@@ -42,13 +42,22 @@ enum decided_item {
   DECIDED_SNAPSHOTS,
 };
 
+// The words the `decided` event sends as a small integer n (the n-th word,
+// from 1) in item DECIDED_KIND, DECIDED_DECISION or DECIDED_BY: a string
+// costs Neovim a malloc, a copy and an interning per event, an integer
+// nothing (lua/acp/decided.lua has the same lists). Any other word is sent
+// as a string. Returns the word of n for item, or NULL (no such word, or an
+// item without a list).
+const char *verdict_decided_word(enum decided_item item, unsigned n);
+
 // Packs the data of the `decided` event of v (doc/protocol.md) as one
 // msgpack array in the order of enum decided_item. A string with no value
 // or an empty one is nil, and the items after the last one present are
 // left out: a NULL optionId, no rule and source, atoms that are one
 // `command` atom whose text is the command (Lua rebuilds them), paths
 // (only when with_paths, and nil when there are none), snapshots (when not
-// NULL). A title that is the command is `true`. The atoms are flat: kind,
-// text, inner (a boolean) for each.
+// NULL). A title that is the command is `true`. The kind, the decision and
+// `by` are integers when verdict_decided_word has them. The atoms are flat:
+// kind, text, inner (a boolean) for each.
 void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
                           bool with_paths, const json_t *snapshots);

@@ -380,6 +380,47 @@ T.test('the event log is a ring of the last events, read oldest first', function
   T.eq(#state.logged(state.nlogged), 0, 'none after the last')
 end)
 
+T.test('the kind, the decision and by sent as numbers read as their words', function()
+  cleanup()
+  local seen = T.on('AcpPermissionDecided')
+  --- The event e again with other toolCallId, the words as the broker sends
+  --- them (src/broker/verdict.c: the n-th word of acp.decided's lists).
+  local function as_numbers(e, tcid, kind, decision, by)
+    local n = { e[1], {} }
+    for i, v in pairs(e[2]) do
+      n[2][i] = v
+    end
+    n[2][decided_ev.TOOL_CALL_ID], n[2][decided_ev.KIND], n[2][decided_ev.DECISION], n[2][decided_ev.BY] = tcid, kind, decision, by
+    return n
+  end
+  local a = decided(21)
+  local b = decided(22, { kind = 'edit', decision = 'deny', by = 'mode', optionId = vim.NIL, reason = 'denied by the mode' })
+  local c = decided(23, { kind = 'switch_mode', by = 'yolo' })
+  broker._on_events({
+    a,
+    as_numbers(a, 'auto_21', 6, 1, 1),
+    b,
+    as_numbers(b, 'auto_22', 2, 2, 3),
+    c,
+    as_numbers(c, 'auto_23', 10, 1, 4),
+    -- Numbers of no word: no kind (the tool call's, else `other`), no
+    -- decision (`?`), no by.
+    as_numbers(a, 'auto_24', 99, 7, 0),
+  })
+  T.wait(function()
+    return #seen == 7
+  end, nil, 'seven AcpPermissionDecided')
+  for i = 1, 5, 2 do
+    T.eq(seen[i + 1], seen[i], 'event ' .. i .. ' with numbers')
+  end
+  T.eq({ seen[3].kind, seen[3].decision, seen[3].by }, { 'edit', 'deny', 'mode' }, 'the words')
+  T.eq({ seen[5].kind, seen[5].by }, { 'switch_mode', 'yolo' }, 'the last words of the lists')
+  T.eq({ seen[7].kind, seen[7].decision, seen[7].by }, { 'other', '?', nil }, 'numbers of no word')
+  local ev = last()
+  T.eq({ ev.event, ev.data.decision }, { 'AcpPermissionDecided', '?' }, 'the log')
+  T.contains(T.notes_text(), '(acp) denied ls 22: denied by the mode', 'the denial with numbers is told')
+end)
+
 T.test('a burst of decided events is compiled by LuaJIT: no trace of the plugin aborts on a bytecode it cannot compile', function()
   -- A closure made in a function on the path of every event (bytecodes FNEW,
   -- UCLO) or a vararg (VARG) sends every trace through it back to the

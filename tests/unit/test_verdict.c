@@ -126,7 +126,27 @@ static json_t *event_from_struct(const struct gate_verdict *v, bool with_paths,
     json_t *val = json_array_get(a, i);
     if (json_is_string(val) && json_string_length(val) == 0)
       ok(0, "item %s: nil, not an empty string", item_names[i]);
-    if (!json_is_null(val))
+    if (json_is_string(val) &&
+        verdict_decided_word((enum decided_item)(i + 1), 1)) {
+      // A word of the item's list goes as its number.
+      for (unsigned k = 1; verdict_decided_word((enum decided_item)(i + 1), k);
+           k++)
+        if (strcmp(json_string_value(val),
+                   verdict_decided_word((enum decided_item)(i + 1), k)) == 0)
+          ok(0, "item %s: %s sent as a string, not as %u", item_names[i],
+             json_string_value(val), k);
+    }
+    if (json_is_integer(val) && i + 1 != DECIDED_TITLE) {
+      // The kind, the decision, by: the n-th word of the item's list.
+      const char *w = verdict_decided_word((enum decided_item)(i + 1),
+                                           (unsigned)json_integer_value(val));
+      if (!w) {
+        ok(0, "item %s: %lld is no word", item_names[i],
+           (long long)json_integer_value(val));
+        continue;
+      }
+      json_object_set_new(e, item_names[i], json_string(w));
+    } else if (!json_is_null(val))
       json_object_set(e, item_names[i], val);
   }
   json_decref(a);
@@ -288,10 +308,11 @@ int main(void) {
     if (msgpack_unpack_next(&u, sb.data, sb.size, NULL) ==
         MSGPACK_UNPACK_SUCCESS)
       got = jsonpack_unpack(&u.data);
-    json_t *want =
-        json_pack("[s,s,s,s,b,s,s,s,s,s,s,s]", "demo", "s1", "tc1", "execute",
-                  1, "ls -la", "allow", "rule", "yes",
-                  "allowed by Bash(ls *) (setup)", "Bash(ls *)", "setup");
+    // The kind, the decision and by as numbers (execute 6, allow 1, rule
+    // 1: lua/acp/decided.lua's lists).
+    json_t *want = json_pack(
+        "[s,s,s,i,b,s,i,i,s,s,s,s]", "demo", "s1", "tc1", 6, 1, "ls -la", 1, 1,
+        "yes", "allowed by Bash(ls *) (setup)", "Bash(ls *)", "setup");
     same_json(got, want, "the decided event, item for item");
     json_decref(got);
     json_decref(want);
@@ -299,6 +320,21 @@ int main(void) {
     msgpack_sbuffer_destroy(&sb);
     gate_verdict_clear(&v);
   }
+  json_decref(r);
+  // The lists as Lua has them (lua/acp/decided.lua), and a word of none.
+  ok(strcmp(verdict_decided_word(DECIDED_KIND, 1), "read") == 0 &&
+         strcmp(verdict_decided_word(DECIDED_KIND, 10), "switch_mode") == 0 &&
+         !verdict_decided_word(DECIDED_KIND, 11) &&
+         !verdict_decided_word(DECIDED_KIND, 0) &&
+         strcmp(verdict_decided_word(DECIDED_DECISION, 2), "deny") == 0 &&
+         strcmp(verdict_decided_word(DECIDED_BY, 4), "yolo") == 0 &&
+         !verdict_decided_word(DECIDED_BY, 5) &&
+         !verdict_decided_word(DECIDED_AGENT, 1),
+     "the words sent as numbers");
+  r = execute("ls k");
+  json_object_set_new(json_object_get(r, "toolCall"), "kind",
+                      json_string("custom_kind"));
+  ok(check(g, r, "a kind of no list: a string") == POLICY_ALLOW, "allowed");
   json_decref(r);
   r = execute("ls \"a b\" && ls c");
   ok(check(g, r, "two atoms, one quoted") == POLICY_ALLOW, "allowed");
