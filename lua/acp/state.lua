@@ -147,8 +147,8 @@ end
 --- Calls the subscribers of `event`; one that fails does not keep the
 --- others from running, and the first error is raised at the end.
 ---@param event string
-function M.emit(event, a, b)
-  local err = M.try_emit(event, a, b)
+function M.emit(event, a, b, extra)
+  local err = M.try_emit(event, a, b, extra)
   if err ~= nil then
     error(err, 0)
   end
@@ -160,7 +160,11 @@ end
 --- (bytecode VARG), on the path of every broker event.
 ---@param event string
 ---@return any|nil err
-function M.try_emit(event, a, b)
+function M.try_emit(event, a, b, extra)
+  if extra ~= nil then
+    -- A third argument would be lost without a word.
+    return ('(acp) state.emit(%s): at most two arguments'):format(tostring(event))
+  end
   local list = H.subscribers[event]
   if list == nil then
     return nil

@@ -469,3 +469,17 @@ T.test('a burst of decided events is compiled by LuaJIT: no trace of the plugin 
 end)
 
 T.done()
+
+T.test('state.emit refuses a third argument rather than dropping it', function()
+  local got
+  state.on('test_three', function(a, b)
+    got = { a, b }
+  end)
+  T.eq(state.try_emit('test_three', 1, 2), nil, 'two arguments go through')
+  T.eq(got, { 1, 2 }, 'the subscriber had both')
+  got = nil
+  local err = state.try_emit('test_three', 1, 2, 3)
+  T.ok(type(err) == 'string' and err:find('at most two arguments', 1, true), 'an error: ' .. tostring(err))
+  T.eq(got, nil, 'nothing was called')
+  T.ok(not pcall(state.emit, 'test_three', 1, 2, 3), 'emit raises it')
+end)
