@@ -463,6 +463,8 @@ static void shown_cb(void *ud, const msgpack_object *error,
 static bool note_request(struct broker *b, struct acp_conn *c,
                          const struct gate_verdict *v) {
   unasked_requested(b->unasked, acp_conn_name(c), v->session, v->tool_call_id);
+  if (v->req) // the request read rawInput.command
+    return policy_request_raw_command(v->req);
   json_t *raw = json_object_get(json_object_get(v->tc, "rawInput"), "command");
   return json_is_string(raw) || json_is_array(raw);
 }

@@ -503,6 +503,10 @@ const char *policy_request_command(const struct policy_request *r) {
   return r->r.command;
 }
 
+bool policy_request_raw_command(const struct policy_request *r) {
+  return r->r.raw_command;
+}
+
 json_t *policy_request_paths(const struct policy_request *r) {
   json_t *a = json_array();
   size_t n;
