@@ -69,12 +69,12 @@ struct request {
   char *kind;    // the ACP kind, as sent or inferred ("other" if neither)
   char *tool;    // the tool's name when the request tells it, or NULL
   char *command; // the shell script, or NULL
+  char *cwd;     // the session cwd (NULL when not absolute)
+  bool opaque;   // not understood: never allowed without asking
+  char reason[192];
   // rawInput.command is a string or an array (the agent's own command,
   // not one read from a title or a Gemini tool's arguments).
   bool raw_command;
-  char *cwd;   // the session cwd (NULL when not absolute)
-  bool opaque; // not understood: never allowed without asking
-  char reason[192];
   // The analysis of command (shared with the cache, shcache.h), or NULL.
   const struct shell_result *sh;
   // A second command the request shows (a title that is not
