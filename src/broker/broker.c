@@ -492,9 +492,14 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
   const char *kind = v->kind;
-  bool edit = v->decision == POLICY_ALLOW &&
-              !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
-                         !strcmp(kind, "fetch") || !strcmp(kind, "think")));
+  // (by the first byte, then the one name it may be)
+  const char *look = !kind          ? NULL
+                     : *kind == 'r' ? "read"
+                     : *kind == 's' ? "search"
+                     : *kind == 'f' ? "fetch"
+                     : *kind == 't' ? "think"
+                                    : NULL;
+  bool edit = v->decision == POLICY_ALLOW && !(look && strcmp(kind, look) == 0);
   // Read before the agent has its answer: a fast command could change
   // them before Lua hears of the call.
   json_t *snaps = edit ? snapshots_take_list(b->snaps, v->agent, v->session,

@@ -195,11 +195,18 @@ void client_approved_call(struct client *cl, struct acp_conn *c,
     approval_drop(cl, 0);
   // Kinds that only look (or run a command, held to its command) never
   // cover a write of a path they name.
-  static const char *const looks[] = {"read",  "search",  "fetch",
-                                      "think", "execute", "switch_mode"};
-  bool writes = true;
-  for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
-    writes = writes && strcmp(kind, looks[i]) != 0;
+  // (by the first byte, then the one name it may be: a request's kind is
+  // compared once, not six times)
+  const char *looks = !kind          ? NULL
+                      : *kind == 'r' ? "read"
+                      : *kind == 's'
+                          ? (kind[1] == 'e' ? "search" : "switch_mode")
+                      : *kind == 'f' ? "fetch"
+                      : *kind == 't' ? "think"
+                      : *kind == 'e' ? "execute"
+                                     : NULL;
+  bool writes = !(looks && strcmp(kind, looks) == 0);
+  bool execute = !writes && *looks == 'e';
   // One block for all it keeps (a malloc and a free per approval, not one
   // per string): the paths' list, then session, command and the paths.
   uint64_t turn = session ? acp_conn_turn(c, session) : 0;
@@ -235,7 +242,7 @@ void client_approved_call(struct client *cl, struct acp_conn *c,
       .command = command_copy,
       .paths = copy,
       .npaths = npaths,
-      .execute = kind && strcmp(kind, "execute") == 0,
+      .execute = execute,
       .writes = writes,
       .person = person,
       .at_ms = uv_now(cl->loop),

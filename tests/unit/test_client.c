@@ -781,6 +781,28 @@ static void test_terminal(void) {
   is_int(error_code(id), -32602, "a released terminal is unknown");
   free(term_id);
 
+  // An allow answer of this turn for the command (kind execute) covers
+  // running it once, without a rule or a prompt; one of another kind
+  // (search, switch_mode: they only look) does not.
+  static const char *const kinds[] = {"execute", "search", "switch_mode", "s"};
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+    reset();
+    json_t *info =
+        json_pack("{s:s,s:s,s:s,s:b}", "session", "s1", "kind", kinds[k],
+                  "command", "true covered", "rawCommand", 1);
+    client_approved(cl, H.conn, info, false);
+    json_decref(info);
+    id = request("terminal/create",
+                 json_pack("{s:s,s:s,s:[s]}", "sessionId", "s1", "command",
+                           "true", "args", "covered"));
+    bool run = json_is_object(json_object_get(answer(id), "result"));
+    ok(run == (k == 0) && json_array_size(H.asks) == (k == 0 ? 0u : 1u),
+       "an allowed %s answer for the command %s", kinds[k],
+       k == 0 ? "covers running it" : "does not cover running it");
+    for (int i = 0; i < 500 && run && !terminal_done(); i++)
+      uv_run(&loop, UV_RUN_ONCE);
+  }
+
   // No rule: the person is asked; a reject refuses.
   reset();
   id = request("terminal/create",
