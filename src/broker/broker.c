@@ -463,6 +463,8 @@ static void shown_cb(void *ud, const msgpack_object *error,
 static bool note_request(struct broker *b, struct acp_conn *c,
                          const struct gate_verdict *v) {
   unasked_requested(b->unasked, acp_conn_name(c), v->session, v->tool_call_id);
+  if (v->req) // the request read rawInput.command
+    return policy_request_raw_command(v->req);
   json_t *raw = json_object_get(json_object_get(v->tc, "rawInput"), "command");
   return json_is_string(raw) || json_is_array(raw);
 }
@@ -490,9 +492,14 @@ static void answer_decided(struct broker *b, struct acp_conn *c,
   // them before the change (the turn ledger, doc/protocol.md). Reads, the
   // bulk of what is decided, do not.
   const char *kind = v->kind;
-  bool edit = v->decision == POLICY_ALLOW &&
-              !(kind && (!strcmp(kind, "read") || !strcmp(kind, "search") ||
-                         !strcmp(kind, "fetch") || !strcmp(kind, "think")));
+  // (by the first byte, then the one name it may be)
+  const char *look = !kind          ? NULL
+                     : *kind == 'r' ? "read"
+                     : *kind == 's' ? "search"
+                     : *kind == 'f' ? "fetch"
+                     : *kind == 't' ? "think"
+                                    : NULL;
+  bool edit = v->decision == POLICY_ALLOW && !(look && strcmp(kind, look) == 0);
   // Read before the agent has its answer: a fast command could change
   // them before Lua hears of the call.
   json_t *snaps = edit ? snapshots_take_list(b->snaps, v->agent, v->session,

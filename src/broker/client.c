@@ -33,6 +33,8 @@ extern char **environ;
 
 struct approval {
   uint64_t serial; // the connection's
+  // One block (client_approved_call) holds the strings and paths' list.
+  void *block;
   char *session;
   uint64_t turn; // the session's turn when it was answered
   char *command; // the request's shell command, or NULL
@@ -145,11 +147,7 @@ static void refuse(struct client *cl, struct acp_conn *c, const json_t *id,
 // ---- approvals ----
 
 static void approval_clear(struct approval *a) {
-  free(a->session);
-  free(a->command);
-  for (size_t i = 0; i < a->npaths; i++)
-    free(a->paths[i]);
-  free(a->paths);
+  free(a->block);
   memset(a, 0, sizeof(*a));
 }
 
@@ -197,14 +195,39 @@ void client_approved_call(struct client *cl, struct acp_conn *c,
     approval_drop(cl, 0);
   // Kinds that only look (or run a command, held to its command) never
   // cover a write of a path they name.
-  static const char *const looks[] = {"read",  "search",  "fetch",
-                                      "think", "execute", "switch_mode"};
-  bool writes = true;
-  for (size_t i = 0; kind && i < sizeof(looks) / sizeof(*looks); i++)
-    writes = writes && strcmp(kind, looks[i]) != 0;
-  char **copy = npaths ? xcalloc(npaths, sizeof(*copy)) : NULL;
+  // (by the first byte, then the one name it may be: a request's kind is
+  // compared once, not six times)
+  const char *looks = !kind          ? NULL
+                      : *kind == 'r' ? "read"
+                      : *kind == 's'
+                          ? (kind[1] == 'e' ? "search" : "switch_mode")
+                      : *kind == 'f' ? "fetch"
+                      : *kind == 't' ? "think"
+                      : *kind == 'e' ? "execute"
+                                     : NULL;
+  bool writes = !(looks && strcmp(kind, looks) == 0);
+  bool execute = !writes && *looks == 'e';
+  // One block for all it keeps (a malloc and a free per approval, not one
+  // per string): the paths' list, then session, command and the paths.
+  uint64_t turn = session ? acp_conn_turn(c, session) : 0;
+  if (!session)
+    session = "";
+  size_t sn = strlen(session) + 1, cn = command ? strlen(command) + 1 : 0;
+  size_t size = npaths * sizeof(char *) + sn + cn;
   for (size_t i = 0; i < npaths; i++)
-    copy[i] = xstrdup(paths[i]);
+    size += strlen(paths[i]) + 1;
+  char *block = xmalloc(size);
+  char **copy = npaths ? (char **)(void *)block : NULL;
+  char *at = block + npaths * sizeof(char *);
+  char *session_copy = memcpy(at, session, sn);
+  at += sn;
+  char *command_copy = command ? memcpy(at, command, cn) : NULL;
+  at += cn;
+  for (size_t i = 0; i < npaths; i++) {
+    size_t n = strlen(paths[i]) + 1;
+    copy[i] = memcpy(at, paths[i], n);
+    at += n;
+  }
   if (cl->first + cl->napprovals ==
       sizeof(cl->approvals) / sizeof(*cl->approvals)) {
     memmove(cl->approvals, approval_at(cl, 0),
@@ -213,12 +236,13 @@ void client_approved_call(struct client *cl, struct acp_conn *c,
   }
   *approval_at(cl, cl->napprovals++) = (struct approval){
       .serial = acp_conn_serial(c),
-      .session = xstrdup(session ? session : ""),
-      .turn = session ? acp_conn_turn(c, session) : 0,
-      .command = command ? xstrdup(command) : NULL,
+      .block = block,
+      .session = session_copy,
+      .turn = turn,
+      .command = command_copy,
       .paths = copy,
       .npaths = npaths,
-      .execute = kind && strcmp(kind, "execute") == 0,
+      .execute = execute,
       .writes = writes,
       .person = person,
       .at_ms = uv_now(cl->loop),

@@ -14,9 +14,14 @@ enum {
   F_DONE = 4,      // completed, failed or reported: nothing more to see
 };
 
+// A toolCallId this long or shorter (most are) is kept in the call itself:
+// no malloc and free per request.
+#define CALL_ID_INLINE 40
 struct call {
-  char *id;      // toolCallId; NULL for a free slot
-  uint32_t hash; // of id
+  char *id; // toolCallId when it is longer than inl holds, else NULL
+  char inl[CALL_ID_INLINE]; // else the toolCallId (call_id)
+  bool used;                // false for a free slot
+  uint32_t hash;            // of the toolCallId
   unsigned flags;
   json_t *tc;    // the merged toolCall, NULL once requested or done
   size_t weight; // what tc's fields count against the session's bytes
@@ -91,6 +96,10 @@ struct unasked *unasked_new(size_t max_sessions, size_t max_calls,
   u->max_calls = max_calls ? max_calls : UNASKED_MAX_CALLS;
   u->max_bytes = max_bytes ? max_bytes : UNASKED_MAX_BYTES;
   return u;
+}
+
+static const char *call_id(const struct call *c) {
+  return c->id ? c->id : c->inl;
 }
 
 static void call_clear(struct call *c) {
@@ -204,7 +213,7 @@ static size_t slot_of(const struct track *t, const char *id, uint32_t h) {
   size_t p = h & t->mask;
   for (uint32_t k; (k = t->slots[p]) != 0; p = (p + 1) & t->mask) {
     const struct call *c = &t->v[k - 1];
-    if (c->hash == h && strcmp(c->id, id) == 0)
+    if (c->hash == h && strcmp(call_id(c), id) == 0)
       break;
   }
   return p;
@@ -219,7 +228,7 @@ static void index_grow(struct track *t, size_t cap) {
   t->slots = xcalloc(n, sizeof(*t->slots));
   t->mask = n - 1;
   for (size_t i = 0; i < t->n; i++)
-    t->slots[slot_of(t, t->v[i].id, t->v[i].hash)] = (uint32_t)(i + 1);
+    t->slots[slot_of(t, call_id(&t->v[i]), t->v[i].hash)] = (uint32_t)(i + 1);
 }
 
 // Empties slot p, moving back the entries after it that probing would no
@@ -259,13 +268,21 @@ static struct call *find_call(struct unasked *u, struct track *t,
   } else {
     i = t->head;
     t->head = (t->head + 1) % t->n;
-    index_del(t, slot_of(t, t->v[i].id, t->v[i].hash));
+    index_del(t, slot_of(t, call_id(&t->v[i]), t->v[i].hash));
     set_weight(t, &t->v[i], 0);
     call_clear(&t->v[i]);
     p = slot_of(t, id, h); // the entries may have moved
   }
   struct call *c = &t->v[i];
-  *c = (struct call){.id = xstrdup(id), .hash = h};
+  size_t n = strlen(id);
+  c->id = n < sizeof(c->inl) ? NULL : xstrdup(id);
+  if (!c->id)
+    memcpy(c->inl, id, n + 1);
+  c->used = true;
+  c->hash = h;
+  c->flags = 0;
+  c->tc = NULL;
+  c->weight = 0;
   t->slots[p] = (uint32_t)(i + 1);
   return c;
 }
@@ -283,7 +300,7 @@ static void budget(struct unasked *u, struct track *t) {
 static void merge(struct track *t, struct call *c, const json_t *update) {
   if (!c->tc) {
     c->tc = json_object();
-    json_object_set_new_nocheck(c->tc, "toolCallId", json_string(c->id));
+    json_object_set_new_nocheck(c->tc, "toolCallId", json_string(call_id(c)));
   }
   size_t w = c->weight;
   for (size_t i = 0; i < sizeof(fields) / sizeof(*fields); i++) {
@@ -370,7 +387,7 @@ void unasked_requested(struct unasked *u, const char *agent, const char *sid,
 static void running(struct track *t, json_t **out) {
   for (size_t k = 0; k < t->n; k++) {
     struct call *c = &t->v[(t->head + k) % t->n];
-    if (!c->id || (c->flags & (F_REQUESTED | F_DONE)) ||
+    if (!c->used || (c->flags & (F_REQUESTED | F_DONE)) ||
         !(c->flags & F_RUNNING) || !is_watched(str(c->tc, "kind")))
       continue;
     if (!*out)

@@ -144,6 +144,25 @@ struct policy {
     const struct ruleidx_slot *slot[16];
   } root_keys[2];
   size_t root_len; // strlen(root)
+  // The shown text of Bash atoms (policy_request_atom), kept by their
+  // analysis's serial and place in it; *described is allocated by the
+  // first one kept.
+  struct described **described;
+};
+
+// A Bash atom's text as policy_request_atom shows it (describe, cut to
+// valid UTF-8), which depends on the atom and the policy's home alone:
+// agents repeat commands, and the `decided` event shows every atom of a
+// command with more than one. Direct-mapped; a longer text is not kept.
+#define DESCRIBED_SLOTS 64
+#define DESCRIBED_TEXT 120
+struct described {
+  struct described_slot {
+    unsigned long long serial; // shcache_serial (0: empty)
+    uint32_t atom;             // its index in the analysis
+    bool ok;                   // valid UTF-8 (else "(not UTF-8)" is shown)
+    char text[DESCRIBED_TEXT]; // NUL-terminated
+  } slot[DESCRIBED_SLOTS];
 };
 
 struct policy_request {
@@ -396,6 +415,7 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   compile_protect(p, in);
   if (p->keys)
     p->keep = xcalloc(1, sizeof(*p->keep)); // the place of the pointer
+  p->described = xcalloc(1, sizeof(*p->described));
   for (int c = 0; c < 2; c++)
     root_keys_build(p, c);
   if (warnings)
@@ -435,6 +455,9 @@ void policy_free(struct policy *p) {
   if (p->keep)
     free(*p->keep);
   free(p->keep);
+  if (p->described)
+    free(*p->described);
+  free(p->described);
   free(p->root_keys[0].text);
   free(p->root_keys[1].text);
   free(p->prot);
@@ -501,6 +524,10 @@ void policy_request_free(struct policy_request *r) {
 
 const char *policy_request_command(const struct policy_request *r) {
   return r->r.command;
+}
+
+bool policy_request_raw_command(const struct policy_request *r) {
+  return r->r.raw_command;
 }
 
 json_t *policy_request_paths(const struct policy_request *r) {
@@ -630,10 +657,34 @@ void policy_request_atom(const struct policy *p,
       [REQUEST_KIND] = "other",
   };
   const struct request_atom *at = &rq->r.atoms[i];
-  struct eval e = {.p = p, .r = &rq->r};
-  describe(&e, at, out->buf, sizeof(out->buf));
   out->kind = cls_name[at->cls];
   out->inner = at->deny_only;
+  // A Bash atom of an analysis: its text may be kept.
+  struct described_slot *slot = NULL;
+  unsigned long long serial = 0;
+  uint32_t idx = 0;
+  if (at->cls == REQUEST_BASH && p && p->described) {
+    const struct shell_result *sh[2] = {rq->r.sh, rq->r.alt_sh};
+    for (int k = 0; k < 2 && !serial; k++) {
+      uintptr_t off = sh[k] ? (uintptr_t)at->cmd - (uintptr_t)sh[k]->atoms : 0;
+      if (sh[k] && off < sh[k]->natoms * sizeof(*sh[k]->atoms) &&
+          off % sizeof(*sh[k]->atoms) == 0) {
+        serial = shcache_serial(sh[k]);
+        idx = (uint32_t)(off / sizeof(*sh[k]->atoms));
+      }
+    }
+    if (serial) {
+      if (!*p->described)
+        *p->described = xcalloc(1, sizeof(**p->described));
+      slot = &(*p->described)->slot[(serial * 7 + idx) & (DESCRIBED_SLOTS - 1)];
+      if (slot->serial == serial && slot->atom == idx) {
+        out->text = slot->ok ? strcpy(out->buf, slot->text) : "(not UTF-8)";
+        return;
+      }
+    }
+  }
+  struct eval e = {.p = p, .r = &rq->r};
+  describe(&e, at, out->buf, sizeof(out->buf));
   // Only valid UTF-8 goes into an event: a word the agent sent that is
   // not, or a text cut inside a character, loses its last bytes.
   size_t full = strlen(out->buf), len = full;
@@ -642,6 +693,12 @@ void policy_request_atom(const struct policy *p,
     ok = utf8_valid(out->buf, --len);
   out->buf[len] = '\0';
   out->text = ok ? out->buf : "(not UTF-8)";
+  if (slot && len < DESCRIBED_TEXT) {
+    slot->serial = serial;
+    slot->atom = idx;
+    slot->ok = ok;
+    memcpy(slot->text, out->buf, len + 1);
+  }
 }
 
 json_t *policy_request_atoms(const struct policy *p,

@@ -86,6 +86,9 @@ struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
 void policy_request_free(struct policy_request *r);
 // The shell command of the request, or NULL (for the audit log).
 const char *policy_request_command(const struct policy_request *r);
+// Whether the request's rawInput.command is a string or an array (the
+// agent's own command: an approval can be held to it).
+bool policy_request_raw_command(const struct policy_request *r);
 // The paths of the request, normalised (a new JSON array of strings).
 json_t *policy_request_paths(const struct policy_request *r);
 // The same paths without JSON: a new array (free it) of *n strings

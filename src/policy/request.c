@@ -258,7 +258,7 @@ void request_init_tc(struct request *r, const json_t *tc, const char *cwd,
 // their first (a field added to struct request is set here too).
 static void request_empty(struct request *r) {
   r->kind = r->tool = r->command = r->cwd = r->alt_command = NULL;
-  r->opaque = false;
+  r->opaque = r->raw_command = false;
   r->reason[0] = '\0';
   r->sh = r->alt_sh = NULL;
   r->atoms = NULL;
@@ -299,6 +299,7 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
   c.ri = json_is_object(ri) ? ri : NULL;
   // read_tc left rawInput's values to this walk.
   nul = read_ri(c.ri, &c.f) || nul;
+  r->raw_command = json_is_string(c.f.command) || json_is_array(c.f.command);
   // C strings end at a NUL byte where the agent's do not (a URL parser
   // strips it, a prompt goes on after it): such a request cannot be read.
   c.nul = nul;

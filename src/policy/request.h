@@ -72,6 +72,9 @@ struct request {
   char *cwd;     // the session cwd (NULL when not absolute)
   bool opaque;   // not understood: never allowed without asking
   char reason[192];
+  // rawInput.command is a string or an array (the agent's own command,
+  // not one read from a title or a Gemini tool's arguments).
+  bool raw_command;
   // The analysis of command (shared with the cache, shcache.h), or NULL.
   const struct shell_result *sh;
   // A second command the request shows (a title that is not

@@ -381,6 +381,46 @@ static void test_approvals_kept(void) {
   H.nvim = nvim;
 }
 
+// An approval keeps its session, command and every path (one block of
+// memory each): 100 answers naming three paths and a command, the ring
+// dropping the oldest; each path of the last 64 covers its write once,
+// in another session nothing is covered.
+static void test_approvals_paths(void) {
+  char p[3][400];
+  reset();
+  configure("{}", "default");
+  bool nvim = H.nvim;
+  H.nvim = false;
+  for (int i = 0; i < 100; i++) {
+    for (int k = 0; k < 3; k++)
+      snprintf(p[k], sizeof(p[k]), "%s/multi%d-%d-%s.txt", proj, i, k,
+               k == 1 ? "a-longer-name-than-the-others" : "x");
+    json_t *info =
+        json_pack("{s:s,s:s,s:s,s:b,s:[s,s,s]}", "session", i % 2 ? "s1" : "s2",
+                  "kind", "edit", "command", "make -j2 test", "rawCommand", 1,
+                  "paths", p[0], p[1], p[2]);
+    client_approved(cl, H.conn, info, true);
+    json_decref(info);
+  }
+  int wrong = 0, covered = 0;
+  for (int i = 0; i < 100; i++) {
+    int k = i % 3; // one of its paths: the answer is used up by a write
+    snprintf(p[k], sizeof(p[k]), "%s/multi%d-%d-%s.txt", proj, i, k,
+             k == 1 ? "a-longer-name-than-the-others" : "x");
+    for (int again = 0; again < 2; again++) {
+      int id = request("fs/write_text_file", fs_write_params(p[k], "x\n"));
+      bool done = json_is_object(json_object_get(answer(id), "result"));
+      covered += done;
+      // s1's answers only (the request's session), the last 64, once.
+      wrong += done != (i >= 36 && i % 2 == 1 && !again);
+    }
+  }
+  ok(wrong == 0 && covered == 32,
+     "each kept answer's paths are its own (%d covered, %d wrong)", covered,
+     wrong);
+  H.nvim = nvim;
+}
+
 // A refused write: -32001, nothing written at target, one audit line (deny
 // by `by`) and an error for the person.
 static void refused_write(const char *path, const char *target, const char *by,
@@ -741,6 +781,28 @@ static void test_terminal(void) {
   is_int(error_code(id), -32602, "a released terminal is unknown");
   free(term_id);
 
+  // An allow answer of this turn for the command (kind execute) covers
+  // running it once, without a rule or a prompt; one of another kind
+  // (search, switch_mode: they only look) does not.
+  static const char *const kinds[] = {"execute", "search", "switch_mode", "s"};
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+    reset();
+    json_t *info =
+        json_pack("{s:s,s:s,s:s,s:b}", "session", "s1", "kind", kinds[k],
+                  "command", "true covered", "rawCommand", 1);
+    client_approved(cl, H.conn, info, false);
+    json_decref(info);
+    id = request("terminal/create",
+                 json_pack("{s:s,s:s,s:[s]}", "sessionId", "s1", "command",
+                           "true", "args", "covered"));
+    bool run = json_is_object(json_object_get(answer(id), "result"));
+    ok(run == (k == 0) && json_array_size(H.asks) == (k == 0 ? 0u : 1u),
+       "an allowed %s answer for the command %s", kinds[k],
+       k == 0 ? "covers running it" : "does not cover running it");
+    for (int i = 0; i < 500 && run && !terminal_done(); i++)
+      uv_run(&loop, UV_RUN_ONCE);
+  }
+
   // No rule: the person is asked; a reject refuses.
   reset();
   id = request("terminal/create",
@@ -811,6 +873,7 @@ int main(void) {
   test_read_inside();
   test_write_inside();
   test_approvals_kept();
+  test_approvals_paths();
   test_escapes();
   test_swap();
   test_deny_and_plan();

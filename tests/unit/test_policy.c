@@ -1324,6 +1324,54 @@ static void test_request_atoms(void) {
   policy_free(p);
 }
 
+// The atoms' texts a policy keeps (policy_request_atom: by the shell
+// analysis's serial and the atom's place) are the texts it works out:
+// 300 commands of several atoms (a title that is another command, home,
+// quotes, bytes that are not UTF-8, words longer than what is kept), each
+// asked three times in a row of one policy and others in between, equal to
+// a new policy's every time.
+static void test_request_atoms_kept(void) {
+  struct policy *p = compile("", D, false, "t");
+  int differ = 0, atoms = 0;
+  char cmd[600], title[300];
+  for (int step = 0; step < 3 * 300; step++) {
+    // each command three times in a row, another one between
+    int i = step / 3, j = step % 3 == 1 ? (step * 37) % 300 : -1;
+    for (int twice = 0; twice < 2; twice++, i = j) {
+      if (i < 0)
+        break;
+      int n = snprintf(cmd, sizeof(cmd),
+                       "git log -n %d && cat %s/f%d.txt | grep 'a b%d' > o%d",
+                       i, home, i % 7, i, i % 3);
+      if (i % 5 == 0)
+        snprintf(cmd + n, sizeof(cmd) - (size_t)n, "; echo \xc3\xa9\xff%d", i);
+      if (i % 11 == 0)
+        snprintf(cmd + n, sizeof(cmd) - (size_t)n, "; echo %0*d", 150 + i, i);
+      snprintf(title, sizeof(title), "ls dir%d; rm x%d", i % 4, i);
+      json_t *tc = json_pack("{s:s,s:s,s:s,s:{s:s}}", "toolCallId", "t",
+                             "title", i % 2 ? title : cmd, "kind", "execute",
+                             "rawInput", "command", cmd);
+      struct policy_request *r = policy_request_new_tc(tc, root, home);
+      struct policy *fresh = compile("", D, false, "t");
+      for (size_t k = 0; k < policy_request_natoms(r); k++) {
+        struct policy_atom_view a, b;
+        policy_request_atom(p, r, k, &a);
+        policy_request_atom(fresh, r, k, &b);
+        atoms++;
+        differ += strcmp(a.kind, b.kind) != 0 || strcmp(a.text, b.text) != 0 ||
+                  a.inner != b.inner;
+      }
+      policy_free(fresh);
+      policy_request_free(r);
+      json_decref(tc);
+    }
+  }
+  ok(differ == 0 && atoms > 3 * 300 * 4,
+     "kept atom texts equal the texts worked out (%d atoms, %d differ)", atoms,
+     differ);
+  policy_free(p);
+}
+
 static void test_warnings(void) {
   struct policy_rule_text t[] = {
       {"Frob(x)", POLICY_LIST_DENY, "f1"},
@@ -1424,6 +1472,7 @@ int main(void) {
   test_suggest();
   test_request_info();
   test_request_atoms();
+  test_request_atoms_kept();
   test_warnings();
   test_names();
   remove_tree();

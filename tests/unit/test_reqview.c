@@ -127,6 +127,16 @@ static const char *verdict_differs(json_t *params, const struct reqview *rv) {
     why = audit_differs(&ea, &eb);
   if (!why && !json_equal(gate_verdict_info(&a), gate_verdict_info(&b)))
     why = "the verdict's JSON";
+  // The broker holds an approval to the command when the request says it
+  // is rawInput.command (a string or an argv) as its tree does.
+  json_t *raw = json_object_get(
+      json_object_get(json_object_get(params, "toolCall"), "rawInput"),
+      "command");
+  bool is_raw = json_is_string(raw) || json_is_array(raw);
+  if (!why &&
+      (!a.req || !b.req || policy_request_raw_command(a.req) != is_raw ||
+       policy_request_raw_command(b.req) != is_raw))
+    why = "rawInput.command's presence";
   gate_verdict_clear(&a);
   gate_verdict_clear(&b);
   return why;

@@ -315,6 +315,50 @@ static void test_bounds(void) {
   ok(r != NULL, "a call forgotten long ago acts unasked");
   json_decref(r);
   unasked_free(u);
+
+  // The same with ids of 30 to 79 bytes (kept in the call up to 39, else
+  // allocated): the last 64 known, and an unasked call reports its id.
+  u = unasked_new(1, 64, 0);
+  char lid[100], t3[300];
+  for (int i = 0; i < 3000; i++) {
+    snprintf(lid, sizeof(lid), "call-%d-%.*s", i, 30 + i % 50,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+             "xxxxxxxxxxxxxxxxxxxxxxx");
+    lid[30 + i % 50] = '\0';
+    unasked_requested(u, "a", "s", lid);
+  }
+  known = 0;
+  for (int i = 2999; i >= 3000 - 64; i--) {
+    snprintf(lid, sizeof(lid), "call-%d-%.*s", i, 30 + i % 50,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+             "xxxxxxxxxxxxxxxxxxxxxxx");
+    lid[30 + i % 50] = '\0';
+    snprintf(t3, sizeof(t3),
+             "{\"toolCallId\":\"%s\",\"kind\":\"edit\",\"status\":"
+             "\"completed\"}",
+             lid);
+    r = feed(u, "a", "s", t3);
+    known += r == NULL;
+    json_decref(r);
+  }
+  is_size(known, 64, "ids of every length: the last 64 requested are known");
+  int bad = 0;
+  for (int n = 30; n < 80; n++) {
+    snprintf(lid, sizeof(lid), "new-%.*s", n - 4,
+             "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+             "yyyyyyyyyyyyyyyyyyyyyyy");
+    snprintf(t3, sizeof(t3),
+             "{\"toolCallId\":\"%s\",\"kind\":\"edit\",\"status\":"
+             "\"completed\"}",
+             lid);
+    r = feed(u, "a", "s", t3);
+    const char *got = json_string_value(
+        json_object_get(json_object_get(r, "toolCall"), "toolCallId"));
+    bad += !got || strcmp(got, lid) != 0;
+    json_decref(r);
+  }
+  is_int(bad, 0, "an unasked call of each id length reports its own id");
+  unasked_free(u);
 }
 
 static void test_history(void) {
