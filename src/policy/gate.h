@@ -65,6 +65,7 @@ void gate_free(struct gate *g);
 // the same epoch share what was found. The broker starts one at most
 // every millisecond, and at once after anything it sees change files or
 // settings (broker.c gate_fresh), so a burst of requests costs one look.
+// $HOME and the project root of a cwd are also read once per epoch.
 // With no epoch (0, the default) the files are looked at every time.
 void gate_epoch(struct gate *g, uint64_t epoch);
 // Replaces the setup() options ({permissions, yolo, agents}); stolen.
