@@ -568,16 +568,27 @@ static const char *utf8_or_null(const char *s) {
 
 // The same for s of n bytes.
 static const char *utf8_or_null_n(const char *s, size_t n) {
-  // Most are ASCII: eight bytes at a time, utf8_valid only past ASCII.
-  size_t i = 0;
+  // Most are ASCII: eight bytes at a time (the last eight overlapping
+  // those already looked at; four and four for a short one), utf8_valid
+  // only past ASCII.
   uint64_t high = 0;
-  for (; i + 8 <= n && !high; i += 8) {
+  if (n >= 8) {
     uint64_t w;
-    memcpy(&w, s + i, 8);
-    high = w & 0x8080808080808080ULL;
+    for (size_t i = 0; i + 8 <= n && !high; i += 8) {
+      memcpy(&w, s + i, 8);
+      high = w & 0x8080808080808080ULL;
+    }
+    memcpy(&w, s + n - 8, 8);
+    high |= w & 0x8080808080808080ULL;
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + n - 4, 4);
+    high = (a | b) & 0x80808080U;
+  } else {
+    for (size_t i = 0; i < n; i++)
+      high |= (unsigned char)s[i] & 0x80;
   }
-  for (; i < n && !high; i++)
-    high = (unsigned char)s[i] & 0x80;
   return !high || utf8_valid(s, n) ? s : NULL;
 }
 
