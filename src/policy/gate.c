@@ -812,21 +812,17 @@ void gate_verdict_to_info(struct gate_verdict *v) {
 
 int gate_remember(struct gate *g, const char *scope, bool broad,
                   const char *agent, const char *session, const char *cwd,
-                  const json_t *info, char *err, size_t errlen) {
+                  const char *const *rules, size_t n, char *err,
+                  size_t errlen) {
   g->gen++; // whatever is written below changes settings
   if (strcmp(scope, "agent") == 0)
     return settings_set_agent_yolo(agent, true, err, errlen);
-  json_t *narrow = json_object_get(info, broad ? "broad" : "narrow");
-  size_t n = json_array_size(narrow);
   if (n == 0) {
     snprintf(err, errlen,
              broad ? "this request has no broader rule"
                    : "this request cannot be remembered as rules");
     return -1;
   }
-  const char **rules = xcalloc(n, sizeof(*rules));
-  for (size_t i = 0; i < n; i++)
-    rules[i] = json_string_value(json_array_get(narrow, i));
   char *root = settings_find_root(cwd);
   int r = -1;
   if (strcmp(scope, "session") == 0) {
@@ -840,7 +836,6 @@ int gate_remember(struct gate *g, const char *scope, bool broad,
     snprintf(err, errlen, "unknown scope '%s'", scope);
   }
   free(root);
-  free(rules);
   return r;
 }
 
