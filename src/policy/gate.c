@@ -1,6 +1,7 @@
 #include "gate.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,9 +254,17 @@ static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
       *st = dm->m[i].st;
       return dm->m[i].rc;
     }
-  char *dir = xstrndup(path, n);
+  char buf[PATH_MAX + 1]; // the directory on the stack when it fits
+  char *dir = buf;
+  if (n < sizeof(buf)) {
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+  } else {
+    dir = xstrndup(path, n);
+  }
   int rc = stat(dir, st);
-  free(dir);
+  if (dir != buf)
+    free(dir);
   if (dm->n < SETTINGS_FILES_MAX) {
     dm->m[dm->n].path = path;
     dm->m[dm->n].n = n;
