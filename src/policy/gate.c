@@ -166,7 +166,9 @@ static struct project *project(struct gate *g, const char *root) {
 // and the user settings file, the file winning, so that `:AcpYolo off`
 // (which writes false there) also ends a yolo that setup() turned on.
 static bool agent_yolo(const struct settings *s, const char *agent) {
-  return agent && json_is_true(json_object_get(s->agents_yolo, agent));
+  // Most settings trust no agent: no key to hash then.
+  return agent && json_object_size(s->agents_yolo) &&
+         json_is_true(json_object_get(s->agents_yolo, agent));
 }
 
 // ---- the settings cache ----
