@@ -703,7 +703,7 @@ static char **sset_take(struct sset *s, bool holds, const struct request *r,
       free(s->v[i]);
     return NULL;
   }
-  char **v = xcalloc(s->k, sizeof(*v));
+  char **v = xmalloc(s->k * sizeof(*v)); // every slot written below
   memcpy(v, s->v, s->k * sizeof(*v));
   *n = s->k;
   return v;
