@@ -86,8 +86,8 @@ struct gate {
   uint64_t epoch; // gate_epoch: files are looked at once per epoch
   struct snapshot *snaps[GATE_SNAPSHOTS];
   // The project root of the last cwd, found in root_epoch (gen root_gen),
-  // and whether it is UTF-8 (root_utf8: root, else NULL); $HOME as it was
-  // then (NULL: unset).
+  // and whether it is UTF-8 (root_utf8: root, else NULL); $HOME as home()
+  // said then.
   char *root_cwd, *root, *home;
   const char *root_utf8;
   uint64_t root_epoch, root_gen;
