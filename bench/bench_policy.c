@@ -271,7 +271,6 @@ static struct tally run_asked(json_t *reqs, const char *root, double seconds,
       } else {
         struct pending_entry *e = pending_find(&pend, token);
         e->kept = prompt_keep(&v, true);
-        e->info = prompt_rules(&v);
         prompt_pack(&pk, token, "bench", sid, tc, options, &v);
         gate_verdict_clear(&v);
       }
@@ -368,7 +367,6 @@ static struct tally run_asked_line(json_t *reqs, const char *root,
             (const char *const *)rv.option_kind_z, rv.noptions, 0);
         struct pending_entry *e = pending_find(&pend, token);
         e->kept = prompt_keep(&v, true);
-        e->info = prompt_rules(&v);
         prompt_pack_view(&pk, token, "bench", &rv, &v);
         gate_verdict_clear(&v);
       }

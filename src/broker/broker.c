@@ -594,8 +594,7 @@ static void asked(struct broker *b, struct acp_conn *c, const json_t *id,
     return;
   }
   struct pending_entry *e = pending_find(&b->pending, token);
-  e->kept = kept;
-  e->info = prompt_rules(v); // for gate_remember
+  e->kept = kept; // with the rules gate_remember takes
   if (!b->rpc_closed && !b->shutting_down) {
     struct shown *sh = xmalloc(sizeof(*sh));
     *sh = (struct shown){b, token};

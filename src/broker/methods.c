@@ -16,6 +16,7 @@
 #include "client.h"
 #include "codec/jsonpack.h"
 #include "policy/gate.h"
+#include "prompt.h"
 
 // A copy of a msgpack string, or NULL when o is not one or holds a NUL.
 static char *mp_strdup(const msgpack_object *o) {
@@ -249,8 +250,12 @@ static void remember(struct broker *b, struct pending_entry *e,
   const char *agent = acp_conn_name(e->conn);
   const char *cwd = acp_conn_session_cwd(e->conn, e->session);
   char err[512];
-  if (gate_remember(b->gate, scope, broad, agent, e->session, cwd ? cwd : "/",
-                    e->info, err, sizeof(err)) != 0) {
+  size_t n;
+  const char **rules = prompt_remember_rules(e->kept, e->info, broad, &n);
+  int rc = gate_remember(b->gate, scope, broad, agent, e->session,
+                         cwd ? cwd : "/", rules, n, err, sizeof(err));
+  free(rules);
+  if (rc != 0) {
     char msg[700];
     snprintf(msg, sizeof(msg), "could not remember the answer (%s): %s", scope,
              err);

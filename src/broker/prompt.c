@@ -271,18 +271,18 @@ void prompt_pack_resolved(msgpack_packer *pk, uint64_t token, const char *agent,
   mp_flush(&m);
 }
 
-static json_t *rules_json(char *const *v, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, json_string_nocheck(v[i]));
-  return a;
-}
-
-json_t *prompt_rules(const struct gate_verdict *v) {
-  json_t *r = json_object();
-  json_object_set_new_nocheck(r, "narrow", rules_json(v->narrow, v->nnarrow));
-  json_object_set_new_nocheck(r, "broad", rules_json(v->broad, v->nbroad));
-  return r;
+const char **prompt_remember_rules(const struct prompt_kept *k,
+                                   const json_t *info, bool broad, size_t *n) {
+  const json_t *a =
+      k ? NULL : json_object_get(info, broad ? "broad" : "narrow");
+  *n = k ? (broad ? k->nbroad : k->nnarrow) : json_array_size(a);
+  if (!*n)
+    return NULL;
+  const char **v = xcalloc(*n, sizeof(*v));
+  for (size_t i = 0; i < *n; i++)
+    v[i] = k ? (broad ? k->broad : k->narrow)[i]
+             : json_string_value(json_array_get(a, i));
+  return v;
 }
 
 // Copies s (NULL stays NULL) to *at.
@@ -304,10 +304,16 @@ struct prompt_kept *prompt_keep(const struct gate_verdict *v,
     bytes += s[i] ? strlen(s[i]) + 1 : 0;
   for (size_t i = 0; i < v->npaths; i++)
     bytes += strlen(v->paths[i]) + 1;
-  struct prompt_kept *k =
-      xmalloc(sizeof(*k) + v->npaths * sizeof(char *) + bytes);
+  for (size_t i = 0; i < v->nnarrow; i++)
+    bytes += strlen(v->narrow[i]) + 1;
+  for (size_t i = 0; i < v->nbroad; i++)
+    bytes += strlen(v->broad[i]) + 1;
+  size_t nptr = v->npaths + v->nnarrow + v->nbroad;
+  struct prompt_kept *k = xmalloc(sizeof(*k) + nptr * sizeof(char *) + bytes);
   k->paths = (const char **)(k + 1);
-  char *at = (char *)(k->paths + v->npaths);
+  k->narrow = k->paths + v->npaths;
+  k->broad = k->narrow + v->nnarrow;
+  char *at = (char *)(k->paths + nptr);
   k->root = keep_str(&at, v->root);
   k->agent = keep_str(&at, v->agent);
   k->session = keep_str(&at, v->session);
@@ -319,7 +325,13 @@ struct prompt_kept *prompt_keep(const struct gate_verdict *v,
   k->source = keep_str(&at, v->source);
   for (size_t i = 0; i < v->npaths; i++)
     k->paths[i] = keep_str(&at, v->paths[i]);
+  for (size_t i = 0; i < v->nnarrow; i++)
+    k->narrow[i] = keep_str(&at, v->narrow[i]);
+  for (size_t i = 0; i < v->nbroad; i++)
+    k->broad[i] = keep_str(&at, v->broad[i]);
   k->npaths = v->npaths;
+  k->nnarrow = v->nnarrow;
+  k->nbroad = v->nbroad;
   k->raw_command = raw_command;
   return k;
 }

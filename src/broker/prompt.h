@@ -9,10 +9,10 @@
 //    allowOption?, rejectOption?}
 // (title and kind nil when the tool call has none; a key with `?` absent
 // when the verdict has no such string). The pending entry keeps a C struct
-// (prompt_kept: the audit line's and the approval's fields) and, as JSON,
-// the rules gate_remember reads ({narrow, broad}): what the JSON it kept
-// before ({root, agent, session, toolCallId, kind, title, command, paths,
-// rule, source, narrow, broad, rawCommand}) held.
+// (prompt_kept: the audit line's and the approval's fields, and the rules
+// gate_remember takes): what the JSON it kept before ({root, agent,
+// session, toolCallId, kind, title, command, paths, rule, source, narrow,
+// broad, rawCommand}) held.
 // prompt_data_json and prompt_info_trim build the event's data and the
 // entry's JSON the way it was done before, from the verdict's JSON
 // (gate_verdict_info): the broker's own prompts (fs/terminal calls the
@@ -57,6 +57,10 @@ struct prompt_kept {
   size_t npaths;
   bool raw_command; // the command is the agent's own (rawInput), not read
                     // from the title
+  // The rules the prompt offered to remember (the verdict's narrow and
+  // broad sets).
+  const char **narrow, **broad;
+  size_t nnarrow, nbroad;
 };
 struct prompt_kept *prompt_keep(const struct gate_verdict *v, bool raw_command);
 // The audit line of the answer, as verdict_audit_info writes it from the
@@ -64,9 +68,12 @@ struct prompt_kept *prompt_keep(const struct gate_verdict *v, bool raw_command);
 void prompt_kept_audit(const struct prompt_kept *k, const char *decision,
                        const char *by, const char *option_id, long long wait_ms,
                        struct audit_entry *a);
-// The rules the pending entry keeps for gate_remember: {narrow, broad} (a
-// new object).
-json_t *prompt_rules(const struct gate_verdict *v);
+// The rules an answered prompt remembers (broad: the broader set) as
+// gate_remember takes them: from what its pending entry kept (k), else
+// from its JSON (info's narrow or broad, the broker's own prompts). A new
+// array (free it) of *n strings borrowed from k or info; NULL when none.
+const char **prompt_remember_rules(const struct prompt_kept *k,
+                                   const json_t *info, bool broad, size_t *n);
 // The event's data built as JSON from params ({sessionId, toolCall,
 // options}, borrowed) and info (a verdict's JSON, borrowed); NULL when
 // params lack a string sessionId or toolCall.toolCallId.

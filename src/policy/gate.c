@@ -1,6 +1,7 @@
 #include "gate.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,8 +85,11 @@ struct gate {
   uint64_t clock;
   uint64_t epoch; // gate_epoch: files are looked at once per epoch
   struct snapshot *snaps[GATE_SNAPSHOTS];
-  // The project root of the last cwd, found in root_epoch (gen root_gen).
-  char *root_cwd, *root;
+  // The project root of the last cwd, found in root_epoch (gen root_gen),
+  // and whether it is UTF-8 (root_utf8: root, else NULL); $HOME as home()
+  // said then.
+  char *root_cwd, *root, *home;
+  const char *root_utf8;
   uint64_t root_epoch, root_gen;
 };
 
@@ -119,6 +123,7 @@ void gate_free(struct gate *g) {
   json_decref(g->setup);
   free(g->root_cwd);
   free(g->root);
+  free(g->home);
   free(g);
 }
 
@@ -161,7 +166,9 @@ static struct project *project(struct gate *g, const char *root) {
 // and the user settings file, the file winning, so that `:AcpYolo off`
 // (which writes false there) also ends a yolo that setup() turned on.
 static bool agent_yolo(const struct settings *s, const char *agent) {
-  return agent && json_is_true(json_object_get(s->agents_yolo, agent));
+  // Most settings trust no agent: no key to hash then.
+  return agent && json_object_size(s->agents_yolo) &&
+         json_is_true(json_object_get(s->agents_yolo, agent));
 }
 
 // ---- the settings cache ----
@@ -249,9 +256,17 @@ static int dir_stat(struct dir_memo *dm, const char *path, size_t n,
       *st = dm->m[i].st;
       return dm->m[i].rc;
     }
-  char *dir = xstrndup(path, n);
+  char buf[PATH_MAX + 1]; // the directory on the stack when it fits
+  char *dir = buf;
+  if (n < sizeof(buf)) {
+    memcpy(buf, path, n);
+    buf[n] = '\0';
+  } else {
+    dir = xstrndup(path, n);
+  }
   int rc = stat(dir, st);
-  free(dir);
+  if (dir != buf)
+    free(dir);
   if (dm->n < SETTINGS_FILES_MAX) {
     dm->m[dm->n].path = path;
     dm->m[dm->n].n = n;
@@ -511,6 +526,7 @@ void gate_forget(struct gate *g, const char *agent) {
 }
 
 static const char *utf8_or_null(const char *s);
+static const char *utf8_or_null_n(const char *s, size_t n);
 
 // The rules a prompt suggests (v, *n: taken) without those that are not
 // UTF-8 (a word the agent sent), as json_string would have failed them;
@@ -558,34 +574,68 @@ static void set_json(json_t *obj, const char *key, json_t *v) {
 // s when it is a string JSON can hold (UTF-8), else NULL: the verdict's
 // fields are what its JSON would have held.
 static const char *utf8_or_null(const char *s) {
-  if (!s)
-    return NULL;
-  // Most are ASCII: eight bytes at a time, utf8_valid only past ASCII.
-  size_t n = strlen(s), i = 0;
+  return s ? utf8_or_null_n(s, strlen(s)) : NULL;
+}
+
+// The same for s of n bytes.
+static const char *utf8_or_null_n(const char *s, size_t n) {
+  // Most are ASCII: eight bytes at a time (the last eight overlapping
+  // those already looked at; four and four for a short one), utf8_valid
+  // only past ASCII.
   uint64_t high = 0;
-  for (; i + 8 <= n && !high; i += 8) {
+  if (n >= 8) {
     uint64_t w;
-    memcpy(&w, s + i, 8);
-    high = w & 0x8080808080808080ULL;
+    for (size_t i = 0; i + 8 <= n && !high; i += 8) {
+      memcpy(&w, s + i, 8);
+      high = w & 0x8080808080808080ULL;
+    }
+    memcpy(&w, s + n - 8, 8);
+    high |= w & 0x8080808080808080ULL;
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + n - 4, 4);
+    high = (a | b) & 0x80808080U;
+  } else {
+    for (size_t i = 0; i < n; i++)
+      high |= (unsigned char)s[i] & 0x80;
   }
-  for (; i < n && !high; i++)
-    high = (unsigned char)s[i] & 0x80;
   return !high || utf8_valid(s, n) ? s : NULL;
 }
 
-// cwd's project root (settings_find_root), looked for once per epoch:
-// borrowed, valid until the next call.
+// cwd's project root (settings_find_root), looked for once per epoch, as
+// $HOME is (g->home, what home() says then): borrowed, valid until the
+// next call.
 static const char *root_of(struct gate *g, const char *cwd) {
   if (!g->epoch || g->root_epoch != g->epoch || g->root_gen != g->gen ||
       strcmp(g->root_cwd, cwd) != 0) {
     free(g->root_cwd);
     free(g->root);
+    free(g->home);
     g->root_cwd = xstrdup(cwd);
     g->root = settings_find_root(cwd);
+    g->root_utf8 = utf8_or_null(g->root);
+    g->home = xstrdup(home());
     g->root_epoch = g->epoch;
     g->root_gen = g->gen;
   }
   return g->root;
+}
+
+_Static_assert(sizeof(((struct gate_verdict *)0)->reason_buf) ==
+                       sizeof(((struct policy_result *)0)->reason) &&
+                   sizeof(((struct gate_verdict *)0)->rule_buf) ==
+                       sizeof(((struct policy_result *)0)->rule) &&
+                   sizeof(((struct gate_verdict *)0)->source_buf) ==
+                       sizeof(((struct policy_result *)0)->source),
+               "the verdict's texts are the result's");
+
+// dst = src (a NUL within n bytes), and dst when it is UTF-8, else NULL.
+static const char *copy_utf8(char *dst, const char *src, size_t n) {
+  size_t len = strnlen(src, n - 1);
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+  return utf8_or_null_n(dst, len);
 }
 
 static const char *pick(const json_t *options, const struct gate_options *ov,
@@ -611,6 +661,23 @@ void gate_decide_tc(struct gate *g, const char *agent, const char *session,
   decide(g, agent, session, cwd, tc, NULL, options, v);
 }
 
+// tc's toolCallId, kind and title (NULL when absent): one walk of its
+// few members costs less than three lookups by hash.
+static void tc_fields(json_t *tc, json_t **id, json_t **kind, json_t **title) {
+  *id = *kind = *title = NULL;
+  for (void *it = json_object_iter(tc); it;
+       it = json_object_iter_next(tc, it)) {
+    const char *k = json_object_iter_key(it);
+    json_t **slot = k[0] == 't'   ? strcmp(k, "toolCallId") == 0 ? id
+                                    : strcmp(k, "title") == 0    ? title
+                                                                 : NULL
+                    : k[0] == 'k' ? strcmp(k, "kind") == 0 ? kind : NULL
+                                  : NULL;
+    if (slot)
+      *slot = json_object_iter_value(it);
+  }
+}
+
 static void decide(struct gate *g, const char *agent, const char *session,
                    const char *cwd, json_t *tc, const json_t *options,
                    const struct gate_options *ov, struct gate_verdict *v) {
@@ -618,7 +685,7 @@ static void decide(struct gate *g, const char *agent, const char *session,
   struct effective e;
   effective_load(g, root, agent, &e);
   struct policy *p = snapshot_policy(e.snap, &e.in);
-  struct policy_request *r = policy_request_new_tc(tc, cwd, home());
+  struct policy_request *r = policy_request_new_tc(tc, cwd, g->home);
   struct memory *m = memory_find(g, agent, session, false);
   struct policy_result res;
   policy_decide(p, m ? m->compiled : NULL, r, &res);
@@ -638,24 +705,21 @@ static void decide(struct gate *g, const char *agent, const char *session,
   v->option_id = option_id;
   v->req = r;
   v->policy = p;
-  json_t *kind = json_object_get(tc, "kind");
-  json_t *title = json_object_get(tc, "title");
+  json_t *id, *kind, *title;
+  tc_fields(tc, &id, &kind, &title);
   v->tc = tc;
-  v->root = utf8_or_null(root);
+  v->root = g->root_utf8;
   v->agent = utf8_or_null(agent);
   v->session = utf8_or_null(session);
-  v->tool_call_id = json_string_value(json_object_get(tc, "toolCallId"));
+  v->tool_call_id = json_string_value(id);
   v->kind = json_string_value(kind);
   v->title = json_string_value(title);
   v->command = utf8_or_null(policy_request_command(r));
   v->decision_name = policy_decision_name(d);
   v->by = d == POLICY_ASK ? "person" : by_name(&res);
-  memcpy(v->reason_buf, res.reason, sizeof(v->reason_buf));
-  memcpy(v->rule_buf, res.rule, sizeof(v->rule_buf));
-  memcpy(v->source_buf, res.source, sizeof(v->source_buf));
-  v->reason = utf8_or_null(v->reason_buf);
-  v->rule = utf8_or_null(v->rule_buf);
-  v->source = utf8_or_null(v->source_buf);
+  v->reason = copy_utf8(v->reason_buf, res.reason, sizeof(v->reason_buf));
+  v->rule = copy_utf8(v->rule_buf, res.rule, sizeof(v->rule_buf));
+  v->source = copy_utf8(v->source_buf, res.source, sizeof(v->source_buf));
   size_t n;
   v->paths = policy_request_path_list(r, &n);
   for (size_t i = 0; i < n; i++)
@@ -669,7 +733,7 @@ static void decide(struct gate *g, const char *agent, const char *session,
   // Both sets anchored on the project root and home as they are written
   // to its settings (broad: the broader alternative).
   struct policy_suggestions sg;
-  policy_request_suggestions(r, root, home(), &sg);
+  policy_request_suggestions(r, root, g->home, &sg);
   v->narrow = utf8_rules(sg.narrow, &sg.nnarrow);
   v->nnarrow = sg.nnarrow;
   v->broad = utf8_rules(sg.broad, &sg.nbroad);
@@ -759,21 +823,17 @@ void gate_verdict_to_info(struct gate_verdict *v) {
 
 int gate_remember(struct gate *g, const char *scope, bool broad,
                   const char *agent, const char *session, const char *cwd,
-                  const json_t *info, char *err, size_t errlen) {
+                  const char *const *rules, size_t n, char *err,
+                  size_t errlen) {
   g->gen++; // whatever is written below changes settings
   if (strcmp(scope, "agent") == 0)
     return settings_set_agent_yolo(agent, true, err, errlen);
-  json_t *narrow = json_object_get(info, broad ? "broad" : "narrow");
-  size_t n = json_array_size(narrow);
   if (n == 0) {
     snprintf(err, errlen,
              broad ? "this request has no broader rule"
                    : "this request cannot be remembered as rules");
     return -1;
   }
-  const char **rules = xcalloc(n, sizeof(*rules));
-  for (size_t i = 0; i < n; i++)
-    rules[i] = json_string_value(json_array_get(narrow, i));
   char *root = settings_find_root(cwd);
   int r = -1;
   if (strcmp(scope, "session") == 0) {
@@ -787,7 +847,6 @@ int gate_remember(struct gate *g, const char *scope, bool broad,
     snprintf(err, errlen, "unknown scope '%s'", scope);
   }
   free(root);
-  free(rules);
   return r;
 }
 

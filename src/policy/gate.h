@@ -65,6 +65,7 @@ void gate_free(struct gate *g);
 // the same epoch share what was found. The broker starts one at most
 // every millisecond, and at once after anything it sees change files or
 // settings (broker.c gate_fresh), so a burst of requests costs one look.
+// $HOME and the project root of a cwd are also read once per epoch.
 // With no epoch (0, the default) the files are looked at every time.
 void gate_epoch(struct gate *g, uint64_t epoch);
 // Replaces the setup() options ({permissions, yolo, agents}); stolen.
@@ -96,14 +97,15 @@ void gate_verdict_atom(const struct gate_verdict *v, size_t i,
 void gate_verdict_to_info(struct gate_verdict *v);
 // Frees what the verdict holds (info too, unless taken: set it NULL).
 void gate_verdict_clear(struct gate_verdict *v);
-// Records the narrow rules of an answered prompt (info->narrow; broad:
-// info->broad, the broader alternative) for scope "session" (this session
-// only), "project" (.acp/settings.json) or trusts the agent ("agent":
-// per-agent yolo in the user settings). Returns 0, or -1 with the reason
-// in err.
+// Records the rules of an answered prompt (n of them: its narrow set, or
+// with broad its broader alternative, which only picks the error when
+// there are none) for scope "session" (this session only), "project"
+// (.acp/settings.json) or trusts the agent ("agent": per-agent yolo in the
+// user settings; no rules needed). Returns 0, or -1 with the reason in
+// err.
 int gate_remember(struct gate *g, const char *scope, bool broad,
                   const char *agent, const char *session, const char *cwd,
-                  const json_t *info, char *err, size_t errlen);
+                  const char *const *rules, size_t n, char *err, size_t errlen);
 // Adds a rule (scope "session", "project" or "user"; list "allow", "ask",
 // "deny"); session scope needs the agent's current session. On success
 // returns 0 and *file names where it went ("session" for memory).

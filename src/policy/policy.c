@@ -760,7 +760,7 @@ static char **sset_take(struct sset *s, bool holds, const struct request *r,
       free(s->v[i]);
     return NULL;
   }
-  char **v = xcalloc(s->k, sizeof(*v));
+  char **v = xmalloc(s->k * sizeof(*v)); // every slot written below
   memcpy(v, s->v, s->k * sizeof(*v));
   *n = s->k;
   return v;
@@ -3372,21 +3372,32 @@ static char *narrow_rule(const struct request_atom *a, const char *path,
       if (nw == 1 && wide) // `X *` of a program that can do anything
         return NULL;
     }
-    used = cat(buf, sizeof(buf), 0, "Bash(");
+    // `Bash(` and the words, a space between each, then `)` or ` *)`:
+    // none when a word is dynamic (it has no exact text) or has a `*` (it
+    // would widen the rule), or when the text would not leave 3 bytes
+    // for a rule of RULES_TEXT_MAX bytes (as a snprintf into buf would).
+    used = 5 + nw - 1;
     for (size_t i = 0; i < nw; i++) {
       const struct shell_word *w = &a->cmd->words[i];
-      // A `*` would widen the rule; a dynamic word has no exact text.
-      if (w->dynamic || strchr(w->text, '*') || used >= sizeof(buf))
+      size_t len = strlen(w->text);
+      if (w->dynamic || memchr(w->text, '*', len))
         return NULL;
-      // As snprintf counts: what it would have written, cut or not.
-      size_t at = cat(buf, sizeof(buf), used, i ? " " : "");
-      used += (i ? 1 : 0) + strlen(w->text);
-      cat(buf, sizeof(buf), at, w->text);
+      used += len;
     }
     if (used + 4 > sizeof(buf))
       return NULL;
-    cat(buf, sizeof(buf), used, broad ? " *)" : ")");
-    return xstrdup(buf);
+    char *out = xmalloc(used + (broad ? 4 : 2));
+    memcpy(out, "Bash(", 5);
+    size_t at = 5;
+    for (size_t i = 0; i < nw; i++) {
+      size_t len = strlen(a->cmd->words[i].text);
+      if (i)
+        out[at++] = ' ';
+      memcpy(out + at, a->cmd->words[i].text, len);
+      at += len;
+    }
+    memcpy(out + at, broad ? " *)" : ")", broad ? 4 : 2);
+    return out;
   }
   case REQUEST_READ:
   case REQUEST_EDIT: {
@@ -3467,6 +3478,32 @@ static bool narrow_covers(char **rules, size_t n, const struct request *r,
 
 #define QUICK_ATOMS 256 // more atoms: narrow_covers
 
+// The pattern rules_parse gives a rule `Bash(spec)` whose spec has no
+// parenthesis and no space at either end (so nothing to trim and nothing
+// to refuse), as bash_spec writes it (`*` alone: every command, `x:*`:
+// `x *`), copied to buf (RULES_TEXT_MAX + 1 bytes); NULL for any other
+// text (rules_parse reads it). test_suggest compares both on every rule.
+static bool trim_space(char c) { // rules.c's is_space: what it trims
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static const char *plain_bash(const char *text, char *buf) {
+  if (strncmp(text, "Bash(", 5) != 0)
+    return NULL;
+  const char *spec = text + 5;
+  size_t n = strcspn(spec, "()");
+  if (spec[n] != ')' || spec[n + 1] || !n || 5 + n + 1 > RULES_TEXT_MAX ||
+      trim_space(spec[0]) || trim_space(spec[n - 1]))
+    return NULL;
+  if (n == 1 && spec[0] == '*')
+    return "*";
+  memcpy(buf, spec, n);
+  buf[n] = '\0';
+  if (n >= 2 && buf[n - 2] == ':' && buf[n - 1] == '*')
+    buf[n - 2] = ' ';
+  return buf;
+}
+
 // What narrow_covers answers, without compiling a policy: each rule is
 // parsed and built as compile_rule builds what allows() reads (one at a
 // time, on the stack), refused where compile_rule would warn or skip it,
@@ -3503,19 +3540,26 @@ static bool quick_covers(char **rules, size_t n, const struct request *r,
   bool has_home = from_home && an->home &&
                   path_normalize_into(NULL, an->home, NULL, home) > 0;
   char lit[RULES_TEXT_MAX + 1], mpat[RULES_TEXT_MAX + 1];
+  char bpat[RULES_TEXT_MAX + 1];
   bool ok = true;
   for (size_t i = 0; ok && i < n; i++) {
     char err[512];
     struct prule pr = {.list = POLICY_LIST_ALLOW};
-    if (rules_parse(rules[i], &pr.r, err, sizeof(err)) != 0)
+    // What rules_parse reads in a plain `Bash(spec)` (every Bash rule a
+    // prompt suggests), without it; any other text is parsed.
+    const char *bash = plain_bash(rules[i], bpat);
+    if (bash) {
+      pr.r.cls = RULES_BASH;
+    } else if (rules_parse(rules[i], &pr.r, err, sizeof(err)) != 0) {
       return false;
+    }
     ok = !pr.r.note && !pr.r.unanchored && !pr.r.no_allow;
     if (ok && (pr.r.cls == RULES_READ || pr.r.cls == RULES_EDIT) && pr.r.spec)
       ok = (pr.pat = path_rule_pattern(pr.r.spec, has_root ? root : NULL,
                                        has_home ? home : NULL, true, err,
                                        sizeof(err))) != NULL;
     if (ok && pr.r.cls == RULES_BASH) {
-      const char *pat = pr.r.spec ? pr.r.spec : "*";
+      const char *pat = bash ? bash : pr.r.spec ? pr.r.spec : "*";
       pr.npat = strlen(pat);
       pr.nlit = strcspn(pat, "*");
       ok = pr.npat < sizeof(mpat);

@@ -1,5 +1,6 @@
 #include "settings_priv.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,24 @@ char *settings_find_root(const char *cwd) {
   while (strcmp(dir, "/") != 0) {
     static const char *const marks[] = {".git", ".acp", ".gemini", ".claude"};
     size_t nmarks = home && strcmp(dir, home) == 0 ? 2 : 4;
+    // dir/mark on the stack (looked for once per epoch, broker.c
+    // gate_fresh), unless dir is longer than a path can be.
+    char buf[PATH_MAX + 16];
+    size_t dn = strlen(dir);
+    bool fits = dn + 16 <= sizeof(buf);
+    if (fits) {
+      memcpy(buf, dir, dn);
+      if (!dn || dir[dn - 1] != '/')
+        buf[dn++] = '/';
+    }
     for (size_t i = 0; i < nmarks; i++) {
-      char *p = join(dir, marks[i]);
+      char *p = fits ? buf : join(dir, marks[i]);
+      if (fits)
+        memcpy(buf + dn, marks[i], strlen(marks[i]) + 1);
       struct stat st;
       bool found = lstat(p, &st) == 0;
-      free(p);
+      if (!fits)
+        free(p);
       if (found) {
         free(start);
         return dir;
@@ -444,9 +458,14 @@ json_t *settings_closed_json(const struct settings *s) {
 // ---------------------------------------------------------------------------
 // Paths
 
+// a/b (a's own trailing slash kept alone); a new string.
 static char *join(const char *a, const char *b) {
-  char *p = xmalloc(strlen(a) + strlen(b) + 2);
-  sprintf(p, "%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
+  size_t an = strlen(a), bn = strlen(b);
+  char *p = xmalloc(an + bn + 2);
+  memcpy(p, a, an);
+  if (!an || a[an - 1] != '/')
+    p[an++] = '/';
+  memcpy(p + an, b, bn + 1);
   return p;
 }
 

@@ -134,6 +134,31 @@ static void test_every_file(const char *base) {
   gate_free(g);
 }
 
+// Per-agent yolo (agents.<name>.yolo in the user settings) allows what
+// nothing denies for that agent only; with no agent trusted, none is.
+static void test_agent_yolo(const char *base) {
+  char home[300], proj[300], p[700], err[256];
+  snprintf(home, sizeof(home), "%s/home3", base);
+  snprintf(proj, sizeof(proj), "%s/proj3", base);
+  snprintf(p, sizeof(p), "%s/.git", proj);
+  files_mkdirs(home);
+  files_mkdirs(p);
+  setenv("HOME", home, 1);
+  root = proj;
+  struct gate *g = gate_new();
+  ok(decide(g, "make lint") == POLICY_ASK, "agent yolo: no agent trusted");
+  ok(settings_set_agent_yolo("other", true, err, sizeof(err)) == 0,
+     "agent yolo: another agent trusted");
+  ok(decide(g, "make lint") == POLICY_ASK, "agent yolo: not this one");
+  ok(settings_set_agent_yolo("ag", true, err, sizeof(err)) == 0,
+     "agent yolo: this agent trusted");
+  ok(decide(g, "make lint") == POLICY_ALLOW, "agent yolo: allowed");
+  settings_set_agent_yolo("ag", false, err, sizeof(err));
+  settings_set_agent_yolo("other", false, err, sizeof(err));
+  ok(decide(g, "make lint") == POLICY_ASK, "agent yolo: off again");
+  gate_free(g);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -316,6 +341,7 @@ int main(void) {
 
   gate_free(g);
   test_every_file(base);
+  test_agent_yolo(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;

@@ -218,6 +218,27 @@ static void test_find_root(void) {
   root = settings_find_root(dir);
   is_str(root, dir, "root: HOME's .claude does not make HOME the root");
   free(root);
+  // Each mark, looked for in a directory with and without a trailing /.
+  static const char *const marks[] = {".acp", ".gemini", ".git"};
+  for (size_t i = 0; i < sizeof(marks) / sizeof(*marks); i++) {
+    char want[700];
+    snprintf(want, sizeof(want), "%s/m%zu", P, i);
+    snprintf(dir, sizeof(dir), "%s/%s", want, marks[i]);
+    files_mkdirs(dir);
+    snprintf(dir, sizeof(dir), "%s/a/b", want);
+    files_mkdirs(dir);
+    root = settings_find_root(dir);
+    ok(root && !strcmp(root, want), "root: %s marks a project", marks[i]);
+    free(root);
+    snprintf(dir, sizeof(dir), "%s/a/", want);
+    root = settings_find_root(dir);
+    ok(root && !strcmp(root, want), "root: %s from a cwd ending in /",
+       marks[i]);
+    free(root);
+  }
+  root = settings_find_root("/");
+  is_str(root, "/", "root: / stays /");
+  free(root);
 }
 
 static void test_user_sources(void) {

@@ -9,6 +9,7 @@
 
 #include "policy/policy.h"
 #include "policy/policy_ref.h"
+#include "policy/rules.h"
 #include "policy/shcache.h"
 
 #include <stdint.h>
@@ -390,6 +391,79 @@ static void test_wide(void) {
   json_decref(params);
 }
 
+// A Bash rule's text is read without rules_parse when it is plain: texts
+// at the edge of plain (spaces to trim, parentheses, `:*`, `*`, empty,
+// too long) give the reference's answer, and the expected one.
+static void test_bash_texts(void) {
+  static const struct {
+    const char *rule;
+    bool covers; // `git status -s`
+  } texts[] = {
+      {"Bash(git status *)", true},
+      {"Bash(git status -s)", true},
+      {"Bash( git status *)", true},
+      {"Bash(git status * )", true},
+      {"Bash(\tgit status *\n)", true},
+      {" Bash(git status *) ", true},
+      {"Bash(git status:*)", true},
+      {"Bash(git:*)", true},
+      {"Bash(*)", true},
+      {"Bash( * )", true},
+      {"Bash(git status)", false},
+      {"Bash(git (status) *)", false},
+      {"Bash(git status *))", false},
+      {"Bash(git status *", false},
+      {"Bash()", false},
+      {"Bash( )", false},
+      {"Bash(git status *)x", false},
+      {"Bash(git  status *)", false},
+      {"Bash(git stat*)", true},
+      {"Bash(git status :*)", false},
+      {"Bash(:*)", false},
+      {"Bash", true},
+      {"Bash(git log *)", false},
+      {"PowerShell(git status *)", false},
+      {"Shell(git status *)", true},
+  };
+  json_t *params = bash("git status -s");
+  struct policy_request *r = policy_request_new(params, root, home);
+  size_t bad = 0;
+  for (size_t i = 0; i < sizeof(texts) / sizeof(*texts); i++) {
+    char *rule = (char *)(uintptr_t)texts[i].rule;
+    bool got = policy_rules_cover(r, &rule, 1, root, home, false);
+    bool want = policy_rules_cover(r, &rule, 1, root, home, true);
+    if (got != want || got != texts[i].covers) {
+      bad++;
+      ok(false, "%s: %d, reference %d, expected %d", rule, got, want,
+         texts[i].covers);
+    }
+  }
+  policy_request_free(r);
+  json_decref(params);
+  // The longest text a rule may have, and one byte more: `Bash(echo x…x)`
+  // for the command `echo x…x`.
+  for (size_t len = RULES_TEXT_MAX - 1; len <= RULES_TEXT_MAX + 1; len++) {
+    char *rule = malloc(len + 1);
+    memcpy(rule, "Bash(echo ", 10);
+    memset(rule + 10, 'x', len - 11);
+    memcpy(rule + len - 1, ")", 2);
+    rule[len - 1] = '\0';
+    params = bash(rule + 5);
+    rule[len - 1] = ')';
+    r = policy_request_new(params, root, home);
+    bool got = policy_rules_cover(r, &rule, 1, root, home, false);
+    bool want = policy_rules_cover(r, &rule, 1, root, home, true);
+    if (got != want || got != (len <= RULES_TEXT_MAX)) {
+      bad++;
+      ok(false, "a rule of %zu bytes: %d, reference %d", len, got, want);
+    }
+    policy_request_free(r);
+    json_decref(params);
+    free(rule);
+  }
+  ok(bad == 0, "plain Bash rules read as rules_parse reads them");
+}
+
 static void make_tree(void) {
   const char *tmp = getenv("TMPDIR");
   char tmpl[600];
@@ -432,6 +506,7 @@ int main(void) {
   test_fixtures();
   test_rows();
   test_wide();
+  test_bash_texts();
   printf("# %zu sets compared, %zu offered, %zu differ\n", compared, offered,
          differ);
   ok(offered > 1000, "%zu sets offered rules", offered);

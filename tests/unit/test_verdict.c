@@ -439,6 +439,42 @@ int main(void) {
   gate_verdict_clear(&v);
   json_decref(r);
 
+  // The verdict's strings are checked for UTF-8 eight or four bytes at a
+  // time: a command of every length up to 40 with one byte past ASCII at
+  // each place, invalid (0xff: no command in the verdict) or the start of
+  // a valid é (kept), and the agent's name the same way.
+  {
+    size_t bad = 0, tried = 0;
+    for (size_t len = 1; len <= 40; len++)
+      for (size_t at = 0; at < len; at++)
+        for (int valid = 0; valid < 2; valid++) {
+          char text[48];
+          memset(text, 'a', len);
+          text[len] = '\0';
+          if (valid && at + 1 < len)
+            memcpy(text + at, "\xc3\xa9", 2);
+          else if (valid)
+            continue;
+          else
+            text[at] = (char)0xff;
+          json_t *x = execute("echo");
+          json_t *ri =
+              json_object_get(json_object_get(x, "toolCall"), "rawInput");
+          json_object_set_new(ri, "command", json_string_nocheck(text));
+          gate_decide(g, text, "s1", proj, x, &v);
+          bool kept = v.command && !strcmp(v.command, text);
+          bool agent = v.agent && !strcmp(v.agent, text);
+          if (kept != (bool)valid || agent != (bool)valid)
+            bad++;
+          tried++;
+          gate_verdict_clear(&v);
+          json_decref(x);
+        }
+    ok(bad == 0 && tried > 1500,
+       "%zu commands and agents: the invalid ones left out, the valid kept",
+       tried);
+  }
+
   gate_free(g);
   audit_close();
   return done_testing();
