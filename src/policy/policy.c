@@ -835,6 +835,8 @@ char **policy_request_suggest_reference(const struct policy_request *rq,
   return v;
 }
 
+static void fold_kept(struct eval *e);
+
 static void decide(const struct policy *p, const struct policy *memory,
                    const struct policy_request *r, struct policy_result *out,
                    bool naive) {
@@ -862,6 +864,8 @@ static void decide(const struct policy *p, const struct policy *memory,
   }
   memo.nslot = 0;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
+  if (!naive && e.classes == 1u << REQUEST_BASH)
+    fold_kept(&e);
   if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
       step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
       step_allow(&e))
@@ -2409,31 +2413,32 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       uint32_t *maybe) {
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
+  struct kept *kp = ma ? kept_mine(ma) : NULL;
+  if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
+    uint32_t y = kp->yes[list], m = kp->maybe[list];
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
+    return;
+  }
   if (ma && (ma->one_ok >> list & 1)) {
-    struct kept *kp = kept_mine(ma);
     uint32_t y = UINT32_MAX, m = UINT32_MAX;
-    if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
-      y = kp->yes[list];
-      m = kp->maybe[list];
-    } else {
-      // The whole list (the limit applied after), when the answer is kept.
-      struct ruleidx_list one = ma->one[list];
-      uint32_t lim = kp ? UINT32_MAX : limit;
-      for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
-        uint32_t k = one.v[i];
-        enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
-        if (h == SHELL_YES) {
-          y = k;
-          break; // a later maybe is not asked for (list_hits)
-        }
-        if (h == SHELL_MAYBE && m == UINT32_MAX)
-          m = k;
+    // The whole list (the limit applied after), when the answer is kept.
+    struct ruleidx_list one = ma->one[list];
+    uint32_t lim = kp ? UINT32_MAX : limit;
+    for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
+      uint32_t k = one.v[i];
+      enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
+      if (h == SHELL_YES) {
+        y = k;
+        break; // a later maybe is not asked for (list_hits)
       }
-      if (kp) {
-        kp->yes[list] = y;
-        kp->maybe[list] = m;
-        kp->answered |= (uint8_t)(1u << list);
-      }
+      if (h == SHELL_MAYBE && m == UINT32_MAX)
+        m = k;
+    }
+    if (kp) {
+      kp->yes[list] = y;
+      kp->maybe[list] = m;
+      kp->answered |= (uint8_t)(1u << list);
     }
     // What the walk up to limit would have found: m comes before y.
     *yes = y < limit ? y : UINT32_MAX;
@@ -2443,16 +2448,25 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   struct cands c;
   size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
   gather(p, list, a, false, e->memo, ma, &c);
-  for (uint32_t k = cands_next(p, list, &c); k < limit;
+  // A kept atom's answer is kept too (the whole list, the limit after).
+  uint32_t lim = kp ? UINT32_MAX : limit, y = UINT32_MAX, m = UINT32_MAX;
+  for (uint32_t k = cands_next(p, list, &c); k < lim;
        k = cands_next(p, list, &c)) {
     enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
     if (h == SHELL_YES) {
-      *yes = k;
-      return;
+      y = k;
+      break;
     }
-    if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
-      *maybe = k;
+    if (h == SHELL_MAYBE && m == UINT32_MAX)
+      m = k;
   }
+  if (kp) {
+    kp->yes[list] = y;
+    kp->maybe[list] = m;
+    kp->answered |= (uint8_t)(1u << list);
+  }
+  *yes = y < limit ? y : UINT32_MAX;
+  *maybe = m < limit ? m : UINT32_MAX;
 }
 
 // The first rule of list (in order) that gives want on some atom, every
@@ -2497,6 +2511,69 @@ static void list_hits(const struct eval *e, const struct policy *p,
       bests[1] = maybe;
       at[1] = j;
     }
+  }
+}
+
+// A request of Bash atoms only, each kept (struct kept): what list_hits
+// finds for a list whose answers every atom has kept, and what covered
+// finds for an atom whose allow answer is kept, are functions of those
+// answers, folded here into the memo without the keys' slots
+// (memo_keys_slow) or the walks; the steps then read the memo as usual.
+// A list or an atom not answered yet is left to them (they keep its
+// answer). Nothing is written unless every atom is kept; a session's
+// memory with rules, or more atoms than the memo holds, go the usual way.
+static void fold_kept(struct eval *e) {
+  const struct policy *p = e->p;
+  const struct request *r = e->r;
+  struct memo *m = e->memo;
+  if ((e->mem && e->mem->nrules) || !p->keep || !*p->keep || !p->keys ||
+      r->natoms > MEMO_ATOMS || !r->natoms)
+    return;
+  const struct kept *kps[MEMO_ATOMS];
+  unsigned all = 7; // the lists every atom has answered (1 << list)
+  for (size_t j = 0; j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
+    const struct kept *kp = kept_of(p, r, a, m);
+    if (!kp || kp->serial != m->serial || kp->atom != m->atom ||
+        kp->kind != (a->kind != NULL))
+      return;
+    kps[j] = kp;
+    all &= kp->answered;
+  }
+  // list_hits: the later atoms are asked about the rules before the first
+  // yes only.
+  for (int li = 0; li < 2; li++) { // the memo's order: deny, ask
+    int l = li ? POLICY_LIST_ASK : POLICY_LIST_DENY;
+    if (!(all >> l & 1))
+      continue;
+    uint32_t best[2] = {UINT32_MAX, UINT32_MAX};
+    size_t at[2] = {0, 0};
+    for (size_t j = 0; j < r->natoms; j++) {
+      uint32_t lim = best[0], y = kps[j]->yes[l], mb = kps[j]->maybe[l];
+      if (y < lim) {
+        best[0] = y;
+        at[0] = j;
+      }
+      if (mb < lim && mb < best[1]) {
+        best[1] = mb;
+        at[1] = j;
+      }
+    }
+    memcpy(m->best[0][li], best, sizeof(best));
+    memcpy(m->best_atom[0][li], at, sizeof(at));
+    m->hits_done[0][li] = true;
+    if (e->mem) { // a memory of no rules
+      m->best[1][li][0] = m->best[1][li][1] = UINT32_MAX;
+      m->hits_done[1][li] = true;
+    }
+  }
+  for (size_t j = 0; j < r->natoms; j++) {
+    if (!(kps[j]->answered >> POLICY_LIST_ALLOW & 1))
+      continue;
+    uint32_t y = kps[j]->yes[POLICY_LIST_ALLOW];
+    m->a[j].done = MEMO_COV;
+    m->a[j].cov = y == UINT32_MAX ? NULL : &p->rules[y];
+    m->a[j].cov_mem = false;
   }
 }
 
@@ -2677,11 +2754,15 @@ static const struct prule *find_allow(const struct eval *e,
                                       bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
   size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct kept *kpa = NULL; // the rules' answer is kept there
   if (a->cls == REQUEST_BASH && !e->naive) {
     // Its one list of candidates, when it has one (bash_one_list).
     const struct memo_atom *ma = memo_keys(e, e->p, j);
-    if (ma && (ma->one_ok >> POLICY_LIST_ALLOW & 1)) {
-      struct kept *kp = kept_mine(ma);
+    struct kept *kp = ma ? kept_mine(ma) : NULL;
+    if (kp && !(kp->answered >> POLICY_LIST_ALLOW & 1) &&
+        !(ma->one_ok >> POLICY_LIST_ALLOW & 1))
+      kpa = kp; // the candidates gathered below
+    else if (ma && (kp || (ma->one_ok >> POLICY_LIST_ALLOW & 1))) {
       uint32_t y = UINT32_MAX;
       if (kp && (kp->answered >> POLICY_LIST_ALLOW & 1)) {
         y = kp->yes[POLICY_LIST_ALLOW];
@@ -2728,6 +2809,11 @@ static const struct prule *find_allow(const struct eval *e,
           *memory = *memory || i == 1;
           found = pr;
         }
+      }
+      if (i == 0 && kpa) { // a Bash atom: one path (NULL)
+        kpa->yes[POLICY_LIST_ALLOW] =
+            found ? (uint32_t)(found - e->p->rules) : UINT32_MAX;
+        kpa->answered |= 1u << POLICY_LIST_ALLOW;
       }
     }
     if (!found)

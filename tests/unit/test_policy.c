@@ -973,6 +973,71 @@ static void test_kept_keys(void) {
   policy_free(p);
 }
 
+// policy_decide with a session memory against the reference.
+static bool same_with_memory(const struct policy *p, const struct policy *mem,
+                             const char *command) {
+  struct policy_request *r = request(CB, command);
+  struct policy_result res, ref;
+  policy_decide(p, mem, r, &res);
+  policy_decide_reference(p, mem, r, &ref);
+  bool good = ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s: got %s: %s\n#   reference %s: %s\n", command,
+           policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  policy_request_free(r);
+  return good;
+}
+
+// A request of kept Bash atoms is decided from the answers kept with them
+// (fold_kept), list by list and atom by atom as they were answered: every
+// command of several atoms decided again and again, in both orders, with
+// no memory, an empty one and one with rules, as the reference does. The
+// rules give each atom several candidate lists (git, git push, git st*)
+// and "might match" answers (a dynamic word).
+static void test_kept_fold(void) {
+  struct policy *p = compile_among(
+      "allow:Bash(git status *)|allow:Bash(git st*)|deny:Bash(git push *)|"
+      "deny:Bash(git push --force*)|ask:Bash(git stash *)|ask:Bash(make)|"
+      "ask:Bash(make install)|deny:Bash(rm -rf *)|allow:Bash(echo *)|"
+      "deny:Bash(curl * x)|ask:Bash(wget *)|allow:Bash(ls *)",
+      1000);
+  struct policy *empty = compile(NULL, D, 0, "session");
+  struct policy *mem = compile("allow:Bash(make)", D, 0, "session");
+  static const char *const cmds[] = {
+      "git status && git status -s",
+      "git status && make",
+      "make && git push --force x",
+      "git push origin && git stash pop",
+      "echo a && git stash list && git push y",
+      "ls && make install && make",
+      "git stat && ls -la && echo $X",
+      "curl -s $U x && git status",
+      "curl -s u y && wget z && git status",
+      "make $T && git status",
+      "echo a | echo b | git push",
+      "git status -s && rm -rf build && ls",
+      "git status; make; echo; ls",
+      "wget a && curl b x",
+  };
+  size_t n = sizeof(cmds) / sizeof(*cmds);
+  bool good = true;
+  for (int round = 0; round < 4; round++)
+    for (size_t k = 0; k < n; k++) {
+      const char *c = cmds[round & 1 ? n - 1 - k : k];
+      const struct policy *m = round == 2 ? empty : round == 3 ? mem : NULL;
+      good = same_with_memory(p, m, c) && good;
+      good = same_with_memory(p, m, c) && good;
+    }
+  ok(good, "kept answers folded: decided as the reference does");
+  policy_free(mem);
+  policy_free(empty);
+  policy_free(p);
+}
+
 static void test_result_fields(void) {
   struct policy *p = compile("deny:Bash(rm *)", D, 0, "/x/.acp/settings.json");
   struct policy_request *r = request(CB, "rm -rf build");
@@ -1416,6 +1481,7 @@ int main(void) {
   test_index();
   test_memo();
   test_kept_keys();
+  test_kept_fold();
   test_result_fields();
   test_protect_input();
   test_memory();
