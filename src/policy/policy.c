@@ -180,6 +180,11 @@ struct memo_atom {
   struct kept *kp;
   unsigned long long serial;
   uint32_t atom;
+  // fold_kept: the atom's place in the keep when it was the atom's (kq_of
+  // checks it still is), or NULL.
+  const struct kept *kq;
+  unsigned long long kq_serial;
+  uint32_t kq_atom;
 };
 
 enum {
@@ -221,8 +226,31 @@ struct kept {
   uint32_t yes[3], maybe[3];
 };
 
+// The result of a request whose atoms are all kept Bash atoms of one
+// analysis (decide): with no edit, kind or breaker target among them, not
+// opaque, not in plan mode and no session memory with rules, the steps
+// read only the atoms' analysis (the shell atom, deny_only) and the
+// policy, so the same atoms get the same result. Direct-mapped by the
+// analysis's serial, allocated by the first result kept.
+#define KEEP_RESULTS 32 // a power of two
+#define RESULT_ATOMS 8  // requests of more atoms are decided each time
+
+struct kept_result {
+  unsigned long long serial; // 0: empty
+  uint8_t natoms;
+  uint8_t atom[RESULT_ATOMS]; // the atoms' indices in the analysis
+  uint8_t deny_only;          // bit j: atom j is deny_only
+  enum policy_decision decision;
+  enum policy_by by;
+  uint16_t n[3]; // strlen of reason, rule, source
+  char reason[sizeof(((struct policy_result *)0)->reason)];
+  char rule[sizeof(((struct policy_result *)0)->rule)];
+  char source[sizeof(((struct policy_result *)0)->source)];
+};
+
 struct keep {
   struct kept e[KEEP_ENTRIES];
+  struct kept_result *res; // KEEP_RESULTS, or NULL
 };
 
 struct memo {
@@ -238,6 +266,8 @@ struct memo {
   uint32_t nslot;
   unsigned long long serial; // kept_of's answer: the atom's analysis
   uint32_t atom;             // and its index there
+  bool kq;                   // fold_kept set a[j].kq for every atom
+  bool kq_all;               // and none is NULL
 };
 
 // One decision in progress.
@@ -432,6 +462,8 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  if (p->keep && *p->keep)
+    free((*p->keep)->res);
   if (p->keep)
     free(*p->keep);
   free(p->keep);
@@ -837,6 +869,63 @@ char **policy_request_suggest_reference(const struct policy_request *rq,
 
 static void fold_kept(struct eval *e);
 
+// The result kept for the request's atoms (struct kept_result): true when
+// it was found and written to e->out; else *kr is the place to keep this
+// decision's (NULL: not one to keep).
+static bool result_kept(struct eval *e, struct kept_result **kr) {
+  const struct request *r = e->r;
+  const struct memo *m = e->memo;
+  *kr = NULL;
+  if (!m->kq_all || e->classes != 1u << REQUEST_BASH || e->targets ||
+      r->opaque || e->p->mode == POLICY_MODE_PLAN || r->natoms > RESULT_ATOMS)
+    return false;
+  unsigned long long serial = m->a[0].kq_serial;
+  uint8_t deny_only = 0;
+  for (size_t j = 0; j < r->natoms; j++) {
+    if (m->a[j].kq_serial != serial || m->a[j].kq_atom > UINT8_MAX)
+      return false;
+    deny_only |= (uint8_t)(r->atoms[j].deny_only << j);
+  }
+  struct keep *k = *e->p->keep;
+  if (!k->res)
+    k->res = xcalloc(KEEP_RESULTS, sizeof(*k->res));
+  struct kept_result *x = &k->res[serial & (KEEP_RESULTS - 1)];
+  bool same = x->serial == serial && x->natoms == r->natoms &&
+              x->deny_only == deny_only;
+  for (size_t j = 0; same && j < r->natoms; j++)
+    same = x->atom[j] == m->a[j].kq_atom;
+  if (!same) {
+    x->serial = 0; // filled by result_keep
+    x->natoms = (uint8_t)r->natoms;
+    x->deny_only = deny_only;
+    for (size_t j = 0; j < r->natoms; j++)
+      x->atom[j] = (uint8_t)m->a[j].kq_atom;
+    *kr = x;
+    return false;
+  }
+  struct policy_result *out = e->out;
+  out->decision = x->decision;
+  out->by = x->by;
+  memcpy(out->reason, x->reason, x->n[0] + 1u);
+  memcpy(out->rule, x->rule, x->n[1] + 1u);
+  memcpy(out->source, x->source, x->n[2] + 1u);
+  return true;
+}
+
+static void result_keep(struct kept_result *x, const struct eval *e) {
+  const struct policy_result *out = e->out;
+  unsigned long long serial = e->memo->a[0].kq_serial;
+  x->decision = out->decision;
+  x->by = out->by;
+  x->n[0] = (uint16_t)strlen(out->reason);
+  x->n[1] = (uint16_t)strlen(out->rule);
+  x->n[2] = (uint16_t)strlen(out->source);
+  memcpy(x->reason, out->reason, x->n[0] + 1u);
+  memcpy(x->rule, out->rule, x->n[1] + 1u);
+  memcpy(x->source, out->source, x->n[2] + 1u);
+  x->serial = serial;
+}
+
 static void decide(const struct policy *p, const struct policy *memory,
                    const struct policy_request *r, struct policy_result *out,
                    bool naive) {
@@ -863,14 +952,20 @@ static void decide(const struct policy *p, const struct policy *memory,
     e.targets = e.targets || a->ntargets;
   }
   memo.nslot = 0;
+  memo.kq = memo.kq_all = false;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
-  if (!naive && e.classes == 1u << REQUEST_BASH)
+  struct kept_result *kr = NULL;
+  if (!naive) {
     fold_kept(&e);
-  if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
-      step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
-      step_allow(&e))
-    return;
-  step_default(&e);
+    if (result_kept(&e, &kr))
+      return;
+  }
+  if (!(step_deny(&e) || step_ask(&e) || step_opaque(&e) ||
+        step_protected(&e) || step_switch_mode(&e) || step_plan(&e) ||
+        step_breaker(&e) || step_allow(&e)))
+    step_default(&e);
+  if (kr)
+    result_keep(kr, &e);
 }
 
 void policy_decide(const struct policy *p, const struct policy *memory,
@@ -2402,6 +2497,19 @@ static inline struct kept *kept_mine(const struct memo_atom *ma) {
   return kp && kp->serial == ma->serial && kp->atom == ma->atom ? kp : NULL;
 }
 
+// Atom j's place in p's keep as fold_kept found it, while it is still the
+// atom's (an atom of this decision may have taken it since), else NULL.
+static inline const struct kept *kq_of(const struct eval *e,
+                                       const struct policy *p, size_t j) {
+  const struct memo *m = e->memo;
+  if (!m || !m->kq || p != e->p || j >= MEMO_ATOMS)
+    return NULL;
+  const struct memo_atom *ma = &m->a[j];
+  const struct kept *kq = ma->kq;
+  return kq && kq->serial == ma->kq_serial && kq->atom == ma->kq_atom ? kq
+                                                                      : NULL;
+}
+
 // The first candidate of list (the index) below limit giving SHELL_YES on
 // a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
 // deny and ask lists are asked both (step_deny, then step_ask). A Bash
@@ -2411,6 +2519,13 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t limit, uint32_t *yes,
                       uint32_t *maybe) {
+  const struct kept *kq = kq_of(e, p, j);
+  if (kq && (kq->answered >> list & 1)) { // fold_kept found it
+    uint32_t y = kq->yes[list], m = kq->maybe[list];
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
+    return;
+  }
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
   struct kept *kp = ma ? kept_mine(ma) : NULL;
@@ -2514,14 +2629,14 @@ static void list_hits(const struct eval *e, const struct policy *p,
   }
 }
 
-// A request of Bash atoms only, each kept (struct kept): what list_hits
-// finds for a list whose answers every atom has kept, and what covered
-// finds for an atom whose allow answer is kept, are functions of those
-// answers, folded here into the memo without the keys' slots
+// The answers kept with the request's Bash atoms (struct kept): what
+// list_hits finds for a list whose answers every atom has kept, and what
+// covered finds for an atom whose allow answer is kept, are functions of
+// those answers, folded here into the memo without the keys' slots
 // (memo_keys_slow) or the walks; the steps then read the memo as usual.
-// A list or an atom not answered yet is left to them (they keep its
-// answer). Nothing is written unless every atom is kept; a session's
-// memory with rules, or more atoms than the memo holds, go the usual way.
+// A list not answered by every atom is walked by list_hits, which still
+// takes a kept atom's answer from a[j].kq (atom_hits). Nothing is written
+// for a session's memory with rules or more atoms than the memo holds.
 static void fold_kept(struct eval *e) {
   const struct policy *p = e->p;
   const struct request *r = e->r;
@@ -2534,12 +2649,16 @@ static void fold_kept(struct eval *e) {
   for (size_t j = 0; j < r->natoms; j++) {
     const struct request_atom *a = &r->atoms[j];
     const struct kept *kp = kept_of(p, r, a, m);
-    if (!kp || kp->serial != m->serial || kp->atom != m->atom ||
-        kp->kind != (a->kind != NULL))
-      return;
-    kps[j] = kp;
-    all &= kp->answered;
+    if (kp && (kp->serial != m->serial || kp->atom != m->atom ||
+               kp->kind != (a->kind != NULL)))
+      kp = NULL;
+    m->a[j].kq = kps[j] = kp;
+    m->a[j].kq_serial = m->serial;
+    m->a[j].kq_atom = m->atom;
+    all &= kp ? kp->answered : 8; // 8: one not kept
   }
+  m->kq = true;
+  m->kq_all = all != 8;
   // list_hits: the later atoms are asked about the rules before the first
   // yes only.
   for (int li = 0; li < 2; li++) { // the memo's order: deny, ask
@@ -2568,7 +2687,7 @@ static void fold_kept(struct eval *e) {
     }
   }
   for (size_t j = 0; j < r->natoms; j++) {
-    if (!(kps[j]->answered >> POLICY_LIST_ALLOW & 1))
+    if (!kps[j] || !(kps[j]->answered >> POLICY_LIST_ALLOW & 1))
       continue;
     uint32_t y = kps[j]->yes[POLICY_LIST_ALLOW];
     m->a[j].done = MEMO_COV;
