@@ -132,6 +132,7 @@ struct policy {
   // first decision that keeps one (a session's memory never does) and
   // written by policy_decide.
   struct keep **keep;
+  struct results *res; // the results kept (decide)
   // The 'r' and 'e' keys of the project root's own segments (memo_path):
   // a path inside the root starts from them.
   struct root_keys {
@@ -231,7 +232,7 @@ struct kept {
 // opaque, not in plan mode and no session memory with rules, the steps
 // read only the atoms' analysis (the shell atom, deny_only) and the
 // policy, so the same atoms get the same result. Direct-mapped by the
-// analysis's serial, allocated by the first result kept.
+// analysis's serial (struct results).
 #define KEEP_RESULTS 32 // a power of two
 #define RESULT_ATOMS 8  // requests of more atoms are decided each time
 
@@ -250,7 +251,13 @@ struct kept_result {
 
 struct keep {
   struct kept e[KEEP_ENTRIES];
-  struct kept_result *res; // KEEP_RESULTS, or NULL
+};
+
+// The results kept by a policy (every policy has one; the table is
+// allocated by its second request that could keep one).
+struct results {
+  unsigned asked;
+  struct kept_result *v; // KEEP_RESULTS, or NULL
 };
 
 struct memo {
@@ -426,6 +433,7 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   compile_protect(p, in);
   if (p->keys)
     p->keep = xcalloc(1, sizeof(*p->keep)); // the place of the pointer
+  p->res = xcalloc(1, sizeof(*p->res));
   for (int c = 0; c < 2; c++)
     root_keys_build(p, c);
   if (warnings)
@@ -462,8 +470,8 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
-  if (p->keep && *p->keep)
-    free((*p->keep)->res);
+  free(p->res->v);
+  free(p->res);
   if (p->keep)
     free(*p->keep);
   free(p->keep);
@@ -868,39 +876,47 @@ char **policy_request_suggest_reference(const struct policy_request *rq,
 }
 
 static void fold_kept(struct eval *e);
+static bool atom_of(const struct request *r, const struct request_atom *a,
+                    unsigned long long *serial, uint32_t *atom);
 
 // The result kept for the request's atoms (struct kept_result): true when
 // it was found and written to e->out; else *kr is the place to keep this
-// decision's (NULL: not one to keep).
-static bool result_kept(struct eval *e, struct kept_result **kr) {
+// decision's (NULL: not one to keep) under the serial *ks.
+static bool result_kept(struct eval *e, struct kept_result **kr,
+                        unsigned long long *ks) {
   const struct request *r = e->r;
-  const struct memo *m = e->memo;
+  struct results *res = e->p->res;
   *kr = NULL;
-  if (!m->kq_all || e->classes != 1u << REQUEST_BASH || e->targets ||
-      r->opaque || e->p->mode == POLICY_MODE_PLAN || r->natoms > RESULT_ATOMS)
+  if (!res || (e->mem && e->mem->nrules) || e->classes != 1u << REQUEST_BASH ||
+      e->targets || r->opaque || e->p->mode == POLICY_MODE_PLAN ||
+      r->natoms > RESULT_ATOMS)
     return false;
-  unsigned long long serial = m->a[0].kq_serial;
-  uint8_t deny_only = 0;
+  unsigned long long serial = 0, sj;
+  uint8_t deny_only = 0, atom[RESULT_ATOMS];
   for (size_t j = 0; j < r->natoms; j++) {
-    if (m->a[j].kq_serial != serial || m->a[j].kq_atom > UINT8_MAX)
+    uint32_t aj;
+    if (!atom_of(r, &r->atoms[j], &sj, &aj) || (j && sj != serial) ||
+        aj > UINT8_MAX)
       return false;
+    serial = sj;
+    atom[j] = (uint8_t)aj;
     deny_only |= (uint8_t)(r->atoms[j].deny_only << j);
   }
-  struct keep *k = *e->p->keep;
-  if (!k->res)
-    k->res = xcalloc(KEEP_RESULTS, sizeof(*k->res));
-  struct kept_result *x = &k->res[serial & (KEEP_RESULTS - 1)];
+  if (!res->v && ++res->asked < 2)
+    return false; // a policy that decides once keeps nothing
+  if (!res->v)
+    res->v = xcalloc(KEEP_RESULTS, sizeof(*res->v));
+  struct kept_result *x = &res->v[serial & (KEEP_RESULTS - 1)];
   bool same = x->serial == serial && x->natoms == r->natoms &&
-              x->deny_only == deny_only;
-  for (size_t j = 0; same && j < r->natoms; j++)
-    same = x->atom[j] == m->a[j].kq_atom;
+              x->deny_only == deny_only &&
+              memcmp(x->atom, atom, r->natoms) == 0;
   if (!same) {
-    x->serial = 0; // filled by result_keep
+    x->serial = 0; // set by result_keep
     x->natoms = (uint8_t)r->natoms;
     x->deny_only = deny_only;
-    for (size_t j = 0; j < r->natoms; j++)
-      x->atom[j] = (uint8_t)m->a[j].kq_atom;
+    memcpy(x->atom, atom, r->natoms);
     *kr = x;
+    *ks = serial;
     return false;
   }
   struct policy_result *out = e->out;
@@ -912,9 +928,9 @@ static bool result_kept(struct eval *e, struct kept_result **kr) {
   return true;
 }
 
-static void result_keep(struct kept_result *x, const struct eval *e) {
+static void result_keep(struct kept_result *x, unsigned long long serial,
+                        const struct eval *e) {
   const struct policy_result *out = e->out;
-  unsigned long long serial = e->memo->a[0].kq_serial;
   x->decision = out->decision;
   x->by = out->by;
   x->n[0] = (uint16_t)strlen(out->reason);
@@ -955,17 +971,18 @@ static void decide(const struct policy *p, const struct policy *memory,
   memo.kq = memo.kq_all = false;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   struct kept_result *kr = NULL;
+  unsigned long long ks = 0;
   if (!naive) {
-    fold_kept(&e);
-    if (result_kept(&e, &kr))
+    if (result_kept(&e, &kr, &ks))
       return;
+    fold_kept(&e);
   }
   if (!(step_deny(&e) || step_ask(&e) || step_opaque(&e) ||
         step_protected(&e) || step_switch_mode(&e) || step_plan(&e) ||
         step_breaker(&e) || step_allow(&e)))
     step_default(&e);
   if (kr)
-    result_keep(kr, &e);
+    result_keep(kr, ks, &e);
 }
 
 void policy_decide(const struct policy *p, const struct policy *memory,
@@ -2328,24 +2345,32 @@ static inline struct kept *kept_of(const struct policy *p,
                                    const struct request *r,
                                    const struct request_atom *a,
                                    struct memo *m) {
-  if (!p->keep || a->cls != REQUEST_BASH || !a->cmd)
+  if (!p->keep || !atom_of(r, a, &m->serial, &m->atom))
     return NULL;
+  // Serials are handed out in order: the atoms of the last KEEP_ENTRIES /
+  // 8 analyses (up to 8 atoms each) have places of their own.
+  if (!*p->keep)
+    *p->keep = xcalloc(1, sizeof(**p->keep));
+  return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+}
+
+// A Bash atom of the request's cached analysis (or of its second one): the
+// analysis's serial and the atom's index in it; false for another atom.
+static bool atom_of(const struct request *r, const struct request_atom *a,
+                    unsigned long long *serial, uint32_t *atom) {
+  if (a->cls != REQUEST_BASH || !a->cmd)
+    return false;
   const struct shell_result *sh[2] = {r->sh, r->alt_sh};
   uintptr_t at = (uintptr_t)a->cmd;
   for (int i = 0; i < 2; i++) {
     uintptr_t b = sh[i] ? (uintptr_t)sh[i]->atoms : 0;
     if (!b || at < b || at >= b + sh[i]->natoms * sizeof(*sh[i]->atoms))
       continue;
-    m->serial = shcache_serial(sh[i]);
-    m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
-    // Serials are handed out in order: the atoms of the last
-    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
-    // their own.
-    if (!*p->keep)
-      *p->keep = xcalloc(1, sizeof(**p->keep));
-    return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+    *serial = shcache_serial(sh[i]);
+    *atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
+    return true;
   }
-  return NULL;
+  return false;
 }
 
 static inline bool bash_one_list(const struct policy *p, enum policy_list list,

@@ -1006,7 +1006,8 @@ static void test_kept_fold(void) {
       "deny:Bash(curl * x)|ask:Bash(wget *)|allow:Bash(ls *)",
       1000);
   struct policy *empty = compile(NULL, D, 0, "session");
-  struct policy *mem = compile("allow:Bash(make)", D, 0, "session");
+  struct policy *mem =
+      compile("allow:Bash(make)|allow:Bash(cargo build)", D, 0, "session");
   static const char *const cmds[] = {
       "git status && git status -s",
       "git status && make",
@@ -1022,6 +1023,7 @@ static void test_kept_fold(void) {
       "git status -s && rm -rf build && ls",
       "git status; make; echo; ls",
       "wget a && curl b x",
+      "ls -la && cargo build",
   };
   size_t n = sizeof(cmds) / sizeof(*cmds);
   bool good = true;
@@ -1033,6 +1035,27 @@ static void test_kept_fold(void) {
       good = same_with_memory(p, m, c) && good;
     }
   ok(good, "kept answers folded: decided as the reference does");
+  // Policies without an index (a few rules) keep results too: more
+  // commands than places, three times each, and yolo.
+  const char *few = "allow:Bash(git status *)|deny:Bash(git push *)|"
+                    "ask:Bash(make)|allow:Bash(echo *)|ask:Bash(wget *)";
+  for (int yolo = 0; yolo < 2; yolo++) {
+    struct policy *small = compile(few, D, yolo, "s");
+    good = true;
+    char cmd[64];
+    for (int pass = 0; pass < 3; pass++)
+      for (size_t k = 0; k < n + 40; k++) {
+        if (k >= n)
+          snprintf(cmd, sizeof(cmd), "%s %zu && %s",
+                   k % 2 ? "git push" : "echo", k, k % 3 ? "make" : "echo");
+        good = same_with_memory(small, pass == 2 ? empty : NULL,
+                                k < n ? cmds[k] : cmd) &&
+               good;
+      }
+    ok(good, "results kept by a policy without an index%s",
+       yolo ? " (yolo)" : "");
+    policy_free(small);
+  }
   policy_free(mem);
   policy_free(empty);
   policy_free(p);
