@@ -227,20 +227,25 @@ struct kept {
   uint32_t yes[3], maybe[3];
 };
 
-// The result of a request whose atoms are all kept Bash atoms of one
-// analysis (decide): with no edit, kind or breaker target among them, not
-// opaque, not in plan mode and no session memory with rules, the steps
-// read only the atoms' analysis (the shell atom, deny_only) and the
-// policy, so the same atoms get the same result. Direct-mapped by the
-// analysis's serial (struct results).
+// The result of a request of Bash atoms of one analysis and of Read and
+// Edit atoms (decide): with no breaker target among them, not opaque, not
+// in plan mode and no session memory with rules, the steps read only the
+// policy, the Bash atoms' analysis (the shell atom, deny_only) and the
+// path atoms' class, kind, place, paths and deny_only, so the same atoms
+// get the same result. The path atoms are kept as those fields, in key
+// (compared byte for byte). Direct-mapped by the analysis's serial
+// (struct results).
 #define KEEP_RESULTS 32 // a power of two
 #define RESULT_ATOMS 8  // requests of more atoms are decided each time
+#define RESULT_KEY 384  // path atoms' fields past this: decided each time
 
 struct kept_result {
   unsigned long long serial; // 0: empty
   uint8_t natoms;
   uint8_t atom[RESULT_ATOMS]; // the atoms' indices in the analysis
   uint8_t deny_only;          // bit j: atom j is deny_only
+  uint16_t nkey;
+  char key[RESULT_KEY]; // the path atoms' fields (path_key)
   enum policy_decision decision;
   enum policy_by by;
   uint16_t n[3]; // strlen of reason, rule, source
@@ -882,26 +887,63 @@ static bool atom_of(const struct request *r, const struct request_atom *a,
 // The result kept for the request's atoms (struct kept_result): true when
 // it was found and written to e->out; else *kr is the place to keep this
 // decision's (NULL: not one to keep) under the serial *ks.
+// Appends the fields of path atom a (READ, EDIT) that a decision reads to
+// key[*n]; false when they do not fit.
+static bool path_key(const struct request_atom *a, char *key, size_t *n) {
+  const char *f[4] = {a->kind, a->lex, a->res, a->text};
+  size_t at = *n;
+  if (at + 3 > RESULT_KEY)
+    return false;
+  key[at++] = (char)('0' + a->cls);
+  key[at++] = (char)('0' + a->where);
+  key[at++] = (char)('0' + a->guessed);
+  for (int i = 0; i < 4; i++) {
+    size_t len = f[i] ? strlen(f[i]) : 0;
+    if (at + len + 2 > RESULT_KEY)
+      return false;
+    key[at++] = f[i] ? 'y' : 'n'; // NULL and "" apart
+    memcpy(key + at, f[i] ? f[i] : "", len);
+    at += len;
+    key[at++] = '\0';
+  }
+  *n = at;
+  return true;
+}
+
 static bool result_kept(struct eval *e, struct kept_result **kr,
                         unsigned long long *ks) {
   const struct request *r = e->r;
   struct results *res = e->p->res;
+  const unsigned paths = 1u << REQUEST_READ | 1u << REQUEST_EDIT;
   *kr = NULL;
-  if (!res || (e->mem && e->mem->nrules) || e->classes != 1u << REQUEST_BASH ||
-      e->targets || r->opaque || e->p->mode == POLICY_MODE_PLAN ||
-      r->natoms > RESULT_ATOMS)
+  if (!res || (e->mem && e->mem->nrules) ||
+      (e->classes & ~(paths | 1u << REQUEST_BASH)) || e->targets || r->opaque ||
+      e->p->mode == POLICY_MODE_PLAN || r->natoms > RESULT_ATOMS)
     return false;
   unsigned long long serial = 0, sj;
+  bool bash = false;
   uint8_t deny_only = 0, atom[RESULT_ATOMS];
+  char key[RESULT_KEY];
+  size_t nkey = 0;
   for (size_t j = 0; j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
     uint32_t aj;
-    if (!atom_of(r, &r->atoms[j], &sj, &aj) || (j && sj != serial) ||
-        aj > UINT8_MAX)
+    if (a->cls != REQUEST_BASH) {
+      if (!path_key(a, key, &nkey))
+        return false;
+      atom[j] = UINT8_MAX;
+    } else if (!atom_of(r, a, &sj, &aj) || (bash && sj != serial) ||
+               aj >= UINT8_MAX) {
       return false;
-    serial = sj;
-    atom[j] = (uint8_t)aj;
-    deny_only |= (uint8_t)(r->atoms[j].deny_only << j);
+    } else {
+      serial = sj;
+      bash = true;
+      atom[j] = (uint8_t)aj;
+    }
+    deny_only |= (uint8_t)(a->deny_only << j);
   }
+  if (!bash)
+    return false;
   if (!res->v && ++res->asked < 2)
     return false; // a policy that decides once keeps nothing
   if (!res->v)
@@ -909,12 +951,15 @@ static bool result_kept(struct eval *e, struct kept_result **kr,
   struct kept_result *x = &res->v[serial & (KEEP_RESULTS - 1)];
   bool same = x->serial == serial && x->natoms == r->natoms &&
               x->deny_only == deny_only &&
-              memcmp(x->atom, atom, r->natoms) == 0;
+              memcmp(x->atom, atom, r->natoms) == 0 && x->nkey == nkey &&
+              memcmp(x->key, key, nkey) == 0;
   if (!same) {
     x->serial = 0; // set by result_keep
     x->natoms = (uint8_t)r->natoms;
     x->deny_only = deny_only;
     memcpy(x->atom, atom, r->natoms);
+    x->nkey = (uint16_t)nkey;
+    memcpy(x->key, key, nkey);
     *kr = x;
     *ks = serial;
     return false;

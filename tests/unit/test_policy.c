@@ -992,6 +992,63 @@ static bool same_with_memory(const struct policy *p, const struct policy *mem,
   return good;
 }
 
+// policy_decide of a Bash request in the session cwd `sub` under the
+// project root (NULL: the root) against the reference; its decision in
+// *got.
+static bool same_in(const struct policy *p, const char *sub,
+                    const char *command, enum policy_decision *got) {
+  char cwd[700];
+  snprintf(cwd, sizeof(cwd), "%s%s%s", root, sub ? "/" : "", sub ? sub : "");
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", "s1", "options",
+                             opts(), "toolCall", tool_call(CB, command));
+  struct policy_request *r = policy_request_new(params, cwd, home);
+  json_decref(params);
+  struct policy_result res, ref;
+  policy_decide(p, NULL, r, &res);
+  policy_decide_reference(p, NULL, r, &ref);
+  bool good = ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s in %s: got %s: %s\n#   reference %s: %s\n", command,
+           sub ? sub : ".", policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  *got = res.decision;
+  policy_request_free(r);
+  return good;
+}
+
+// The result kept for a request with Read and Edit atoms is the result of
+// those paths: the same command (the same analysis) in another session
+// cwd has other paths, and another result.
+static void test_kept_paths(void) {
+  for (int mode = 0; mode < 2; mode++) {
+    struct policy *p = compile_among(
+        "allow:Bash(echo *)|allow:Bash(git status *)|deny:Read(/secret/**)|"
+        "ask:Edit(/out/**)|allow:Edit(/ok/**)|allow:Bash(cat *)",
+        mode ? 0 : 1000);
+    static const char *const cmds[] = {
+        "cat key.pem && git status", "echo x > log.txt", "git status > f.txt",
+        "echo a > f && cat g",       "cat < in.txt",     "echo b >> ../ok/x"};
+    static const char *const subs[] = {NULL, "secret", "out", "ok"};
+    bool good = true, differ = false;
+    for (int pass = 0; pass < 3; pass++)
+      for (size_t c = 0; c < sizeof(cmds) / sizeof(*cmds); c++) {
+        enum policy_decision first = POLICY_ASK;
+        for (size_t d = 0; d < sizeof(subs) / sizeof(*subs); d++) {
+          enum policy_decision got;
+          good = same_in(p, subs[(d + pass) % 4], cmds[c], &got) && good;
+          differ = differ || (d && got != first);
+          first = d ? first : got;
+        }
+      }
+    ok(good && differ, "kept results of commands with paths, %s index",
+       mode ? "without an" : "with an");
+    policy_free(p);
+  }
+}
+
 // A request of kept Bash atoms is decided from the answers kept with them
 // (fold_kept), list by list and atom by atom as they were answered: every
 // command of several atoms decided again and again, in both orders, with
@@ -1505,6 +1562,7 @@ int main(void) {
   test_memo();
   test_kept_keys();
   test_kept_fold();
+  test_kept_paths();
   test_result_fields();
   test_protect_input();
   test_memory();
