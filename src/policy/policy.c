@@ -241,6 +241,7 @@ struct kept {
 
 struct kept_result {
   unsigned long long serial; // 0: empty
+  unsigned long long seen;   // the last analysis not found here
   uint8_t natoms;
   uint8_t atom[RESULT_ATOMS]; // the atoms' indices in the analysis
   uint8_t deny_only;          // bit j: atom j is deny_only
@@ -953,6 +954,10 @@ static bool result_kept(struct eval *e, struct kept_result **kr,
               x->deny_only == deny_only &&
               memcmp(x->atom, atom, r->natoms) == 0 && x->nkey == nkey &&
               memcmp(x->key, key, nkey) == 0;
+  if (!same && x->seen != serial) {
+    x->seen = serial; // kept the next time: most commands come once
+    return false;
+  }
   if (!same) {
     x->serial = 0; // set by result_keep
     x->natoms = (uint8_t)r->natoms;
