@@ -280,7 +280,6 @@ struct memo {
   unsigned long long serial; // kept_of's answer: the atom's analysis
   uint32_t atom;             // and its index there
   bool kq;                   // fold_kept set a[j].kq for every atom
-  bool kq_all;               // and none is NULL
 };
 
 // One decision in progress.
@@ -885,9 +884,6 @@ static void fold_kept(struct eval *e);
 static bool atom_of(const struct request *r, const struct request_atom *a,
                     unsigned long long *serial, uint32_t *atom);
 
-// The result kept for the request's atoms (struct kept_result): true when
-// it was found and written to e->out; else *kr is the place to keep this
-// decision's (NULL: not one to keep) under the serial *ks.
 // Appends the fields of path atom a (READ, EDIT) that a decision reads to
 // key[*n]; false when they do not fit.
 static bool path_key(const struct request_atom *a, char *key, size_t *n) {
@@ -911,6 +907,9 @@ static bool path_key(const struct request_atom *a, char *key, size_t *n) {
   return true;
 }
 
+// The result kept for the request's atoms (struct kept_result): true when
+// it was found and written to e->out; else *kr is the place to keep this
+// decision's (NULL: not one to keep) under the serial *ks.
 static bool result_kept(struct eval *e, struct kept_result **kr,
                         unsigned long long *ks) {
   const struct request *r = e->r;
@@ -1018,7 +1017,7 @@ static void decide(const struct policy *p, const struct policy *memory,
     e.targets = e.targets || a->ntargets;
   }
   memo.nslot = 0;
-  memo.kq = memo.kq_all = false;
+  memo.kq = false;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
   struct kept_result *kr = NULL;
   unsigned long long ks = 0;
@@ -2730,10 +2729,9 @@ static void fold_kept(struct eval *e) {
     m->a[j].kq = kps[j] = kp;
     m->a[j].kq_serial = m->serial;
     m->a[j].kq_atom = m->atom;
-    all &= kp ? kp->answered : 8; // 8: one not kept
+    all &= kp ? kp->answered : 0;
   }
   m->kq = true;
-  m->kq_all = all != 8;
   // list_hits: the later atoms are asked about the rules before the first
   // yes only.
   for (int li = 0; li < 2; li++) { // the memo's order: deny, ask
