@@ -132,6 +132,7 @@ struct policy {
   // first decision that keeps one (a session's memory never does) and
   // written by policy_decide.
   struct keep **keep;
+  struct results *res; // the results kept (decide)
   // The 'r' and 'e' keys of the project root's own segments (memo_path):
   // a path inside the root starts from them.
   struct root_keys {
@@ -199,6 +200,11 @@ struct memo_atom {
   struct kept *kp;
   unsigned long long serial;
   uint32_t atom;
+  // fold_kept: the atom's place in the keep when it was the atom's (kq_of
+  // checks it still is), or NULL.
+  const struct kept *kq;
+  unsigned long long kq_serial;
+  uint32_t kq_atom;
 };
 
 enum {
@@ -240,8 +246,43 @@ struct kept {
   uint32_t yes[3], maybe[3];
 };
 
+// The result of a request of Bash atoms of one analysis and of Read and
+// Edit atoms (decide): with no breaker target among them, not opaque, not
+// in plan mode and no session memory with rules, the steps read only the
+// policy, the Bash atoms' analysis (the shell atom, deny_only) and the
+// path atoms' class, kind, place, paths and deny_only, so the same atoms
+// get the same result. The path atoms are kept as those fields, in key
+// (compared byte for byte). Direct-mapped by the analysis's serial
+// (struct results).
+#define KEEP_RESULTS 32 // a power of two
+#define RESULT_ATOMS 8  // requests of more atoms are decided each time
+#define RESULT_KEY 384  // path atoms' fields past this: decided each time
+
+struct kept_result {
+  unsigned long long serial; // 0: empty
+  unsigned long long seen;   // the last analysis not found here
+  uint8_t natoms;
+  uint8_t atom[RESULT_ATOMS]; // the atoms' indices in the analysis
+  uint8_t deny_only;          // bit j: atom j is deny_only
+  uint16_t nkey;
+  char key[RESULT_KEY]; // the path atoms' fields (path_key)
+  enum policy_decision decision;
+  enum policy_by by;
+  uint16_t n[3]; // strlen of reason, rule, source
+  char reason[sizeof(((struct policy_result *)0)->reason)];
+  char rule[sizeof(((struct policy_result *)0)->rule)];
+  char source[sizeof(((struct policy_result *)0)->source)];
+};
+
 struct keep {
   struct kept e[KEEP_ENTRIES];
+};
+
+// The results kept by a policy (every policy has one; the table is
+// allocated by its second request that could keep one).
+struct results {
+  unsigned asked;
+  struct kept_result *v; // KEEP_RESULTS, or NULL
 };
 
 struct memo {
@@ -257,6 +298,7 @@ struct memo {
   uint32_t nslot;
   unsigned long long serial; // kept_of's answer: the atom's analysis
   uint32_t atom;             // and its index there
+  bool kq;                   // fold_kept set a[j].kq for every atom
 };
 
 // One decision in progress.
@@ -416,6 +458,7 @@ struct policy *policy_new(const struct policy_input *in, char ***warnings,
   if (p->keys)
     p->keep = xcalloc(1, sizeof(*p->keep)); // the place of the pointer
   p->described = xcalloc(1, sizeof(*p->described));
+  p->res = xcalloc(1, sizeof(*p->res));
   for (int c = 0; c < 2; c++)
     root_keys_build(p, c);
   if (warnings)
@@ -452,6 +495,8 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  free(p->res->v);
+  free(p->res);
   if (p->keep)
     free(*p->keep);
   free(p->keep);
@@ -892,6 +937,117 @@ char **policy_request_suggest_reference(const struct policy_request *rq,
   return v;
 }
 
+static void fold_kept(struct eval *e);
+static bool atom_of(const struct request *r, const struct request_atom *a,
+                    unsigned long long *serial, uint32_t *atom);
+
+// Appends the fields of path atom a (READ, EDIT) that a decision reads to
+// key[*n]; false when they do not fit.
+static bool path_key(const struct request_atom *a, char *key, size_t *n) {
+  const char *f[4] = {a->kind, a->lex, a->res, a->text};
+  size_t at = *n;
+  if (at + 3 > RESULT_KEY)
+    return false;
+  key[at++] = (char)('0' + a->cls);
+  key[at++] = (char)('0' + a->where);
+  key[at++] = (char)('0' + a->guessed);
+  for (int i = 0; i < 4; i++) {
+    size_t len = f[i] ? strlen(f[i]) : 0;
+    if (at + len + 2 > RESULT_KEY)
+      return false;
+    key[at++] = f[i] ? 'y' : 'n'; // NULL and "" apart
+    memcpy(key + at, f[i] ? f[i] : "", len);
+    at += len;
+    key[at++] = '\0';
+  }
+  *n = at;
+  return true;
+}
+
+// The result kept for the request's atoms (struct kept_result): true when
+// it was found and written to e->out; else *kr is the place to keep this
+// decision's (NULL: not one to keep) under the serial *ks.
+static bool result_kept(struct eval *e, struct kept_result **kr,
+                        unsigned long long *ks) {
+  const struct request *r = e->r;
+  struct results *res = e->p->res;
+  const unsigned paths = 1u << REQUEST_READ | 1u << REQUEST_EDIT;
+  *kr = NULL;
+  if (!res || (e->mem && e->mem->nrules) ||
+      (e->classes & ~(paths | 1u << REQUEST_BASH)) || e->targets || r->opaque ||
+      e->p->mode == POLICY_MODE_PLAN || r->natoms > RESULT_ATOMS)
+    return false;
+  unsigned long long serial = 0, sj;
+  bool bash = false;
+  uint8_t deny_only = 0, atom[RESULT_ATOMS];
+  char key[RESULT_KEY];
+  size_t nkey = 0;
+  for (size_t j = 0; j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
+    uint32_t aj;
+    if (a->cls != REQUEST_BASH) {
+      if (!path_key(a, key, &nkey))
+        return false;
+      atom[j] = UINT8_MAX;
+    } else if (!atom_of(r, a, &sj, &aj) || (bash && sj != serial) ||
+               aj >= UINT8_MAX) {
+      return false;
+    } else {
+      serial = sj;
+      bash = true;
+      atom[j] = (uint8_t)aj;
+    }
+    deny_only |= (uint8_t)(a->deny_only << j);
+  }
+  if (!bash)
+    return false;
+  if (!res->v && ++res->asked < 2)
+    return false; // a policy that decides once keeps nothing
+  if (!res->v)
+    res->v = xcalloc(KEEP_RESULTS, sizeof(*res->v));
+  struct kept_result *x = &res->v[serial & (KEEP_RESULTS - 1)];
+  bool same = x->serial == serial && x->natoms == r->natoms &&
+              x->deny_only == deny_only &&
+              memcmp(x->atom, atom, r->natoms) == 0 && x->nkey == nkey &&
+              memcmp(x->key, key, nkey) == 0;
+  if (!same && x->seen != serial) {
+    x->seen = serial; // kept the next time: most commands come once
+    return false;
+  }
+  if (!same) {
+    x->serial = 0; // set by result_keep
+    x->natoms = (uint8_t)r->natoms;
+    x->deny_only = deny_only;
+    memcpy(x->atom, atom, r->natoms);
+    x->nkey = (uint16_t)nkey;
+    memcpy(x->key, key, nkey);
+    *kr = x;
+    *ks = serial;
+    return false;
+  }
+  struct policy_result *out = e->out;
+  out->decision = x->decision;
+  out->by = x->by;
+  memcpy(out->reason, x->reason, x->n[0] + 1u);
+  memcpy(out->rule, x->rule, x->n[1] + 1u);
+  memcpy(out->source, x->source, x->n[2] + 1u);
+  return true;
+}
+
+static void result_keep(struct kept_result *x, unsigned long long serial,
+                        const struct eval *e) {
+  const struct policy_result *out = e->out;
+  x->decision = out->decision;
+  x->by = out->by;
+  x->n[0] = (uint16_t)strlen(out->reason);
+  x->n[1] = (uint16_t)strlen(out->rule);
+  x->n[2] = (uint16_t)strlen(out->source);
+  memcpy(x->reason, out->reason, x->n[0] + 1u);
+  memcpy(x->rule, out->rule, x->n[1] + 1u);
+  memcpy(x->source, out->source, x->n[2] + 1u);
+  x->serial = serial;
+}
+
 static void decide(const struct policy *p, const struct policy *memory,
                    const struct policy_request *r, struct policy_result *out,
                    bool naive) {
@@ -918,12 +1074,21 @@ static void decide(const struct policy *p, const struct policy *memory,
     e.targets = e.targets || a->ntargets;
   }
   memo.nslot = 0;
+  memo.kq = false;
   memset(memo.hits_done, 0, sizeof(memo.hits_done));
-  if (step_deny(&e) || step_ask(&e) || step_opaque(&e) || step_protected(&e) ||
-      step_switch_mode(&e) || step_plan(&e) || step_breaker(&e) ||
-      step_allow(&e))
-    return;
-  step_default(&e);
+  struct kept_result *kr = NULL;
+  unsigned long long ks = 0;
+  if (!naive) {
+    if (result_kept(&e, &kr, &ks))
+      return;
+    fold_kept(&e);
+  }
+  if (!(step_deny(&e) || step_ask(&e) || step_opaque(&e) ||
+        step_protected(&e) || step_switch_mode(&e) || step_plan(&e) ||
+        step_breaker(&e) || step_allow(&e)))
+    step_default(&e);
+  if (kr)
+    result_keep(kr, ks, &e);
 }
 
 void policy_decide(const struct policy *p, const struct policy *memory,
@@ -2286,24 +2451,32 @@ static inline struct kept *kept_of(const struct policy *p,
                                    const struct request *r,
                                    const struct request_atom *a,
                                    struct memo *m) {
-  if (!p->keep || a->cls != REQUEST_BASH || !a->cmd)
+  if (!p->keep || !atom_of(r, a, &m->serial, &m->atom))
     return NULL;
+  // Serials are handed out in order: the atoms of the last KEEP_ENTRIES /
+  // 8 analyses (up to 8 atoms each) have places of their own.
+  if (!*p->keep)
+    *p->keep = xcalloc(1, sizeof(**p->keep));
+  return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+}
+
+// A Bash atom of the request's cached analysis (or of its second one): the
+// analysis's serial and the atom's index in it; false for another atom.
+static bool atom_of(const struct request *r, const struct request_atom *a,
+                    unsigned long long *serial, uint32_t *atom) {
+  if (a->cls != REQUEST_BASH || !a->cmd)
+    return false;
   const struct shell_result *sh[2] = {r->sh, r->alt_sh};
   uintptr_t at = (uintptr_t)a->cmd;
   for (int i = 0; i < 2; i++) {
     uintptr_t b = sh[i] ? (uintptr_t)sh[i]->atoms : 0;
     if (!b || at < b || at >= b + sh[i]->natoms * sizeof(*sh[i]->atoms))
       continue;
-    m->serial = shcache_serial(sh[i]);
-    m->atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
-    // Serials are handed out in order: the atoms of the last
-    // KEEP_ENTRIES / 8 analyses (up to 8 atoms each) have places of
-    // their own.
-    if (!*p->keep)
-      *p->keep = xcalloc(1, sizeof(**p->keep));
-    return &(*p->keep)->e[(m->serial * 8 + m->atom) & (KEEP_ENTRIES - 1)];
+    *serial = shcache_serial(sh[i]);
+    *atom = (uint32_t)((at - b) / sizeof(*sh[i]->atoms));
+    return true;
   }
-  return NULL;
+  return false;
 }
 
 static inline bool bash_one_list(const struct policy *p, enum policy_list list,
@@ -2455,6 +2628,19 @@ static inline struct kept *kept_mine(const struct memo_atom *ma) {
   return kp && kp->serial == ma->serial && kp->atom == ma->atom ? kp : NULL;
 }
 
+// Atom j's place in p's keep as fold_kept found it, while it is still the
+// atom's (an atom of this decision may have taken it since), else NULL.
+static inline const struct kept *kq_of(const struct eval *e,
+                                       const struct policy *p, size_t j) {
+  const struct memo *m = e->memo;
+  if (!m || !m->kq || p != e->p || j >= MEMO_ATOMS)
+    return NULL;
+  const struct memo_atom *ma = &m->a[j];
+  const struct kept *kq = ma->kq;
+  return kq && kq->serial == ma->kq_serial && kq->atom == ma->kq_atom ? kq
+                                                                      : NULL;
+}
+
 // The first candidate of list (the index) below limit giving SHELL_YES on
 // a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
 // deny and ask lists are asked both (step_deny, then step_ask). A Bash
@@ -2464,33 +2650,41 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       enum policy_list list, const struct request_atom *a,
                       size_t j, uint32_t limit, uint32_t *yes,
                       uint32_t *maybe) {
+  const struct kept *kq = kq_of(e, p, j);
+  if (kq && (kq->answered >> list & 1)) { // fold_kept found it
+    uint32_t y = kq->yes[list], m = kq->maybe[list];
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
+    return;
+  }
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
+  struct kept *kp = ma ? kept_mine(ma) : NULL;
+  if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
+    uint32_t y = kp->yes[list], m = kp->maybe[list];
+    *yes = y < limit ? y : UINT32_MAX;
+    *maybe = m < limit ? m : UINT32_MAX;
+    return;
+  }
   if (ma && (ma->one_ok >> list & 1)) {
-    struct kept *kp = kept_mine(ma);
     uint32_t y = UINT32_MAX, m = UINT32_MAX;
-    if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
-      y = kp->yes[list];
-      m = kp->maybe[list];
-    } else {
-      // The whole list (the limit applied after), when the answer is kept.
-      struct ruleidx_list one = ma->one[list];
-      uint32_t lim = kp ? UINT32_MAX : limit;
-      for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
-        uint32_t k = one.v[i];
-        enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
-        if (h == SHELL_YES) {
-          y = k;
-          break; // a later maybe is not asked for (list_hits)
-        }
-        if (h == SHELL_MAYBE && m == UINT32_MAX)
-          m = k;
+    // The whole list (the limit applied after), when the answer is kept.
+    struct ruleidx_list one = ma->one[list];
+    uint32_t lim = kp ? UINT32_MAX : limit;
+    for (size_t i = 0; i < one.n && one.v[i] < lim; i++) {
+      uint32_t k = one.v[i];
+      enum shell_match h = hit_kept(&p->rules[k], a, ma, false);
+      if (h == SHELL_YES) {
+        y = k;
+        break; // a later maybe is not asked for (list_hits)
       }
-      if (kp) {
-        kp->yes[list] = y;
-        kp->maybe[list] = m;
-        kp->answered |= (uint8_t)(1u << list);
-      }
+      if (h == SHELL_MAYBE && m == UINT32_MAX)
+        m = k;
+    }
+    if (kp) {
+      kp->yes[list] = y;
+      kp->maybe[list] = m;
+      kp->answered |= (uint8_t)(1u << list);
     }
     // What the walk up to limit would have found: m comes before y.
     *yes = y < limit ? y : UINT32_MAX;
@@ -2500,16 +2694,25 @@ static void atom_hits(const struct eval *e, const struct policy *p,
   struct cands c;
   size_t tn = ma && a->cls == REQUEST_BASH ? ma->tn : SIZE_MAX;
   gather(p, list, a, false, e->memo, ma, &c);
-  for (uint32_t k = cands_next(p, list, &c); k < limit;
+  // A kept atom's answer is kept too (the whole list, the limit after).
+  uint32_t lim = kp ? UINT32_MAX : limit, y = UINT32_MAX, m = UINT32_MAX;
+  for (uint32_t k = cands_next(p, list, &c); k < lim;
        k = cands_next(p, list, &c)) {
     enum shell_match h = hit(&p->rules[k], a, tn, c.all ? HOW_SCAN : HOW_KEYED);
     if (h == SHELL_YES) {
-      *yes = k;
-      return;
+      y = k;
+      break;
     }
-    if (h == SHELL_MAYBE && *maybe == UINT32_MAX)
-      *maybe = k;
+    if (h == SHELL_MAYBE && m == UINT32_MAX)
+      m = k;
   }
+  if (kp) {
+    kp->yes[list] = y;
+    kp->maybe[list] = m;
+    kp->answered |= (uint8_t)(1u << list);
+  }
+  *yes = y < limit ? y : UINT32_MAX;
+  *maybe = m < limit ? m : UINT32_MAX;
 }
 
 // The first rule of list (in order) that gives want on some atom, every
@@ -2554,6 +2757,72 @@ static void list_hits(const struct eval *e, const struct policy *p,
       bests[1] = maybe;
       at[1] = j;
     }
+  }
+}
+
+// The answers kept with the request's Bash atoms (struct kept): what
+// list_hits finds for a list whose answers every atom has kept, and what
+// covered finds for an atom whose allow answer is kept, are functions of
+// those answers, folded here into the memo without the keys' slots
+// (memo_keys_slow) or the walks; the steps then read the memo as usual.
+// A list not answered by every atom is walked by list_hits, which still
+// takes a kept atom's answer from a[j].kq (atom_hits). Nothing is written
+// for a session's memory with rules or more atoms than the memo holds.
+static void fold_kept(struct eval *e) {
+  const struct policy *p = e->p;
+  const struct request *r = e->r;
+  struct memo *m = e->memo;
+  if ((e->mem && e->mem->nrules) || !p->keep || !*p->keep || !p->keys ||
+      r->natoms > MEMO_ATOMS || !r->natoms)
+    return;
+  const struct kept *kps[MEMO_ATOMS];
+  unsigned all = 7; // the lists every atom has answered (1 << list)
+  for (size_t j = 0; j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
+    const struct kept *kp = kept_of(p, r, a, m);
+    if (kp && (kp->serial != m->serial || kp->atom != m->atom ||
+               kp->kind != (a->kind != NULL)))
+      kp = NULL;
+    m->a[j].kq = kps[j] = kp;
+    m->a[j].kq_serial = m->serial;
+    m->a[j].kq_atom = m->atom;
+    all &= kp ? kp->answered : 0;
+  }
+  m->kq = true;
+  // list_hits: the later atoms are asked about the rules before the first
+  // yes only.
+  for (int li = 0; li < 2; li++) { // the memo's order: deny, ask
+    int l = li ? POLICY_LIST_ASK : POLICY_LIST_DENY;
+    if (!(all >> l & 1))
+      continue;
+    uint32_t best[2] = {UINT32_MAX, UINT32_MAX};
+    size_t at[2] = {0, 0};
+    for (size_t j = 0; j < r->natoms; j++) {
+      uint32_t lim = best[0], y = kps[j]->yes[l], mb = kps[j]->maybe[l];
+      if (y < lim) {
+        best[0] = y;
+        at[0] = j;
+      }
+      if (mb < lim && mb < best[1]) {
+        best[1] = mb;
+        at[1] = j;
+      }
+    }
+    memcpy(m->best[0][li], best, sizeof(best));
+    memcpy(m->best_atom[0][li], at, sizeof(at));
+    m->hits_done[0][li] = true;
+    if (e->mem) { // a memory of no rules
+      m->best[1][li][0] = m->best[1][li][1] = UINT32_MAX;
+      m->hits_done[1][li] = true;
+    }
+  }
+  for (size_t j = 0; j < r->natoms; j++) {
+    if (!kps[j] || !(kps[j]->answered >> POLICY_LIST_ALLOW & 1))
+      continue;
+    uint32_t y = kps[j]->yes[POLICY_LIST_ALLOW];
+    m->a[j].done = MEMO_COV;
+    m->a[j].cov = y == UINT32_MAX ? NULL : &p->rules[y];
+    m->a[j].cov_mem = false;
   }
 }
 
@@ -2734,11 +3003,15 @@ static const struct prule *find_allow(const struct eval *e,
                                       bool *memory) {
   const struct policy *ps[2] = {e->p, e->mem};
   size_t j = e->memo ? (size_t)(a - e->r->atoms) : MEMO_ATOMS;
+  struct kept *kpa = NULL; // the rules' answer is kept there
   if (a->cls == REQUEST_BASH && !e->naive) {
     // Its one list of candidates, when it has one (bash_one_list).
     const struct memo_atom *ma = memo_keys(e, e->p, j);
-    if (ma && (ma->one_ok >> POLICY_LIST_ALLOW & 1)) {
-      struct kept *kp = kept_mine(ma);
+    struct kept *kp = ma ? kept_mine(ma) : NULL;
+    if (kp && !(kp->answered >> POLICY_LIST_ALLOW & 1) &&
+        !(ma->one_ok >> POLICY_LIST_ALLOW & 1))
+      kpa = kp; // the candidates gathered below
+    else if (ma && (kp || (ma->one_ok >> POLICY_LIST_ALLOW & 1))) {
       uint32_t y = UINT32_MAX;
       if (kp && (kp->answered >> POLICY_LIST_ALLOW & 1)) {
         y = kp->yes[POLICY_LIST_ALLOW];
@@ -2785,6 +3058,11 @@ static const struct prule *find_allow(const struct eval *e,
           *memory = *memory || i == 1;
           found = pr;
         }
+      }
+      if (i == 0 && kpa) { // a Bash atom: one path (NULL)
+        kpa->yes[POLICY_LIST_ALLOW] =
+            found ? (uint32_t)(found - e->p->rules) : UINT32_MAX;
+        kpa->answered |= 1u << POLICY_LIST_ALLOW;
       }
     }
     if (!found)

@@ -15,8 +15,10 @@
 //   q XY                       pool request (XY) % pool size
 // and, picked by a hash of the input, up to 48 more pool rules and 6 pool
 // requests. Every request is decided both ways (policy_decide twice: the
-// second time with the keys the policy kept); the results (decision, by,
-// reason, rule, source) and the atoms shown to the person must be equal.
+// second time with the keys the policy kept; then twice more on a new
+// request of the same params: what was kept, then the result kept); the
+// results (decision, by, reason, rule, source) and the atoms shown to the
+// person must be equal.
 
 #include <jansson.h>
 #include <string.h>
@@ -192,6 +194,14 @@ static void decide_both(const struct policy *p, const struct policy *mem,
   // decisions by their analysis).
   policy_decide(p, mem, r, &a);
   same(&a, &b, params);
+  // A new request of the same params (the same analysis from the cache):
+  // decided from the answers, then from the result the policy kept.
+  struct policy_request *again = policy_request_new(params, ROOT, HOME);
+  for (int i = 0; i < 2; i++) {
+    policy_decide(p, mem, again, &a);
+    same(&a, &b, params);
+  }
+  policy_request_free(again);
   json_t *ja = policy_request_atoms(p, r), *jb = policy_request_atoms(p, fresh);
   FUZZ_CHECK(json_equal(ja, jb), "the atoms differ with the cache");
   json_decref(ja);

@@ -973,6 +973,152 @@ static void test_kept_keys(void) {
   policy_free(p);
 }
 
+// policy_decide with a session memory against the reference.
+static bool same_with_memory(const struct policy *p, const struct policy *mem,
+                             const char *command) {
+  struct policy_request *r = request(CB, command);
+  struct policy_result res, ref;
+  policy_decide(p, mem, r, &res);
+  policy_decide_reference(p, mem, r, &ref);
+  bool good = ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s: got %s: %s\n#   reference %s: %s\n", command,
+           policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  policy_request_free(r);
+  return good;
+}
+
+// policy_decide of a Bash request in the session cwd `sub` under the
+// project root (NULL: the root) against the reference; its decision in
+// *got.
+static bool same_in(const struct policy *p, const char *sub,
+                    const char *command, enum policy_decision *got) {
+  char cwd[700];
+  snprintf(cwd, sizeof(cwd), "%s%s%s", root, sub ? "/" : "", sub ? sub : "");
+  json_t *params = json_pack("{s:s,s:o,s:o}", "sessionId", "s1", "options",
+                             opts(), "toolCall", tool_call(CB, command));
+  struct policy_request *r = policy_request_new(params, cwd, home);
+  json_decref(params);
+  struct policy_result res, ref;
+  policy_decide(p, NULL, r, &res);
+  policy_decide_reference(p, NULL, r, &ref);
+  bool good = ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s in %s: got %s: %s\n#   reference %s: %s\n", command,
+           sub ? sub : ".", policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  *got = res.decision;
+  policy_request_free(r);
+  return good;
+}
+
+// The result kept for a request with Read and Edit atoms is the result of
+// those paths: the same command (the same analysis) in another session
+// cwd has other paths, and another result.
+static void test_kept_paths(void) {
+  for (int mode = 0; mode < 2; mode++) {
+    struct policy *p = compile_among(
+        "allow:Bash(echo *)|allow:Bash(git status *)|deny:Read(/secret/**)|"
+        "ask:Edit(/out/**)|allow:Edit(/ok/**)|allow:Bash(cat *)",
+        mode ? 0 : 1000);
+    static const char *const cmds[] = {
+        "cat key.pem && git status", "echo x > log.txt", "git status > f.txt",
+        "echo a > f && cat g",       "cat < in.txt",     "echo b >> ../ok/x"};
+    static const char *const subs[] = {NULL, "secret", "out", "ok"};
+    bool good = true, differ = false;
+    for (int pass = 0; pass < 3; pass++)
+      for (size_t c = 0; c < sizeof(cmds) / sizeof(*cmds); c++) {
+        enum policy_decision first = POLICY_ASK;
+        for (size_t d = 0; d < sizeof(subs) / sizeof(*subs); d++) {
+          enum policy_decision got;
+          good = same_in(p, subs[(d + pass) % 4], cmds[c], &got) && good;
+          differ = differ || (d && got != first);
+          first = d ? first : got;
+        }
+      }
+    ok(good && differ, "kept results of commands with paths, %s index",
+       mode ? "without an" : "with an");
+    policy_free(p);
+  }
+}
+
+// A request of kept Bash atoms is decided from the answers kept with them
+// (fold_kept), list by list and atom by atom as they were answered: every
+// command of several atoms decided again and again, in both orders, with
+// no memory, an empty one and one with rules, as the reference does. The
+// rules give each atom several candidate lists (git, git push, git st*)
+// and "might match" answers (a dynamic word).
+static void test_kept_fold(void) {
+  struct policy *p = compile_among(
+      "allow:Bash(git status *)|allow:Bash(git st*)|deny:Bash(git push *)|"
+      "deny:Bash(git push --force*)|ask:Bash(git stash *)|ask:Bash(make)|"
+      "ask:Bash(make install)|deny:Bash(rm -rf *)|allow:Bash(echo *)|"
+      "deny:Bash(curl * x)|ask:Bash(wget *)|allow:Bash(ls *)",
+      1000);
+  struct policy *empty = compile(NULL, D, 0, "session");
+  struct policy *mem =
+      compile("allow:Bash(make)|allow:Bash(cargo build)", D, 0, "session");
+  static const char *const cmds[] = {
+      "git status && git status -s",
+      "git status && make",
+      "make && git push --force x",
+      "git push origin && git stash pop",
+      "echo a && git stash list && git push y",
+      "ls && make install && make",
+      "git stat && ls -la && echo $X",
+      "curl -s $U x && git status",
+      "curl -s u y && wget z && git status",
+      "make $T && git status",
+      "echo a | echo b | git push",
+      "git status -s && rm -rf build && ls",
+      "git status; make; echo; ls",
+      "wget a && curl b x",
+      "ls -la && cargo build",
+  };
+  size_t n = sizeof(cmds) / sizeof(*cmds);
+  bool good = true;
+  for (int round = 0; round < 4; round++)
+    for (size_t k = 0; k < n; k++) {
+      const char *c = cmds[round & 1 ? n - 1 - k : k];
+      const struct policy *m = round == 2 ? empty : round == 3 ? mem : NULL;
+      good = same_with_memory(p, m, c) && good;
+      good = same_with_memory(p, m, c) && good;
+    }
+  ok(good, "kept answers folded: decided as the reference does");
+  // Policies without an index (a few rules) keep results too: more
+  // commands than places, twice in a row, three times, and yolo.
+  const char *few = "allow:Bash(git status *)|deny:Bash(git push *)|"
+                    "ask:Bash(make)|allow:Bash(echo *)|ask:Bash(wget *)";
+  for (int yolo = 0; yolo < 2; yolo++) {
+    struct policy *small = compile(few, D, yolo, "s");
+    good = true;
+    char cmd[64];
+    for (int pass = 0; pass < 3; pass++)
+      for (size_t k = 0; k < n + 40; k++) {
+        if (k >= n)
+          snprintf(cmd, sizeof(cmd), "%s %zu && %s",
+                   k % 2 ? "git push" : "echo", k, k % 3 ? "make" : "echo");
+        for (int twice = 0; twice < 2; twice++) // kept the second time
+          good = same_with_memory(small, pass == 2 ? empty : NULL,
+                                  k < n ? cmds[k] : cmd) &&
+                 good;
+      }
+    ok(good, "results kept by a policy without an index%s",
+       yolo ? " (yolo)" : "");
+    policy_free(small);
+  }
+  policy_free(mem);
+  policy_free(empty);
+  policy_free(p);
+}
+
 static void test_result_fields(void) {
   struct policy *p = compile("deny:Bash(rm *)", D, 0, "/x/.acp/settings.json");
   struct policy_request *r = request(CB, "rm -rf build");
@@ -1464,6 +1610,8 @@ int main(void) {
   test_index();
   test_memo();
   test_kept_keys();
+  test_kept_fold();
+  test_kept_paths();
   test_result_fields();
   test_protect_input();
   test_memory();
