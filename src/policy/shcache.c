@@ -13,7 +13,7 @@
 struct entry {
   struct shell_result res; // first: a result pointer is its entry
   char *script, *home;
-  unsigned char *memo; // shcache_memo, or NULL
+  void *memo; // shcache_memo, or NULL
   size_t len;
   uint64_t hash;
   // shcache_serial
@@ -145,10 +145,10 @@ const struct shell_result *shcache_analyse_len(const char *script, size_t len,
   return &e->res;
 }
 
-unsigned char *shcache_memo(const struct shell_result *r) {
+void *shcache_memo(const struct shell_result *r, size_t size) {
   struct entry *e = (struct entry *)(uintptr_t)r;
   if (!e->memo)
-    e->memo = xcalloc(r->natoms ? r->natoms : 1, 1);
+    e->memo = xcalloc(size ? size : 1, 1);
   return e->memo;
 }
 
