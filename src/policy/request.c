@@ -252,6 +252,7 @@ static char *normal_cwd(struct request *r, const char *cwd);
 static bool read_tc(const json_t *tc, struct tc_fields *t);
 static bool read_ri(const json_t *ri, struct ri_fields *f);
 static int kind_index(const char *k, size_t n);
+static int kind_exact(const char *k, size_t n);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
@@ -299,7 +300,7 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
   }
   r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
   if (!json_is_object(tc)) {
-    r->kind = ar_strndup(r, "other", 5);
+    r->kind = (char *)(uintptr_t)known_kinds[K_OTHER];
     opaque(r, "the request has no toolCall");
     return;
   }
@@ -333,11 +334,17 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
     t->title_n = t->title_s ? strlen(t->title_s) : 0;
   }
   r->tool = tool_hint(&c);
-  if (c.t.kind_s && c.t.kind_n)
+  // A known kind as sent is its static spelling (the same bytes), any
+  // other a copy.
+  int k =
+      c.t.kind_s && c.t.kind_n ? kind_exact(c.t.kind_s, c.t.kind_n) : K_OTHER;
+  if (k < K_CUSTOM) {
+    r->kind = (char *)(uintptr_t)known_kinds[k];
+  } else {
     r->kind = ar_strndup(r, c.t.kind_s, c.t.kind_n);
-  else
-    r->kind = ar_strndup(r, "other", 5);
-  c.rkind = kind_index(r->kind, c.t.kind_n ? c.t.kind_n : 5);
+    k = kind_index(r->kind, c.t.kind_n);
+  }
+  c.rkind = k;
   extract(&c);
 }
 
@@ -1730,11 +1737,9 @@ static const char *kind_of(const struct ctx *c, int kind) {
   return kind < K_CUSTOM ? known_kinds[kind] : c->r->kind;
 }
 
-// The index in known_kinds of k (n bytes, no NUL), in any case (as
-// strcasecmp compares), or K_CUSTOM.
-static int kind_index(const char *k, size_t n) {
-  // As sent (the usual case): by length, then the bytes (memcmp of a
-  // constant size is a compare of words).
+// The index in known_kinds of k (n bytes) as sent, or K_CUSTOM: by
+// length, then the bytes (memcmp of a constant size is a compare of words).
+static int kind_exact(const char *k, size_t n) {
   switch (n) {
   case 4:
     if (memcmp(k, "read", 4) == 0)
@@ -1767,8 +1772,17 @@ static int kind_index(const char *k, size_t n) {
       return K_SWITCH_MODE;
     break;
   default:
-    return K_CUSTOM; // no known kind has another length
+    break;
   }
+  return K_CUSTOM;
+}
+
+// The index in known_kinds of k (n bytes, no NUL), in any case (as
+// strcasecmp compares), or K_CUSTOM.
+static int kind_index(const char *k, size_t n) {
+  int e = kind_exact(k, n);
+  if (e < K_CUSTOM || !(n >= 4 && n <= 11))
+    return e;
   char c0 = lower_c(k[0]);
   for (int i = 0; i < K_CUSTOM; i++) {
     if (known_len[i] != n || known_kinds[i][0] != c0)

@@ -593,10 +593,61 @@ static void test_same_as_before(void) {
      differ);
 }
 
+// A plain command (commands only, no operand for the breaker) is read from
+// the atoms kept with its cached analysis: two readings share them, and a
+// reading with more atoms (a title that is another command) has its own,
+// which leaves the kept ones as they were. A command with operands (rm)
+// has its own atoms each time (they depend on the cwd).
+static json_t *command_params(const char *cmd, const char *title) {
+  return json_pack("{s:{s:s,s:s,s:s,s:{s:s}}}", "toolCall", "toolCallId",
+                   "call-1", "kind", "execute", "title", title, "rawInput",
+                   "command", cmd);
+}
+
+static void test_shared_atoms(void) {
+  shcache_clear();
+  json_t *p1 =
+      command_params("git status && make -j2", "git status && make -j2");
+  json_t *p2 = command_params("git status && make -j2", "make clean");
+  json_t *p3 = command_params("rm -rf build", "rm -rf build");
+  struct request a, b, c, d, e;
+  request_init(&a, p1, "/p", "/h");
+  request_init(&b, p1, "/p", "/h");
+  ok(a.natoms == 2 && a.atoms == b.atoms && a.sh == b.sh &&
+         a.atoms[0].cmd == &a.sh->atoms[0] && a.atoms[1].cmd == &a.sh->atoms[1],
+     "two readings of a plain command share its kept atoms");
+  request_init(&c, p2, "/p", "/h");
+  ok(c.natoms == 3 && c.atoms != a.atoms && c.atoms[0].cmd == a.atoms[0].cmd &&
+         c.atoms[1].cmd == a.atoms[1].cmd && c.atoms[2].cmd != NULL &&
+         strcmp(c.atoms[2].cmd->words[0].text, "make") == 0,
+     "a reading with more atoms copies them first");
+  ok(a.natoms == 2 && a.atoms[0].cls == REQUEST_BASH &&
+         strcmp(a.atoms[0].kind, "execute") == 0 && a.atoms[0].read_only &&
+         !a.atoms[1].read_only && a.atoms[1].cmd == &a.sh->atoms[1] &&
+         a.atoms[1].ntargets == 0,
+     "the kept atoms are left as they were");
+  request_init(&d, p3, "/p", "/h");
+  request_init(&e, p3, "/q", "/h");
+  ok(d.natoms >= 1 && e.natoms == d.natoms && d.atoms != e.atoms &&
+         d.atoms[0].ntargets == 1 && e.atoms[0].ntargets == 1 &&
+         strcmp(d.atoms[0].targets[0].lex, "/p/build") == 0 &&
+         strcmp(e.atoms[0].targets[0].lex, "/q/build") == 0,
+     "a command with operands has atoms of its own (by cwd)");
+  request_clear(&a);
+  request_clear(&b);
+  request_clear(&c);
+  request_clear(&d);
+  request_clear(&e);
+  json_decref(p1);
+  json_decref(p2);
+  json_decref(p3);
+}
+
 int main(void) {
   test_atoms();
   test_same_as_before();
   test_nul();
+  test_shared_atoms();
   test_shcache();
   shcache_clear();
   return done_testing();
