@@ -234,6 +234,7 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
 static void set_where(struct request *r, const char *text, bool dynamic,
                       const char *cwd, const char *home,
                       enum request_where *where, char **lex, char **res);
+static void opaque_cat(struct request *r, const char *a, const char *b);
 static void opaque(struct request *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static char *tool_hint(struct ctx *c);
@@ -889,7 +890,7 @@ static void from_script(struct ctx *c, const char *script, size_t len,
   const char *kept = lent ? shcache_script(sh) : script;
   *slot = kept ? (char *)(uintptr_t)kept : ar_strndup(r, script, len);
   if (sh->opaque)
-    opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
+    opaque_cat(r, "opaque command: ", sh->reason[0] ? sh->reason : "?");
   const struct sh_memo *m = memo_of(sh);
   if (m->plain && r->natoms == 0) {
     // The atoms as the memo lists them (add_shell_atom's, see memo_of).
@@ -1672,6 +1673,20 @@ static void set_where(struct request *r, const char *text, bool dynamic,
   // Most paths are their own resolution: one string for both.
   *res = rn == n && memcmp(rbuf, buf, n) == 0 ? *lex : ar_strndup(r, rbuf, rn);
   *where = REQUEST_KNOWN;
+}
+
+// opaque(r, "%s%s", a, b) without vsnprintf (what it writes: a and b, cut
+// to the reason's size).
+static void opaque_cat(struct request *r, const char *a, const char *b) {
+  if (r->opaque)
+    return;
+  r->opaque = true;
+  size_t n = 0, cap = sizeof(r->reason) - 1;
+  for (const char *s = a; *s && n < cap; s++)
+    r->reason[n++] = *s;
+  for (const char *s = b; *s && n < cap; s++)
+    r->reason[n++] = *s;
+  r->reason[n] = '\0';
 }
 
 static void opaque(struct request *r, const char *fmt, ...) {
