@@ -1737,9 +1737,25 @@ static char *tool_hint(struct ctx *c) {
 }
 
 // The first n bytes of s (none of them NUL) name a tool rules.c knows.
+// The last name known_tool looked up (an agent's tool calls name the same
+// few tools, and rules.c's table never changes): compared, not looked up.
+static struct {
+  size_t n; // 0: none
+  char s[32];
+  bool known;
+} known_last;
+
 static bool known_tool(const char *s, size_t n) {
+  if (n && n == known_last.n && memcmp(s, known_last.s, n) == 0)
+    return known_last.known;
   enum rules_class cls;
-  return rules_tool_class_n(s, n, &cls);
+  bool known = rules_tool_class_n(s, n, &cls);
+  if (n && n <= sizeof(known_last.s)) {
+    memcpy(known_last.s, s, n);
+    known_last.n = n;
+    known_last.known = known;
+  }
+  return known;
 }
 
 static const char *str(const json_t *o, const char *key) {

@@ -643,11 +643,38 @@ static void test_shared_atoms(void) {
   json_decref(p3);
 }
 
+// Tool names from toolCallIds: the last one looked up is remembered
+// (request.c: known_last), so names of the same length in a row, known and
+// not, are each read as the reference reads them.
+static void test_tool_names(void) {
+  static const char *const ids[] = {
+      "Read-1", "Rxad-2",     "Read-3",     "read-4",  "Bash__5", "Bxsh__6",
+      "Bash-7", "WebFetch-8", "WebFetcx-9", "call-10", "Edit-11"};
+  static const char *const tools[] = {"Read", NULL, "Read", NULL,
+                                      "Bash", NULL, "Bash", "WebFetch",
+                                      NULL,   NULL, "Edit"};
+  size_t before = differ, right = 0;
+  for (size_t i = 0; i < sizeof(ids) / sizeof(*ids); i++) {
+    json_t *params = json_pack("{s:{s:s,s:s}}", "toolCall", "toolCallId",
+                               ids[i], "title", "x");
+    compare(params, "/p", "/h", ids[i]);
+    struct request r;
+    request_init(&r, params, "/p", "/h");
+    right += tools[i] ? r.tool && strcmp(r.tool, tools[i]) == 0 : !r.tool;
+    request_clear(&r);
+    json_decref(params);
+  }
+  ok(differ == before && right == sizeof(ids) / sizeof(*ids),
+     "tool names from ids in a row: %zu of %zu as expected", right,
+     sizeof(ids) / sizeof(*ids));
+}
+
 int main(void) {
   test_atoms();
   test_same_as_before();
   test_nul();
   test_shared_atoms();
+  test_tool_names();
   test_shcache();
   shcache_clear();
   return done_testing();
