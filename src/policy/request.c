@@ -563,7 +563,7 @@ static const struct ri_key ri_keys[] = {
     {"urls", 4, RI_URL0 + 1, 0},
 };
 
-// key_hash(name) -> 1 + the name's index in ri_keys (0: no key there).
+// key_hash_words(name) -> 1 + the name's index in ri_keys (0: no key there).
 // Made by trying multipliers until the names of ri_keys fell into distinct
 // slots (a script of a few lines); test_request checks every name against
 // the reference reader. A name added to ri_keys needs a new table.
@@ -584,11 +584,23 @@ static const unsigned char key_at[512] = {
     [476] = 57, [482] = 82, [492] = 20, [493] = 32, [505] = 26,
 };
 
-// The key's first and last 8 bytes (zero-padded, little-endian), with its
-// length, multiplied: the top 9 bits.
-static unsigned key_hash(const char *k, size_t n) {
+// A key's first and last 8 bytes (zero-padded, little-endian): all of it
+// for keys of up to 16 bytes (the names of ri_keys are).
+struct key_words {
+  uint64_t w1, w2;
+};
+
+static struct key_words key_words_of(const char *k, size_t n) {
   uint64_t w1 = 0, w2;
-  memcpy(&w1, k, n < 8 ? n : 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (n >= 4 && n < 8) { // two 4-byte loads, not a memcpy of n bytes
+    uint32_t lo, hi;
+    memcpy(&lo, k, 4);
+    memcpy(&hi, k + n - 4, 4);
+    w1 = (uint64_t)lo | (uint64_t)hi << (8 * (n - 4));
+  } else
+#endif
+    memcpy(&w1, k, n < 8 ? n : 8);
   if (n >= 8)
     memcpy(&w2, k + n - 8, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -598,13 +610,38 @@ static unsigned key_hash(const char *k, size_t n) {
 #endif
   if (n < 8)
     w2 = w1;
-  return (unsigned)(((w1 ^ (w2 >> 1) ^ n) * 0x449fd49b12840ea1u) >> 55);
+  return (struct key_words){w1, w2};
 }
 
+// The words with the length, multiplied: the top 9 bits.
+static unsigned key_hash_words(struct key_words w, size_t n) {
+  return (unsigned)(((w.w1 ^ (w.w2 >> 1) ^ n) * 0x449fd49b12840ea1u) >> 55);
+}
+
+#define RI_KEYS (sizeof(ri_keys) / sizeof(*ri_keys))
+#define KEY_MAX 16 // the longest name of ri_keys
+
+// A key of up to KEY_MAX bytes equals a name of its length when their words
+// do: compared as words (made from ri_keys on first use), not by memcmp. (A
+// longer name added to ri_keys would never be found: test_request reads
+// every name.)
+static struct key_words ri_words[RI_KEYS];
+static bool ri_words_made;
+
 static const struct ri_key *key_find(const char *k, size_t n) {
-  unsigned i = key_at[key_hash(k, n)];
-  const struct ri_key *e = i ? &ri_keys[i - 1] : NULL;
-  return e && e->n == n && memcmp(e->name, k, n) == 0 ? e : NULL;
+  if (n > KEY_MAX || !n)
+    return NULL;
+  if (!ri_words_made) {
+    for (size_t i = 0; i < RI_KEYS; i++)
+      ri_words[i] = key_words_of(ri_keys[i].name, ri_keys[i].n);
+    ri_words_made = true;
+  }
+  struct key_words w = key_words_of(k, n);
+  unsigned i = key_at[key_hash_words(w, n)];
+  if (!i || ri_keys[i - 1].n != n)
+    return NULL;
+  const struct key_words *e = &ri_words[i - 1];
+  return e->w1 == w.w1 && e->w2 == w.w2 ? &ri_keys[i - 1] : NULL;
 }
 
 // The lists key (of length n: strlen, as a key is read everywhere but in

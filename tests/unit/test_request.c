@@ -669,12 +669,33 @@ static void test_tool_names(void) {
      sizeof(ids) / sizeof(*ids));
 }
 
+// rawInput keys of a name's length, with its first 8 bytes and its hash
+// slot (found by trying names): request.c compares a key's first and last 8
+// bytes with the name's, so these are no such keys and are read as the
+// reference reads them.
+static void test_key_collisions(void) {
+  static const char *const keys[] = {"absolute_pagj", "descriptdbp",
+                                     "destinathff"};
+  static const char *const kinds[] = {"read", "edit", "other"};
+  size_t before = differ;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+      json_t *params =
+          json_pack("{s:{s:s,s:s,s:{s:s}}}", "toolCall", "toolCallId", "call-1",
+                    "kind", kinds[k], "rawInput", keys[i], "/etc/passwd");
+      compare(params, "/p", "/h", keys[i]);
+      json_decref(params);
+    }
+  ok(differ == before, "keys that share a name's slot and first 8 bytes");
+}
+
 int main(void) {
   test_atoms();
   test_same_as_before();
   test_nul();
   test_shared_atoms();
   test_tool_names();
+  test_key_collisions();
   test_shcache();
   shcache_clear();
   return done_testing();
