@@ -552,9 +552,18 @@ struct policy_request *policy_request_new(const json_t *params, const char *cwd,
   return policy_request_new_tc(request_tool_call(params), cwd, home);
 }
 
+// The block of the last request freed, kept for the next one: a request
+// is read, decided and freed before the next comes (one block, so a
+// malloc and a free, ~140 instructions, per request are saved). Like the
+// shell cache, one per process (the broker's loop is single-threaded).
+static struct policy_request *spare_request;
+
 struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
                                              const char *home) {
-  struct policy_request *r = xmalloc(REQUEST_BLOCK); // request_init zeroes it
+  struct policy_request *r = spare_request; // request_init sets every field
+  spare_request = NULL;
+  if (!r)
+    r = xmalloc(REQUEST_BLOCK);
   request_init_in(&r->r, tc, cwd, home, (char *)r + REQUEST_AT,
                   REQUEST_BLOCK - REQUEST_AT);
   return r;
@@ -564,7 +573,10 @@ void policy_request_free(struct policy_request *r) {
   if (!r)
     return;
   request_clear(&r->r);
-  free(r);
+  if (!spare_request)
+    spare_request = r;
+  else
+    free(r);
 }
 
 const char *policy_request_command(const struct policy_request *r) {

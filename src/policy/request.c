@@ -35,6 +35,9 @@ enum {
 static const unsigned char known_len[] = {4, 4, 6, 4, 6, 7, 5, 5, 11, 5};
 #define KBIT(k) (1u << (k))
 
+// The kinds of a shell atom's request atom (by class: BASH, READ, EDIT).
+static const char *const shell_kinds[] = {"execute", "read", "edit"};
+
 static const char *const shells[] = {"bash", "sh", "zsh", "dash", "ksh"};
 
 // Commands whose operands the circuit breaker checks (the last three only
@@ -96,6 +99,20 @@ struct ri_fields {
   const json_t *vals[RI_LISTS];
 };
 
+// What is kept with a cached analysis (shcache_memo): each atom's facts,
+// and for a plain command (every atom a command without operands for the
+// breaker, MEMO_ATOMS at most) its atoms as add_shell_atom makes them. A
+// request that reads such a command first refers to these atoms instead
+// of building its own (they depend on the analysis alone: no path, no
+// cwd); add copies them when the request has more.
+#define MEMO_ATOMS 16
+struct sh_memo {
+  bool plain;                 // atoms holds the request's atoms for the command
+  bool needs_bases;           // a file atom or an operand: cd_bases places them
+  struct request_atom *atoms; // in this block (plain), or NULL
+  unsigned char facts[];      // facts() of each atom
+};
+
 struct ctx {
   struct request *r;
   const json_t *tc, *ri;
@@ -104,7 +121,10 @@ struct ctx {
   const char *home;
   size_t cap;
   int rkind; // r->kind's index (K_CUSTOM: none of known_kinds)
-  bool nul;  // a string of the request holds a NUL byte
+  // r->atoms is a cached analysis's (struct sh_memo), not the request's:
+  // add copies it into the arena first.
+  bool shared;
+  bool nul; // a string of the request holds a NUL byte
 };
 
 // ---- the request's arena (request.h: chunks) ----
@@ -165,6 +185,7 @@ static void from_script(struct ctx *c, const char *script, size_t len,
                         bool lent, const char *cwd);
 static size_t str_len(const struct ctx *c, const json_t *v);
 static unsigned char facts(const struct shell_atom *a);
+static const struct sh_memo *memo_of(const struct shell_result *sh);
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
                      const char *cwd, const char *home, struct bases *b);
 static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
@@ -213,6 +234,7 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
 static void set_where(struct request *r, const char *text, bool dynamic,
                       const char *cwd, const char *home,
                       enum request_where *where, char **lex, char **res);
+static void opaque_cat(struct request *r, const char *a, const char *b);
 static void opaque(struct request *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static char *tool_hint(struct ctx *c);
@@ -231,6 +253,7 @@ static char *normal_cwd(struct request *r, const char *cwd);
 static bool read_tc(const json_t *tc, struct tc_fields *t);
 static bool read_ri(const json_t *ri, struct ri_fields *f);
 static int kind_index(const char *k, size_t n);
+static int kind_exact(const char *k, size_t n);
 
 void request_init(struct request *r, const json_t *params, const char *cwd,
                   const char *home) {
@@ -278,7 +301,7 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
   }
   r->cwd = cwd && cwd[0] == '/' ? normal_cwd(r, cwd) : NULL;
   if (!json_is_object(tc)) {
-    r->kind = ar_strndup(r, "other", 5);
+    r->kind = (char *)(uintptr_t)known_kinds[K_OTHER];
     opaque(r, "the request has no toolCall");
     return;
   }
@@ -290,6 +313,7 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
   c.t = (struct tc_fields){0};
   c.home = home && home[0] == '/' ? home : NULL;
   c.cap = 0;
+  c.shared = false;
   c.rkind = K_OTHER;
   c.nul = false;
   bool nul = read_tc(tc, &c.t);
@@ -312,21 +336,41 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
     t->title_n = t->title_s ? strlen(t->title_s) : 0;
   }
   r->tool = tool_hint(&c);
-  if (c.t.kind_s && c.t.kind_n)
+  // A known kind as sent is its static spelling (the same bytes), any
+  // other a copy.
+  int k =
+      c.t.kind_s && c.t.kind_n ? kind_exact(c.t.kind_s, c.t.kind_n) : K_OTHER;
+  if (k < K_CUSTOM) {
+    r->kind = (char *)(uintptr_t)known_kinds[k];
+  } else {
     r->kind = ar_strndup(r, c.t.kind_s, c.t.kind_n);
-  else
-    r->kind = ar_strndup(r, "other", 5);
-  c.rkind = kind_index(r->kind, c.t.kind_n ? c.t.kind_n : 5);
+    k = kind_index(r->kind, c.t.kind_n);
+  }
+  c.rkind = k;
   extract(&c);
 }
+
+// The last cwd normal_cwd found normal (a session sends the same one with
+// every request): compared instead of searched again.
+static struct {
+  size_t n; // 0: none
+  char s[256];
+} normal_last;
 
 // The session cwd, normalised: most are normal already (a copy then).
 static char *normal_cwd(struct request *r, const char *cwd) {
   size_t n = strlen(cwd);
+  if (n == normal_last.n && memcmp(cwd, normal_last.s, n) == 0)
+    return ar_strndup(r, cwd, n);
   bool normal = n <= PATH_LEN_MAX && (n == 1 || cwd[n - 1] != '/');
   // Without "//" and "/." every segment is a name (the usual cwd).
-  if (normal && !strstr(cwd, "//") && !strstr(cwd, "/."))
+  if (normal && !strstr(cwd, "//") && !strstr(cwd, "/.")) {
+    if (n < sizeof(normal_last.s)) {
+      memcpy(normal_last.s, cwd, n);
+      normal_last.n = n;
+    }
     return ar_strndup(r, cwd, n);
+  }
   // Each segment (after a '/'): not empty, "." or "..".
   for (const char *s = cwd, *end = cwd + n;
        normal && (s = memchr(s, '/', (size_t)(end - s))) != NULL;) {
@@ -520,7 +564,7 @@ static const struct ri_key ri_keys[] = {
     {"urls", 4, RI_URL0 + 1, 0},
 };
 
-// key_hash(name) -> 1 + the name's index in ri_keys (0: no key there).
+// key_hash_words(name) -> 1 + the name's index in ri_keys (0: no key there).
 // Made by trying multipliers until the names of ri_keys fell into distinct
 // slots (a script of a few lines); test_request checks every name against
 // the reference reader. A name added to ri_keys needs a new table.
@@ -541,11 +585,23 @@ static const unsigned char key_at[512] = {
     [476] = 57, [482] = 82, [492] = 20, [493] = 32, [505] = 26,
 };
 
-// The key's first and last 8 bytes (zero-padded, little-endian), with its
-// length, multiplied: the top 9 bits.
-static unsigned key_hash(const char *k, size_t n) {
+// A key's first and last 8 bytes (zero-padded, little-endian): all of it
+// for keys of up to 16 bytes (the names of ri_keys are).
+struct key_words {
+  uint64_t w1, w2;
+};
+
+static struct key_words key_words_of(const char *k, size_t n) {
   uint64_t w1 = 0, w2;
-  memcpy(&w1, k, n < 8 ? n : 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (n >= 4 && n < 8) { // two 4-byte loads, not a memcpy of n bytes
+    uint32_t lo, hi;
+    memcpy(&lo, k, 4);
+    memcpy(&hi, k + n - 4, 4);
+    w1 = (uint64_t)lo | (uint64_t)hi << (8 * (n - 4));
+  } else
+#endif
+    memcpy(&w1, k, n < 8 ? n : 8);
   if (n >= 8)
     memcpy(&w2, k + n - 8, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -555,13 +611,38 @@ static unsigned key_hash(const char *k, size_t n) {
 #endif
   if (n < 8)
     w2 = w1;
-  return (unsigned)(((w1 ^ (w2 >> 1) ^ n) * 0x449fd49b12840ea1u) >> 55);
+  return (struct key_words){w1, w2};
 }
 
+// The words with the length, multiplied: the top 9 bits.
+static unsigned key_hash_words(struct key_words w, size_t n) {
+  return (unsigned)(((w.w1 ^ (w.w2 >> 1) ^ n) * 0x449fd49b12840ea1u) >> 55);
+}
+
+#define RI_KEYS (sizeof(ri_keys) / sizeof(*ri_keys))
+#define KEY_MAX 16 // the longest name of ri_keys
+
+// A key of up to KEY_MAX bytes equals a name of its length when their words
+// do: compared as words (made from ri_keys on first use), not by memcmp. (A
+// longer name added to ri_keys would never be found: test_request reads
+// every name.)
+static struct key_words ri_words[RI_KEYS];
+static bool ri_words_made;
+
 static const struct ri_key *key_find(const char *k, size_t n) {
-  unsigned i = key_at[key_hash(k, n)];
-  const struct ri_key *e = i ? &ri_keys[i - 1] : NULL;
-  return e && e->n == n && memcmp(e->name, k, n) == 0 ? e : NULL;
+  if (n > KEY_MAX || !n)
+    return NULL;
+  if (!ri_words_made) {
+    for (size_t i = 0; i < RI_KEYS; i++)
+      ri_words[i] = key_words_of(ri_keys[i].name, ri_keys[i].n);
+    ri_words_made = true;
+  }
+  struct key_words w = key_words_of(k, n);
+  unsigned i = key_at[key_hash_words(w, n)];
+  if (!i || ri_keys[i - 1].n != n)
+    return NULL;
+  const struct key_words *e = &ri_words[i - 1];
+  return e->w1 == w.w1 && e->w2 == w.w2 ? &ri_keys[i - 1] : NULL;
 }
 
 // The lists key (of length n: strlen, as a key is read everywhere but in
@@ -590,9 +671,11 @@ static bool read_ri(const json_t *ri, struct ri_fields *f) {
     const struct ri_key *e = key_find(k, kn);
     unsigned slot = e ? e->slot : RI_NONE;
     if (i < RI_LISTS) { // a key as strlen reads it, as collect_paths would
-      f->lists[i] = memchr(k, '\0', kn) ? (unsigned char)key_class(k, strlen(k))
-                    : e                 ? e->lists
-                                        : 0;
+      // A key found has no NUL (its kn bytes equal a name's).
+      f->lists[i] = e ? e->lists
+                    : memchr(k, '\0', kn)
+                        ? (unsigned char)key_class(k, strlen(k))
+                        : 0;
       f->vals[i] = v;
     }
     f->nkeys = ++i;
@@ -845,24 +928,28 @@ static void from_script(struct ctx *c, const char *script, size_t len,
   const char *kept = lent ? shcache_script(sh) : script;
   *slot = kept ? (char *)(uintptr_t)kept : ar_strndup(r, script, len);
   if (sh->opaque)
-    opaque(r, "opaque command: %s", sh->reason[0] ? sh->reason : "?");
+    opaque_cat(r, "opaque command: ", sh->reason[0] ? sh->reason : "?");
+  const struct sh_memo *m = memo_of(sh);
+  if (m->plain && r->natoms == 0) {
+    // The atoms as the memo lists them (add_shell_atom's, see memo_of).
+    r->atoms = m->atoms;
+    r->natoms = sh->natoms;
+    c->shared = true;
+    free(gcwd);
+    return;
+  }
   // The analyser places file atoms after a cd itself; the breaker's
-  // operands are placed here.
-  unsigned char *memo = shcache_memo(sh);
+  // operands are placed here (only those need the directories).
+  struct bases b = {.n = 0, .unknown = false, .borrowed = false};
+  if (m->needs_bases)
+    cd_bases(sh, m->facts, dir, c->home, &b);
   for (size_t i = 0; i < sh->natoms; i++)
-    if (!memo[i])
-      memo[i] = facts(&sh->atoms[i]);
-  struct bases b;
-  cd_bases(sh, memo, dir, c->home, &b);
-  for (size_t i = 0; i < sh->natoms; i++)
-    add_shell_atom(c, &sh->atoms[i], memo[i], dir, &b);
+    add_shell_atom(c, &sh->atoms[i], m->facts[i], dir, &b);
   for (size_t i = b.borrowed; i < b.n; i++)
     free(b.dir[i]);
   free(gcwd);
 }
 
-// The directories a script's cd/pushd/popd may lead to (in any order: the
-// atoms do not say which runs first, so every combination is kept).
 // What an atom of the analysis is, worked out once per cached analysis
 // (shcache_memo): FACT_DONE always, and
 enum {
@@ -888,6 +975,43 @@ static unsigned char facts(const struct shell_atom *a) {
   return f;
 }
 
+static size_t memo_atoms_at(size_t natoms) {
+  size_t at = sizeof(struct sh_memo) + natoms,
+         al = _Alignof(struct request_atom);
+  return (at + al - 1) & ~(al - 1);
+}
+
+static const struct sh_memo *memo_of(const struct shell_result *sh) {
+  size_t n = sh->natoms, at = memo_atoms_at(n);
+  bool small = n && n <= MEMO_ATOMS;
+  struct sh_memo *m =
+      shcache_memo(sh, at + (small ? n * sizeof(struct request_atom) : 0));
+  if (n && m->facts[0]) // facts() is never 0: worked out already
+    return m;
+  bool plain = small;
+  m->needs_bases = false;
+  for (size_t i = 0; i < n; i++) {
+    const struct shell_atom *a = &sh->atoms[i];
+    unsigned char f = facts(a);
+    m->facts[i] = f;
+    if (a->kind != SHELL_CMD || (f & FACT_TARGETS))
+      plain = false, m->needs_bases = true;
+  }
+  m->plain = plain;
+  m->atoms = plain ? (struct request_atom *)(void *)((char *)m + at) : NULL;
+  for (size_t i = 0; plain && i < n; i++) // as add and add_shell_atom
+    m->atoms[i] =
+        (struct request_atom){.cls = REQUEST_BASH,
+                              .kind = shell_kinds[REQUEST_BASH],
+                              .where = REQUEST_UNKNOWN,
+                              .deny_only = sh->atoms[i].deny_only,
+                              .cmd = &sh->atoms[i],
+                              .read_only = m->facts[i] & FACT_READ_ONLY};
+  return m;
+}
+
+// The directories a script's cd/pushd/popd may lead to (in any order: the
+// atoms do not say which runs first, so every combination is kept).
 static void cd_bases(const struct shell_result *sh, const unsigned char *memo,
                      const char *cwd, const char *home, struct bases *b) {
   b->n = 0; // dir is read up to n
@@ -929,8 +1053,7 @@ static void add_shell_atom(struct ctx *c, const struct shell_atom *a,
   enum request_class cls = a->kind == SHELL_CMD    ? REQUEST_BASH
                            : a->kind == SHELL_READ ? REQUEST_READ
                                                    : REQUEST_EDIT;
-  static const char *const kinds[] = {"execute", "read", "edit"};
-  struct request_atom *at = add(c, cls, kinds[cls]);
+  struct request_atom *at = add(c, cls, shell_kinds[cls]);
   if (!at)
     return;
   at->deny_only = a->deny_only;
@@ -1536,13 +1659,17 @@ static struct request_atom *add(struct ctx *c, enum request_class cls,
     opaque(r, "too many parts");
     return NULL;
   }
-  if (r->natoms == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 4;
+  if (r->natoms == c->cap || c->shared) {
+    size_t cap = c->cap ? c->cap * 2 : 4;
+    while (cap <= r->natoms) // the shared atoms (c->cap 0) and one more
+      cap *= 2;
     struct request_atom *v =
-        ar_alloc(r, c->cap * sizeof(*v), _Alignof(struct request_atom));
+        ar_alloc(r, cap * sizeof(*v), _Alignof(struct request_atom));
     if (r->natoms)
       memcpy(v, r->atoms, r->natoms * sizeof(*v));
     r->atoms = v;
+    c->cap = cap;
+    c->shared = false;
   }
   struct request_atom *a = &r->atoms[r->natoms++];
   *a =
@@ -1584,6 +1711,20 @@ static void set_where(struct request *r, const char *text, bool dynamic,
   // Most paths are their own resolution: one string for both.
   *res = rn == n && memcmp(rbuf, buf, n) == 0 ? *lex : ar_strndup(r, rbuf, rn);
   *where = REQUEST_KNOWN;
+}
+
+// opaque(r, "%s%s", a, b) without vsnprintf (what it writes: a and b, cut
+// to the reason's size).
+static void opaque_cat(struct request *r, const char *a, const char *b) {
+  if (r->opaque)
+    return;
+  r->opaque = true;
+  size_t n = 0, cap = sizeof(r->reason) - 1;
+  for (const char *s = a; *s && n < cap; s++)
+    r->reason[n++] = *s;
+  for (const char *s = b; *s && n < cap; s++)
+    r->reason[n++] = *s;
+  r->reason[n] = '\0';
 }
 
 static void opaque(struct request *r, const char *fmt, ...) {
@@ -1634,9 +1775,25 @@ static char *tool_hint(struct ctx *c) {
 }
 
 // The first n bytes of s (none of them NUL) name a tool rules.c knows.
+// The last name known_tool looked up (an agent's tool calls name the same
+// few tools, and rules.c's table never changes): compared, not looked up.
+static struct {
+  size_t n; // 0: none
+  char s[32];
+  bool known;
+} known_last;
+
 static bool known_tool(const char *s, size_t n) {
+  if (n && n == known_last.n && memcmp(s, known_last.s, n) == 0)
+    return known_last.known;
   enum rules_class cls;
-  return rules_tool_class_n(s, n, &cls);
+  bool known = rules_tool_class_n(s, n, &cls);
+  if (n && n <= sizeof(known_last.s)) {
+    memcpy(known_last.s, s, n);
+    known_last.n = n;
+    known_last.known = known;
+  }
+  return known;
 }
 
 static const char *str(const json_t *o, const char *key) {
@@ -1649,9 +1806,52 @@ static const char *kind_of(const struct ctx *c, int kind) {
   return kind < K_CUSTOM ? known_kinds[kind] : c->r->kind;
 }
 
+// The index in known_kinds of k (n bytes) as sent, or K_CUSTOM: by
+// length, then the bytes (memcmp of a constant size is a compare of words).
+static int kind_exact(const char *k, size_t n) {
+  switch (n) {
+  case 4:
+    if (memcmp(k, "read", 4) == 0)
+      return K_READ;
+    if (memcmp(k, "edit", 4) == 0)
+      return K_EDIT;
+    if (memcmp(k, "move", 4) == 0)
+      return K_MOVE;
+    break;
+  case 5:
+    if (memcmp(k, "think", 5) == 0)
+      return K_THINK;
+    if (memcmp(k, "fetch", 5) == 0)
+      return K_FETCH;
+    if (memcmp(k, "other", 5) == 0)
+      return K_OTHER;
+    break;
+  case 6:
+    if (memcmp(k, "delete", 6) == 0)
+      return K_DELETE;
+    if (memcmp(k, "search", 6) == 0)
+      return K_SEARCH;
+    break;
+  case 7:
+    if (memcmp(k, "execute", 7) == 0)
+      return K_EXECUTE;
+    break;
+  case 11:
+    if (memcmp(k, "switch_mode", 11) == 0)
+      return K_SWITCH_MODE;
+    break;
+  default:
+    break;
+  }
+  return K_CUSTOM;
+}
+
 // The index in known_kinds of k (n bytes, no NUL), in any case (as
 // strcasecmp compares), or K_CUSTOM.
 static int kind_index(const char *k, size_t n) {
+  int e = kind_exact(k, n);
+  if (e < K_CUSTOM || !(n >= 4 && n <= 11))
+    return e;
   char c0 = lower_c(k[0]);
   for (int i = 0; i < K_CUSTOM; i++) {
     if (known_len[i] != n || known_kinds[i][0] != c0)

@@ -23,11 +23,13 @@ const struct shell_result *shcache_analyse(const char *script,
 // The same, with script's length (strlen) known.
 const struct shell_result *shcache_analyse_len(const char *script, size_t len,
                                                const char *home);
-// A byte per atom of the result r (zero at first), kept with the result for
-// as long as it lives: what a caller derives from an atom alone (request.c:
-// read-only, a cd, a remover) is worked out once per analysis, not once per
-// request. Only for facts that depend on the atom and nothing else.
-unsigned char *shcache_memo(const struct shell_result *r);
+// A block of size bytes (zeroed at first, aligned for any type) kept with
+// the result r for as long as it lives: what a caller derives from the
+// analysis alone (request.c: each atom's facts, and the atoms of a plain
+// command as the request lists them) is worked out once per analysis, not
+// once per request. Only for what depends on the analysis and nothing
+// else; every call for one result must ask for the same size.
+void *shcache_memo(const struct shell_result *r, size_t size);
 // A number no other result of this process has had (never 0), for what a
 // caller keeps about a result beyond its life (policy.c keys the index
 // keys of its atoms by it: an address can be reused once a result is

@@ -365,6 +365,19 @@ static void compare_all(const json_t *params, const char *p, const char *h,
   }
   for (int k = 0; k < 5; k++)
     compare(s, odd[k], h, what);
+  // The last normal cwd is remembered (request.c: normal_last): the same
+  // length with other bytes, right after it, is not that cwd.
+  static char same_len[PATH_LEN_MAX + 16];
+  size_t pn = strlen(p);
+  if (pn >= 3 && pn < sizeof(same_len)) {
+    memcpy(same_len, p, pn + 1);
+    memcpy(same_len + pn - 2, "/.", 2);
+    compare(s, p, h, what);
+    compare(s, same_len, h, what);
+    memcpy(same_len + pn - 2, "//", 2);
+    compare(s, same_len, h, what);
+    compare(s, p, h, what);
+  }
   shcache_enable(0);
   compare(s, p, h, what);
   shcache_enable(1);
@@ -580,10 +593,109 @@ static void test_same_as_before(void) {
      differ);
 }
 
+// A plain command (commands only, no operand for the breaker) is read from
+// the atoms kept with its cached analysis: two readings share them, and a
+// reading with more atoms (a title that is another command) has its own,
+// which leaves the kept ones as they were. A command with operands (rm)
+// has its own atoms each time (they depend on the cwd).
+static json_t *command_params(const char *cmd, const char *title) {
+  return json_pack("{s:{s:s,s:s,s:s,s:{s:s}}}", "toolCall", "toolCallId",
+                   "call-1", "kind", "execute", "title", title, "rawInput",
+                   "command", cmd);
+}
+
+static void test_shared_atoms(void) {
+  shcache_clear();
+  json_t *p1 =
+      command_params("git status && make -j2", "git status && make -j2");
+  json_t *p2 = command_params("git status && make -j2", "make clean");
+  json_t *p3 = command_params("rm -rf build", "rm -rf build");
+  struct request a, b, c, d, e;
+  request_init(&a, p1, "/p", "/h");
+  request_init(&b, p1, "/p", "/h");
+  ok(a.natoms == 2 && a.atoms == b.atoms && a.sh == b.sh &&
+         a.atoms[0].cmd == &a.sh->atoms[0] && a.atoms[1].cmd == &a.sh->atoms[1],
+     "two readings of a plain command share its kept atoms");
+  request_init(&c, p2, "/p", "/h");
+  ok(c.natoms == 3 && c.atoms != a.atoms && c.atoms[0].cmd == a.atoms[0].cmd &&
+         c.atoms[1].cmd == a.atoms[1].cmd && c.atoms[2].cmd != NULL &&
+         strcmp(c.atoms[2].cmd->words[0].text, "make") == 0,
+     "a reading with more atoms copies them first");
+  ok(a.natoms == 2 && a.atoms[0].cls == REQUEST_BASH &&
+         strcmp(a.atoms[0].kind, "execute") == 0 && a.atoms[0].read_only &&
+         !a.atoms[1].read_only && a.atoms[1].cmd == &a.sh->atoms[1] &&
+         a.atoms[1].ntargets == 0,
+     "the kept atoms are left as they were");
+  request_init(&d, p3, "/p", "/h");
+  request_init(&e, p3, "/q", "/h");
+  ok(d.natoms >= 1 && e.natoms == d.natoms && d.atoms != e.atoms &&
+         d.atoms[0].ntargets == 1 && e.atoms[0].ntargets == 1 &&
+         strcmp(d.atoms[0].targets[0].lex, "/p/build") == 0 &&
+         strcmp(e.atoms[0].targets[0].lex, "/q/build") == 0,
+     "a command with operands has atoms of its own (by cwd)");
+  request_clear(&a);
+  request_clear(&b);
+  request_clear(&c);
+  request_clear(&d);
+  request_clear(&e);
+  json_decref(p1);
+  json_decref(p2);
+  json_decref(p3);
+}
+
+// Tool names from toolCallIds: the last one looked up is remembered
+// (request.c: known_last), so names of the same length in a row, known and
+// not, are each read as the reference reads them.
+static void test_tool_names(void) {
+  static const char *const ids[] = {
+      "Read-1", "Rxad-2",     "Read-3",     "read-4",  "Bash__5", "Bxsh__6",
+      "Bash-7", "WebFetch-8", "WebFetcx-9", "call-10", "Edit-11"};
+  static const char *const tools[] = {"Read", NULL, "Read", NULL,
+                                      "Bash", NULL, "Bash", "WebFetch",
+                                      NULL,   NULL, "Edit"};
+  size_t before = differ, right = 0;
+  for (size_t i = 0; i < sizeof(ids) / sizeof(*ids); i++) {
+    json_t *params = json_pack("{s:{s:s,s:s}}", "toolCall", "toolCallId",
+                               ids[i], "title", "x");
+    compare(params, "/p", "/h", ids[i]);
+    struct request r;
+    request_init(&r, params, "/p", "/h");
+    right += tools[i] ? r.tool && strcmp(r.tool, tools[i]) == 0 : !r.tool;
+    request_clear(&r);
+    json_decref(params);
+  }
+  ok(differ == before && right == sizeof(ids) / sizeof(*ids),
+     "tool names from ids in a row: %zu of %zu as expected", right,
+     sizeof(ids) / sizeof(*ids));
+}
+
+// rawInput keys of a name's length, with its first 8 bytes and its hash
+// slot (found by trying names): request.c compares a key's first and last 8
+// bytes with the name's, so these are no such keys and are read as the
+// reference reads them.
+static void test_key_collisions(void) {
+  static const char *const keys[] = {"absolute_pagj", "descriptdbp",
+                                     "destinathff"};
+  static const char *const kinds[] = {"read", "edit", "other"};
+  size_t before = differ;
+  for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+      json_t *params =
+          json_pack("{s:{s:s,s:s,s:{s:s}}}", "toolCall", "toolCallId", "call-1",
+                    "kind", kinds[k], "rawInput", keys[i], "/etc/passwd");
+      compare(params, "/p", "/h", keys[i]);
+      json_decref(params);
+    }
+  ok(differ == before, "keys that share a name's slot and first 8 bytes");
+}
+
 int main(void) {
   test_atoms();
   test_same_as_before();
   test_nul();
+  test_shared_atoms();
+  test_tool_names();
+  test_key_collisions();
   test_shcache();
   shcache_clear();
   return done_testing();
