@@ -5,6 +5,7 @@
 
 #include "base/mem.h"
 #include "codec/jsonpack.h"
+#include "codec/mpbuf.h"
 
 // The JSON of a string member of tc (a string), or NULL.
 static const json_t *tc_str(const json_t *tc, const char *key) {
@@ -12,100 +13,34 @@ static const json_t *tc_str(const json_t *tc, const char *key) {
   return json_is_string(s) ? s : NULL;
 }
 
-// The data is encoded here into a buffer and handed to the packer in a few
-// writes (its writer, called for every header and every string, cost more
-// than the encoding: as verdict.c does for the `decided` event); the
+// The data is encoded into a buffer (codec/mpbuf.h) and handed to the
+// packer in a few writes, as verdict.c does for the `decided` event; the
 // agent's toolCall and options go through jsonpack, which buffers too.
-struct mp {
-  msgpack_packer *pk;
-  size_t len;
-  char buf[2048];
-};
-
-static void mp_flush(struct mp *m) {
-  if (m->len)
-    m->pk->callback(m->pk->data, m->buf, m->len);
-  m->len = 0;
-}
-
-static void mp_put(struct mp *m, const void *p, size_t n) {
-  if (m->len + n > sizeof(m->buf)) {
-    mp_flush(m);
-    if (n > sizeof(m->buf)) {
-      m->pk->callback(m->pk->data, p, n);
-      return;
-    }
-  }
-  memcpy(m->buf + m->len, p, n);
-  m->len += n;
-}
-
-// A header: fix (small) or 16/32-bit big-endian length after tag16/tag32.
-static void mp_head(struct mp *m, unsigned fix, size_t fixmax,
-                    unsigned char tag16, unsigned char tag32, size_t n) {
-  unsigned char h[5];
-  size_t k;
-  if (n <= fixmax) {
-    h[0] = (unsigned char)(fix | n);
-    k = 1;
-  } else if (n <= 0xffff) {
-    h[0] = tag16;
-    h[1] = (unsigned char)(n >> 8);
-    h[2] = (unsigned char)n;
-    k = 3;
-  } else {
-    h[0] = tag32;
-    h[1] = (unsigned char)(n >> 24);
-    h[2] = (unsigned char)(n >> 16);
-    h[3] = (unsigned char)(n >> 8);
-    h[4] = (unsigned char)n;
-    k = 5;
-  }
-  mp_put(m, h, k);
-}
-
-// A string as msgpack-c and jsonpack write it: fixstr, str8, str16, str32.
-static void mp_strn(struct mp *m, const char *s, size_t n) {
-  if (n <= 31 && m->len + 1 + n <= sizeof(m->buf)) { // fixstr: most are
-    m->buf[m->len] = (char)(0xa0 | n);
-    memcpy(m->buf + m->len + 1, s, n);
-    m->len += 1 + n;
-    return;
-  }
-  if (n > 31 && n <= 0xff) { // str8
-    unsigned char h[2] = {0xd9, (unsigned char)n};
-    mp_put(m, h, 2);
-  } else {
-    mp_head(m, 0xa0, 31, 0xda, 0xdb, n);
-  }
-  mp_put(m, s, n);
-}
-
-static void mp_str(struct mp *m, const char *s) {
-  mp_strn(m, s, strlen(s));
+static void mp_str(struct mpbuf *m, const char *s) {
+  mpbuf_str(m, s, strlen(s));
 }
 
 // A JSON string, or nil for NULL.
-static void mp_json_str(struct mp *m, const json_t *s) {
+static void mp_json_str(struct mpbuf *m, const json_t *s) {
   static const unsigned char nil = 0xc0;
   if (s)
-    mp_strn(m, json_string_value(s), json_string_length(s));
+    mpbuf_str(m, json_string_value(s), json_string_length(s));
   else
-    mp_put(m, &nil, 1);
+    mpbuf_put(m, &nil, 1);
 }
 
 // A key (a literal) and its string value, when there is one.
 #define MP_KV(m, key, s)                                                       \
   do {                                                                         \
     if (s) {                                                                   \
-      mp_strn(m, key, sizeof(key) - 1);                                        \
+      mpbuf_str(m, key, sizeof(key) - 1);                                      \
       mp_str(m, s);                                                            \
     }                                                                          \
   } while (0)
-#define MP_KEY(m, key) mp_strn(m, key, sizeof(key) - 1)
+#define MP_KEY(m, key) mpbuf_str(m, key, sizeof(key) - 1)
 
 // An unsigned integer, as small as it fits (positive fixint, uint8 ...).
-static void mp_uint(struct mp *m, uint64_t u) {
+static void mp_uint(struct mpbuf *m, uint64_t u) {
   unsigned char h[9];
   size_t k;
   if (u < 128) {
@@ -122,11 +57,11 @@ static void mp_uint(struct mp *m, uint64_t u) {
       h[1 + i] = (unsigned char)(u >> (8 * (bytes - 1 - i)));
     k = 1 + bytes;
   }
-  mp_put(m, h, k);
+  mpbuf_put(m, h, k);
 }
 
-static void mp_rules(struct mp *m, char *const *v, size_t n) {
-  mp_head(m, 0x90, 15, 0xdc, 0xdd, n);
+static void mp_rules(struct mpbuf *m, char *const *v, size_t n) {
+  mpbuf_head(m, 0x90, 15, 0xdc, 0xdd, n);
   for (size_t i = 0; i < n; i++)
     mp_str(m, v[i]);
 }
@@ -140,8 +75,8 @@ struct member {
 // The options as the flat view read them: each {optionId, name, kind} with
 // its members in the order of the line (as the tree keeps them), their
 // strings as they are there (no escapes: the view reads only those).
-static void mp_view_options(struct mp *m, const struct reqview *rv) {
-  mp_head(m, 0x90, 15, 0xdc, 0xdd, rv->noptions);
+static void mp_view_options(struct mpbuf *m, const struct reqview *rv) {
+  mpbuf_head(m, 0x90, 15, 0xdc, 0xdd, rv->noptions);
   for (size_t i = 0; i < rv->noptions; i++) {
     const struct reqview_option *o = &rv->options[i];
     struct member mem[3] = {
@@ -153,10 +88,10 @@ static void mp_view_options(struct mp *m, const struct reqview *rv) {
         mem[b] = mem[b - 1];
         mem[b - 1] = t;
       }
-    mp_head(m, 0x80, 15, 0xde, 0xdf, 3);
+    mpbuf_head(m, 0x80, 15, 0xde, 0xdf, 3);
     for (int j = 0; j < 3; j++) {
-      mp_strn(m, mem[j].key, mem[j].klen);
-      mp_strn(m, mem[j].val->s, mem[j].val->n);
+      mpbuf_str(m, mem[j].key, mem[j].klen);
+      mpbuf_str(m, mem[j].val->s, mem[j].val->n);
     }
   }
 }
@@ -171,10 +106,10 @@ static void pack(msgpack_packer *pk, uint64_t token, const char *agent,
   size_t n = 12; // id ... toolCall (8), narrow, broad, atoms, paths
   for (size_t i = 0; i < sizeof(opt) / sizeof(*opt); i++)
     n += opt[i] != NULL;
-  struct mp m;
+  struct mpbuf m;
   m.pk = pk;
   m.len = 0;
-  mp_head(&m, 0x80, 15, 0xde, 0xdf, n);
+  mpbuf_head(&m, 0x80, 15, 0xde, 0xdf, n);
   MP_KEY(&m, "id");
   mp_uint(&m, token);
   MP_KEY(&m, "agent");
@@ -191,11 +126,11 @@ static void pack(msgpack_packer *pk, uint64_t token, const char *agent,
   if (rv) {
     mp_view_options(&m, rv);
   } else {
-    mp_flush(&m);
+    mpbuf_flush(&m);
     jsonpack_pack(pk, options);
   }
   MP_KEY(&m, "toolCall");
-  mp_flush(&m);
+  mpbuf_flush(&m);
   jsonpack_pack(pk, tc);
   // From the verdict: why the person is asked, what the policy judged (the
   // analysed command and its atoms, the paths it names) and the options it
@@ -211,25 +146,25 @@ static void pack(msgpack_packer *pk, uint64_t token, const char *agent,
   MP_KV(&m, "command", v->command);
   MP_KEY(&m, "atoms");
   size_t na = gate_verdict_natoms(v);
-  mp_head(&m, 0x90, 15, 0xdc, 0xdd, na);
+  mpbuf_head(&m, 0x90, 15, 0xdc, 0xdd, na);
   for (size_t i = 0; i < na; i++) {
     struct policy_atom_view a;
     gate_verdict_atom(v, i, &a);
-    mp_head(&m, 0x80, 15, 0xde, 0xdf, a.inner ? 3 : 2);
+    mpbuf_head(&m, 0x80, 15, 0xde, 0xdf, a.inner ? 3 : 2);
     MP_KEY(&m, "kind");
     mp_str(&m, a.kind);
     MP_KEY(&m, "text");
     mp_str(&m, a.text);
     if (a.inner) {
       MP_KEY(&m, "inner");
-      mp_put(&m, &yes, 1);
+      mpbuf_put(&m, &yes, 1);
     }
   }
   MP_KEY(&m, "paths");
   mp_rules(&m, (char *const *)(uintptr_t)v->paths, v->npaths);
   MP_KV(&m, "allowOption", v->allow_option);
   MP_KV(&m, "rejectOption", v->reject_option);
-  mp_flush(&m);
+  mpbuf_flush(&m);
 }
 
 void prompt_pack(msgpack_packer *pk, uint64_t token, const char *agent,
@@ -247,10 +182,10 @@ void prompt_pack_resolved(msgpack_packer *pk, uint64_t token, const char *agent,
                           const char *session, const char *tool_call_id,
                           const char *option_id, const char *by) {
   static const unsigned char nil = 0xc0;
-  struct mp m;
+  struct mpbuf m;
   m.pk = pk;
   m.len = 0;
-  mp_head(&m, 0x80, 15, 0xde, 0xdf, 7);
+  mpbuf_head(&m, 0x80, 15, 0xde, 0xdf, 7);
   MP_KEY(&m, "id");
   mp_uint(&m, token);
   MP_KEY(&m, "agent");
@@ -265,10 +200,10 @@ void prompt_pack_resolved(msgpack_packer *pk, uint64_t token, const char *agent,
   if (option_id)
     mp_str(&m, option_id);
   else
-    mp_put(&m, &nil, 1);
+    mpbuf_put(&m, &nil, 1);
   MP_KEY(&m, "by");
   mp_str(&m, by);
-  mp_flush(&m);
+  mpbuf_flush(&m);
 }
 
 const char **prompt_remember_rules(const struct prompt_kept *k,

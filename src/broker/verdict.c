@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "codec/jsonpack.h"
+#include "codec/mpbuf.h"
 
 static const char *outcome(const char *by, const char *option_id) {
   return strcmp(by, "agent") == 0 ? "unasked"
@@ -63,76 +64,8 @@ void verdict_audit_info(const json_t *info, const char *decision,
     a->rule = a->source = NULL;
 }
 
-// The event is encoded here into a buffer and handed to the packer in one
-// write (its writer, called for every header and every string, cost more
-// than the encoding); what does not fit goes to it directly.
-struct mp {
-  msgpack_packer *pk;
-  size_t len;
-  char buf[2048];
-};
-
-static void mp_flush(struct mp *m) {
-  if (m->len)
-    m->pk->callback(m->pk->data, m->buf, m->len);
-  m->len = 0;
-}
-
-static void mp_put(struct mp *m, const void *p, size_t n) {
-  if (m->len + n > sizeof(m->buf)) {
-    mp_flush(m);
-    if (n > sizeof(m->buf)) {
-      m->pk->callback(m->pk->data, p, n);
-      return;
-    }
-  }
-  memcpy(m->buf + m->len, p, n);
-  m->len += n;
-}
-
-// A header: fix (small) or 16/32-bit big-endian length after tag16/tag32.
-static void mp_head(struct mp *m, unsigned fix, size_t fixmax,
-                    unsigned char tag16, unsigned char tag32, size_t n) {
-  unsigned char h[5];
-  size_t k;
-  if (n <= fixmax) {
-    h[0] = (unsigned char)(fix | n);
-    k = 1;
-  } else if (n <= 0xffff) {
-    h[0] = tag16;
-    h[1] = (unsigned char)(n >> 8);
-    h[2] = (unsigned char)n;
-    k = 3;
-  } else {
-    h[0] = tag32;
-    h[1] = (unsigned char)(n >> 24);
-    h[2] = (unsigned char)(n >> 16);
-    h[3] = (unsigned char)(n >> 8);
-    h[4] = (unsigned char)n;
-    k = 5;
-  }
-  mp_put(m, h, k);
-}
-
-static inline void mp_str(struct mp *m, const char *s, size_t n) {
-  if (n <= 31 && m->len + 1 + n <= sizeof(m->buf)) { // fixstr: most are
-    m->buf[m->len] = (char)(0xa0 | n);
-    memcpy(m->buf + m->len + 1, s, n);
-    m->len += 1 + n;
-    return;
-  }
-  if (n > 31 && n <= 0xff) { // str8
-    unsigned char h[2] = {0xd9, (unsigned char)n};
-    mp_put(m, h, 2);
-  } else {
-    mp_head(m, 0xa0, 31, 0xda, 0xdb, n);
-  }
-  mp_put(m, s, n);
-}
-
-static void mp_array(struct mp *m, size_t n) {
-  mp_head(m, 0x90, 15, 0xdc, 0xdd, n);
-}
+// The event is encoded into a buffer (codec/mpbuf.h) and handed to the
+// packer in one write.
 
 // Whether s is a non-empty string (what the event carries).
 static bool has(const char *s) {
@@ -141,12 +74,12 @@ static bool has(const char *s) {
 
 // One string field: nil when absent or empty (Lua's compat.str takes both
 // as nil).
-static void field(struct mp *m, const char *s) {
+static void field(struct mpbuf *m, const char *s) {
   static const unsigned char nil = 0xc0;
   if (has(s))
-    mp_str(m, s, strlen(s));
+    mpbuf_str(m, s, strlen(s));
   else
-    mp_put(m, &nil, 1);
+    mpbuf_put(m, &nil, 1);
 }
 
 // The words sent as integers (verdict.h verdict_decided_word; the same
@@ -181,12 +114,12 @@ const char *verdict_decided_word(enum decided_item item, unsigned n) {
 
 // A string field with a list of words (decided_words): the word's number
 // (a positive fixint), else as field().
-static void word_field(struct mp *m, const char *s, enum decided_item item) {
+static void word_field(struct mpbuf *m, const char *s, enum decided_item item) {
   const char *const *w = decided_words(item);
   if (w && has(s)) {
     for (unsigned char i = 1; *w; i++, w++)
       if (strcmp(s, *w) == 0) {
-        mp_put(m, &i, 1);
+        mpbuf_put(m, &i, 1);
         return;
       }
   }
@@ -207,11 +140,11 @@ static bool atoms_plain(const struct gate_verdict *v,
 }
 
 // An atom as three items of the flat atoms array: kind, text, inner.
-static void pack_atom(struct mp *m, const struct policy_atom_view *a) {
+static void pack_atom(struct mpbuf *m, const struct policy_atom_view *a) {
   const unsigned char inner = a->inner ? 0xc3 : 0xc2;
-  mp_str(m, a->kind, strlen(a->kind));
-  mp_str(m, a->text, strlen(a->text));
-  mp_put(m, &inner, 1);
+  mpbuf_str(m, a->kind, strlen(a->kind));
+  mpbuf_str(m, a->text, strlen(a->text));
+  mpbuf_put(m, &inner, 1);
 }
 
 void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
@@ -219,7 +152,7 @@ void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
   static const unsigned char yes = 0xc3;
   struct policy_atom_view first;
   bool atoms = !atoms_plain(v, &first);
-  struct mp m;
+  struct mpbuf m;
   m.pk = pk;
   m.len = 0;
   // The items after the last one present are left out.
@@ -233,13 +166,13 @@ void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
              : has(v->reason)    ? DECIDED_REASON
              : has(v->option_id) ? DECIDED_OPTION_ID
                                  : DECIDED_BY;
-  mp_array(&m, n);
+  mpbuf_array(&m, n);
   field(&m, v->agent);
   field(&m, v->session);
   field(&m, v->tool_call_id);
   word_field(&m, v->kind, DECIDED_KIND);
   if (has(v->title) && has(v->command) && strcmp(v->title, v->command) == 0)
-    mp_put(&m, &yes, 1); // the title is the command
+    mpbuf_put(&m, &yes, 1); // the title is the command
   else
     field(&m, v->title);
   field(&m, v->command);
@@ -256,7 +189,7 @@ void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
   if (n >= DECIDED_ATOMS) {
     if (atoms) {
       size_t na = gate_verdict_natoms(v);
-      mp_array(&m, 3 * na);
+      mpbuf_array(&m, 3 * na);
       struct policy_atom_view a;
       for (size_t i = 0; i < na; i++) {
         if (i)
@@ -269,16 +202,16 @@ void verdict_pack_decided(msgpack_packer *pk, const struct gate_verdict *v,
   }
   if (n >= DECIDED_PATHS) {
     if (with_paths) {
-      mp_array(&m, v->npaths);
+      mpbuf_array(&m, v->npaths);
       for (size_t i = 0; i < v->npaths; i++)
-        mp_str(&m, v->paths[i], strlen(v->paths[i]));
+        mpbuf_str(&m, v->paths[i], strlen(v->paths[i]));
     } else {
       field(&m, NULL);
     }
   }
   if (snapshots) {
-    mp_flush(&m);
+    mpbuf_flush(&m);
     jsonpack_pack(pk, snapshots);
   }
-  mp_flush(&m);
+  mpbuf_flush(&m);
 }
