@@ -16,19 +16,16 @@ struct mpbuf {
 };
 
 // Hands what is buffered to the packer's writer.
-static inline void mpbuf_flush(struct mpbuf *m) {
-  if (m->len)
-    m->pk->callback(m->pk->data, m->buf, m->len);
-  m->len = 0;
-}
+void mpbuf_flush(struct mpbuf *m);
+// mpbuf_put when the n bytes do not fit: flushes first, and what is larger
+// than the buffer goes to the writer directly.
+void mpbuf_put_slow(struct mpbuf *m, const void *p, size_t n);
 
+// Appends n bytes.
 static inline void mpbuf_put(struct mpbuf *m, const void *p, size_t n) {
   if (m->len + n > sizeof(m->buf)) {
-    mpbuf_flush(m);
-    if (n > sizeof(m->buf)) {
-      m->pk->callback(m->pk->data, p, n);
-      return;
-    }
+    mpbuf_put_slow(m, p, n);
+    return;
   }
   memcpy(m->buf + m->len, p, n);
   m->len += n;
