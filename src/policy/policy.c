@@ -1787,6 +1787,27 @@ static void bash_memo_cands(const struct policy *p, const struct lindex *x,
   cands_vec(c, &x->bash_rest);
 }
 
+// The next key of a path's walk (path_cands, the memo's path keys): the
+// next segment after *s appended to buf[*n] as "/segment" (folded), its
+// hash carried on in *h. False at the end of the path, or when the key
+// would be longer than max (no key is longer).
+static inline bool path_key_next(const char **sp, char *buf, size_t *np,
+                                 size_t max, uint64_t *h) {
+  const char *s = *sp;
+  size_t n = *np;
+  while (*s == '/')
+    s++;
+  size_t len = strcspn(s, "/");
+  if (!len || n + 1 + len > max)
+    return false;
+  buf[n] = '/';
+  fold_copy(buf + n + 1, s, len);
+  *h = ruleidx_hash_more(*h, buf + n, len + 1);
+  *np = n + len + 1;
+  *sp = s + len;
+  return true;
+}
+
 // Read/Edit rules by the literal start of their pattern: one key per
 // leading run of the path's segments (and the empty one).
 static void path_cands(const struct lindex *x, char tag, const char *path,
@@ -1795,19 +1816,8 @@ static void path_cands(const struct lindex *x, char tag, const char *path,
   size_t n = 0, max = x->path_key_max[tag == 'e'];
   uint64_t h = ruleidx_hash_start(tag);
   cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, "", 0));
-  for (const char *s = path; *s;) {
-    while (*s == '/')
-      s++;
-    size_t len = strcspn(s, "/");
-    if (!len || n + 1 + len > max)
-      break; // no key is longer
-    buf[n] = '/';
-    fold_copy(buf + n + 1, s, len);
-    h = ruleidx_hash_more(h, buf + n, len + 1);
-    n += len + 1;
-    s += len;
+  for (const char *s = path; path_key_next(&s, buf, &n, max, &h);)
     cands_add(c, ruleidx_get_hashed(x->keys, x->list, h, tag, buf, n));
-  }
 }
 
 // The rules of list that can match atom a (a superset, see lindex).
@@ -2360,20 +2370,9 @@ static bool memo_path(struct memo *m, const struct policy *p, int c,
   } else if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, "", 0))) {
     return false;
   }
-  while (*s) {
-    while (*s == '/')
-      s++;
-    size_t len = strcspn(s, "/");
-    if (!len || n + 1 + len > max)
-      break; // no key is longer
-    buf[n] = '/';
-    fold_copy(buf + n + 1, s, len);
-    h = ruleidx_hash_more(h, buf + n, len + 1);
-    n += len + 1;
-    s += len;
+  while (path_key_next(&s, buf, &n, max, &h))
     if (!memo_found(m, k, ruleidx_find_hashed(keys, h, tag, buf, n)))
       return false;
-  }
   return true;
 }
 
@@ -2391,27 +2390,15 @@ static void root_keys_build(struct policy *p, int c) {
   size_t cap = sizeof(rk->slot) / sizeof(*rk->slot);
   if (f)
     rk->slot[rk->nslot++] = f;
-  for (const char *s = p->root; *s;) {
-    while (*s == '/')
-      s++;
-    size_t len = strcspn(s, "/");
-    if (!len)
-      break;
-    if (n + 1 + len > max) {
-      rk->stopped = true;
-      break;
-    }
-    buf[n] = '/';
-    fold_copy(buf + n + 1, s, len);
-    h = ruleidx_hash_more(h, buf + n, len + 1);
-    n += len + 1;
-    s += len;
+  const char *s = p->root;
+  while (path_key_next(&s, buf, &n, max, &h))
     if ((f = ruleidx_find_hashed(p->keys, h, tag, buf, n))) {
       if (rk->nslot == cap)
         return; // not set: memo_path walks the root too
       rk->slot[rk->nslot++] = f;
     }
-  }
+  // Stopped by a segment too long for any key, not by the end of the root.
+  rk->stopped = s[strspn(s, "/")] != '\0';
   rk->text = xstrndup(buf, n);
   rk->n = n;
   rk->h = h;
