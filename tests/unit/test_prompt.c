@@ -29,6 +29,8 @@
 #include "fixtures.h"
 #include "policy/gate.h"
 
+#include "audit_lines.h"
+
 static char proj[300], audit_file[400];
 static size_t asked, compared_view;
 // The prompt's token: each comparison takes the next of these (each size
@@ -82,19 +84,7 @@ static char *as_json(const msgpack_sbuffer *sb) {
 
 // The lines of the audit file after the flush, without their timestamps.
 static json_t *audit_lines(void) {
-  audit_flush();
-  json_t *all = json_array();
-  FILE *f = fopen(audit_file, "r");
-  char buf[16384];
-  while (f && fgets(buf, sizeof(buf), f)) {
-    const char *rest = strstr(buf, ",\"root\":");
-    json_array_append_new(all, json_string(rest ? rest : buf));
-  }
-  if (f)
-    fclose(f);
-  if (truncate(audit_file, 0) != 0)
-    printf("# cannot truncate %s\n", audit_file);
-  return all;
+  return audit_lines_of(audit_file);
 }
 
 static bool same_str(const char *a, const char *b) {

@@ -21,6 +21,8 @@
 #include "codec/jsonpack.h"
 #include "policy/gate.h"
 
+#include "audit_lines.h"
+
 static char proj[300], audit_file[400];
 
 static json_t *options(void) {
@@ -44,19 +46,7 @@ static json_t *edit(const char *path) {
 
 // The lines of the audit file after the flush, without their timestamps.
 static json_t *audit_lines(void) {
-  audit_flush();
-  json_t *all = json_array();
-  FILE *f = fopen(audit_file, "r");
-  char buf[16384];
-  while (f && fgets(buf, sizeof(buf), f)) {
-    const char *rest = strstr(buf, ",\"root\":");
-    json_array_append_new(all, json_string(rest ? rest : buf));
-  }
-  if (f)
-    fclose(f);
-  if (truncate(audit_file, 0) != 0)
-    printf("# cannot truncate %s\n", audit_file);
-  return all;
+  return audit_lines_of(audit_file);
 }
 
 // The event as the broker built it from the verdict's JSON before, as Lua
