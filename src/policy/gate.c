@@ -528,24 +528,6 @@ void gate_forget(struct gate *g, const char *agent) {
 static const char *utf8_or_null(const char *s);
 static const char *utf8_or_null_n(const char *s, size_t n);
 
-// The rules a prompt suggests (v, *n: taken) without those that are not
-// UTF-8 (a word the agent sent), as json_string would have failed them;
-// NULL when none is left.
-static char **utf8_rules(char **v, size_t *n) {
-  size_t k = 0;
-  for (size_t i = 0; i < *n; i++) {
-    if (utf8_or_null(v[i]))
-      v[k++] = v[i];
-    else
-      free(v[i]);
-  }
-  *n = k;
-  if (k)
-    return v;
-  free(v);
-  return NULL;
-}
-
 // The rules of a prompt (borrowed) as a JSON array.
 static json_t *rules_json(char *const *v, size_t n) {
   json_t *a = json_array();
@@ -732,12 +714,17 @@ static void decide(struct gate *g, const char *agent, const char *session,
   // more than deciding.
   // Both sets anchored on the project root and home as they are written
   // to its settings (broad: the broader alternative).
-  struct policy_suggestions sg;
-  policy_request_suggestions(r, root, g->home, &sg);
-  v->narrow = utf8_rules(sg.narrow, &sg.nnarrow);
-  v->nnarrow = sg.nnarrow;
-  v->broad = utf8_rules(sg.broad, &sg.nbroad);
-  v->nbroad = sg.nbroad;
+  // A request of the same atoms as one the policy keeps a result for
+  // gets the sets kept with it (policy_request_suggestions_kept).
+  struct policy_sets *sets =
+      policy_request_suggestions_kept(p, r, root, g->home);
+  if (sets) {
+    v->sets = sets;
+    v->narrow = sets->narrow;
+    v->nnarrow = sets->nnarrow;
+    v->broad = sets->broad;
+    v->nbroad = sets->nbroad;
+  }
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
   enum policy_decision want = POLICY_ALLOW;
@@ -794,17 +781,10 @@ void gate_verdict_atom(const struct gate_verdict *v, size_t i,
   policy_request_atom(v->policy, v->req, i, out);
 }
 
-static void free_rules(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
 void gate_verdict_clear(struct gate_verdict *v) {
   policy_request_free(v->req);
   free(v->paths);
-  free_rules(v->narrow, v->nnarrow);
-  free_rules(v->broad, v->nbroad);
+  free(v->sets);
   json_decref(v->info);
   memset(v, 0, offsetof(struct gate_verdict, reason_buf));
 }

@@ -36,11 +36,12 @@ struct gate_verdict {
   const char **paths;                 // the request's paths (UTF-8 only)
   size_t npaths;
   // ASK only (else NULL, 0): the rules the prompt offers to remember (the
-  // narrow set and the broader one; UTF-8 only, in order; owned), and the
-  // options :AcpAllow and :AcpDeny answer with (policy_pick_option; NULL
-  // when none, or not UTF-8; borrowed from the request's options).
+  // narrow set and the broader one; UTF-8 only, in order; in sets, owned),
+  // and the options :AcpAllow and :AcpDeny answer with (policy_pick_option;
+  // NULL when none, or not UTF-8; borrowed from the request's options).
   char **narrow, **broad;
   size_t nnarrow, nbroad;
+  struct policy_sets *sets;
   const char *allow_option, *reject_option;
   // {root, agent, session, toolCallId, kind, title, command, atoms, paths,
   // decision, by, reason, rule, source} and, for ASK, narrow, broad,

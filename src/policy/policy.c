@@ -272,6 +272,9 @@ struct kept_result {
   char reason[sizeof(((struct policy_result *)0)->reason)];
   char rule[sizeof(((struct policy_result *)0)->rule)];
   char source[sizeof(((struct policy_result *)0)->source)];
+  // The sets a prompt suggests for these atoms (struct sg_kept), or NULL:
+  // kept by policy_request_suggestions_kept while the result is.
+  void *sg;
 };
 
 struct keep {
@@ -495,6 +498,8 @@ void policy_free(struct policy *p) {
     index_free(&p->idx[l]);
   }
   ruleidx_free(p->keys);
+  for (size_t i = 0; p->res->v && i < KEEP_RESULTS; i++)
+    free(p->res->v[i].sg);
   free(p->res->v);
   free(p->res);
   if (p->keep)
@@ -976,6 +981,54 @@ static bool path_key(const struct request_atom *a, char *key, size_t *n) {
   return true;
 }
 
+// What a kept result is keyed by (struct kept_result): the serial of the
+// analysis of the request's Bash atoms, their indices there, the atoms'
+// deny_only bits and the path atoms' fields.
+struct rkey {
+  unsigned long long serial;
+  size_t natoms, nkey;
+  uint8_t deny_only, atom[RESULT_ATOMS];
+  char key[RESULT_KEY];
+};
+
+// The key of r's atoms; false when its atoms are not of the kinds a result
+// is kept for (Bash atoms of one analysis, at least one, and Read and Edit
+// atoms; no breaker target; at most RESULT_ATOMS; not opaque).
+static bool result_key(const struct request *r, struct rkey *k) {
+  if (r->opaque || r->natoms > RESULT_ATOMS)
+    return false;
+  bool bash = false;
+  k->serial = 0;
+  k->natoms = r->natoms;
+  k->nkey = 0;
+  k->deny_only = 0;
+  for (size_t j = 0; j < r->natoms; j++) {
+    const struct request_atom *a = &r->atoms[j];
+    unsigned long long sj;
+    uint32_t aj;
+    if (a->cls == REQUEST_READ || a->cls == REQUEST_EDIT) {
+      if (!path_key(a, k->key, &k->nkey))
+        return false;
+      k->atom[j] = UINT8_MAX;
+    } else if (a->ntargets || !atom_of(r, a, &sj, &aj) ||
+               (bash && sj != k->serial) || aj >= UINT8_MAX) {
+      return false; // atom_of: a Bash atom (else another class)
+    } else {
+      k->serial = sj;
+      bash = true;
+      k->atom[j] = (uint8_t)aj;
+    }
+    k->deny_only |= (uint8_t)(a->deny_only << j);
+  }
+  return bash;
+}
+
+static bool key_same(const struct kept_result *x, const struct rkey *k) {
+  return x->natoms == k->natoms && x->deny_only == k->deny_only &&
+         memcmp(x->atom, k->atom, k->natoms) == 0 && x->nkey == k->nkey &&
+         memcmp(x->key, k->key, k->nkey) == 0;
+}
+
 // The result kept for the request's atoms (struct kept_result): true when
 // it was found and written to e->out; else *kr is the place to keep this
 // decision's (NULL: not one to keep) under the serial *ks.
@@ -989,50 +1042,29 @@ static bool result_kept(struct eval *e, struct kept_result **kr,
       (e->classes & ~(paths | 1u << REQUEST_BASH)) || e->targets || r->opaque ||
       e->p->mode == POLICY_MODE_PLAN || r->natoms > RESULT_ATOMS)
     return false;
-  unsigned long long serial = 0, sj;
-  bool bash = false;
-  uint8_t deny_only = 0, atom[RESULT_ATOMS];
-  char key[RESULT_KEY];
-  size_t nkey = 0;
-  for (size_t j = 0; j < r->natoms; j++) {
-    const struct request_atom *a = &r->atoms[j];
-    uint32_t aj;
-    if (a->cls != REQUEST_BASH) {
-      if (!path_key(a, key, &nkey))
-        return false;
-      atom[j] = UINT8_MAX;
-    } else if (!atom_of(r, a, &sj, &aj) || (bash && sj != serial) ||
-               aj >= UINT8_MAX) {
-      return false;
-    } else {
-      serial = sj;
-      bash = true;
-      atom[j] = (uint8_t)aj;
-    }
-    deny_only |= (uint8_t)(a->deny_only << j);
-  }
-  if (!bash)
+  struct rkey k;
+  if (!result_key(r, &k))
     return false;
+  unsigned long long serial = k.serial;
   if (!res->v && ++res->asked < 2)
     return false; // a policy that decides once keeps nothing
   if (!res->v)
     res->v = xcalloc(KEEP_RESULTS, sizeof(*res->v));
   struct kept_result *x = &res->v[serial & (KEEP_RESULTS - 1)];
-  bool same = x->serial == serial && x->natoms == r->natoms &&
-              x->deny_only == deny_only &&
-              memcmp(x->atom, atom, r->natoms) == 0 && x->nkey == nkey &&
-              memcmp(x->key, key, nkey) == 0;
+  bool same = x->serial == serial && key_same(x, &k);
   if (!same && x->seen != serial) {
     x->seen = serial; // kept the next time: most commands come once
     return false;
   }
   if (!same) {
     x->serial = 0; // set by result_keep
-    x->natoms = (uint8_t)r->natoms;
-    x->deny_only = deny_only;
-    memcpy(x->atom, atom, r->natoms);
-    x->nkey = (uint16_t)nkey;
-    memcpy(x->key, key, nkey);
+    x->natoms = (uint8_t)k.natoms;
+    x->deny_only = k.deny_only;
+    memcpy(x->atom, k.atom, k.natoms);
+    x->nkey = (uint16_t)k.nkey;
+    memcpy(x->key, k.key, k.nkey);
+    free(x->sg); // another request's
+    x->sg = NULL;
     *kr = x;
     *ks = serial;
     return false;
@@ -1058,6 +1090,133 @@ static void result_keep(struct kept_result *x, unsigned long long serial,
   memcpy(x->rule, out->rule, x->n[1] + 1u);
   memcpy(x->source, out->source, x->n[2] + 1u);
   x->serial = serial;
+}
+
+// The suggested sets kept with a result (kept_result.sg): a copy of the
+// block policy_request_suggestions_kept gave out, and the anchors it was
+// made with (root, home: NULL or strings in this allocation).
+struct sg_kept {
+  struct policy_sets *sets; // in this allocation; NULL: no rule
+  const char *root, *home;
+};
+
+#define SG_KEEP_MAX 4096 // bytes of sets and anchors: more are made each time
+
+// Leaves in v (n rules) those that are UTF-8 (the others freed); adds the
+// bytes they take to *bytes. Returns how many are left.
+static size_t utf8_only(char **v, size_t n, size_t *bytes) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(v[i]);
+    if (utf8_valid(v[i], len)) {
+      v[k++] = v[i];
+      *bytes += len + 1;
+    } else {
+      free(v[i]);
+    }
+  }
+  return k;
+}
+
+// d, a byte copy of s elsewhere, pointing into itself.
+static void sets_place(struct policy_sets *d, const struct policy_sets *s) {
+  char **ptrs = (char **)(d + 1);
+  const char *const *sp = (const char *const *)(s + 1);
+  for (size_t i = 0; i < d->nnarrow + d->nbroad; i++)
+    ptrs[i] = (char *)d + (sp[i] - (const char *)s);
+  d->narrow = d->nnarrow ? ptrs : NULL;
+  d->broad = d->nbroad ? ptrs + d->nnarrow : NULL;
+}
+
+// sg's UTF-8 rules as one block (sg's arrays and strings freed), or NULL.
+static struct policy_sets *sets_pack(struct policy_suggestions *sg) {
+  size_t bytes = 0;
+  size_t nn = utf8_only(sg->narrow, sg->nnarrow, &bytes);
+  size_t nb = utf8_only(sg->broad, sg->nbroad, &bytes);
+  struct policy_sets *s = NULL;
+  if (nn + nb) {
+    size_t size = sizeof(*s) + (nn + nb) * sizeof(char *) + bytes;
+    s = xmalloc(size);
+    char **ptrs = (char **)(s + 1);
+    char *at = (char *)(ptrs + nn + nb);
+    *s = (struct policy_sets){nn ? ptrs : NULL, nb ? ptrs + nn : NULL, nn, nb,
+                              size};
+    for (size_t i = 0; i < nn + nb; i++) {
+      const char *rule = i < nn ? sg->narrow[i] : sg->broad[i - nn];
+      size_t len = strlen(rule);
+      memcpy(at, rule, len + 1);
+      ptrs[i] = at;
+      at += len + 1;
+    }
+  }
+  for (size_t i = 0; i < nn; i++)
+    free(sg->narrow[i]);
+  for (size_t i = 0; i < nb; i++)
+    free(sg->broad[i]);
+  free(sg->narrow);
+  free(sg->broad);
+  return s;
+}
+
+static struct policy_sets *sets_copy(const struct policy_sets *s) {
+  struct policy_sets *d = xmalloc(s->size);
+  memcpy(d, s, s->size);
+  sets_place(d, s);
+  return d;
+}
+
+// s (NULL: no rule) made with root and home, as kept; NULL when too large.
+static struct sg_kept *sg_new(const struct policy_sets *s, const char *root,
+                              const char *home) {
+  size_t size = s ? s->size : 0;
+  size_t nr = root ? strlen(root) + 1 : 0, nh = home ? strlen(home) + 1 : 0;
+  if (size + nr + nh > SG_KEEP_MAX)
+    return NULL;
+  struct sg_kept *k = xmalloc(sizeof(*k) + size + nr + nh);
+  char *at = (char *)(k + 1);
+  k->sets = NULL;
+  if (s) {
+    k->sets = (struct policy_sets *)(void *)at;
+    memcpy(at, s, size);
+    sets_place(k->sets, s);
+    at += size;
+  }
+  k->root = root ? memcpy(at, root, nr) : NULL;
+  k->home = home ? memcpy(at + nr, home, nh) : NULL;
+  return k;
+}
+
+static bool same_str(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+struct policy_sets *
+policy_request_suggestions_kept(const struct policy *p,
+                                const struct policy_request *rq,
+                                const char *root, const char *home) {
+  if (!rq)
+    return NULL;
+  // The result p keeps for these atoms (result_kept's place and key): the
+  // sets depend on the atoms, root and home alone (not on the rules or
+  // the mode), and the key holds every field of the atoms they read.
+  struct kept_result *x = NULL;
+  struct rkey k;
+  if (p && p->res && p->res->v && result_key(&rq->r, &k)) {
+    x = &p->res->v[k.serial & (KEEP_RESULTS - 1)];
+    if (x->serial != k.serial || !key_same(x, &k))
+      x = NULL; // no result kept for them
+  }
+  const struct sg_kept *kp = x ? x->sg : NULL;
+  if (kp && same_str(kp->root, root) && same_str(kp->home, home))
+    return kp->sets ? sets_copy(kp->sets) : NULL;
+  struct policy_suggestions sg;
+  suggest_sets(rq, root, home, 3, &sg);
+  struct policy_sets *s = sets_pack(&sg);
+  if (x) {
+    free(x->sg);
+    x->sg = sg_new(s, root, home);
+  }
+  return s;
 }
 
 static void decide(const struct policy *p, const struct policy *memory,

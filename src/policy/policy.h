@@ -121,6 +121,24 @@ void policy_request_suggestions(const struct policy_request *r,
                                 const char *root, const char *home,
                                 struct policy_suggestions *out);
 
+// Both sets as a prompt offers them (the rules that are not UTF-8 left
+// out, as an event could not carry them) in one malloc'd block: free() it.
+struct policy_sets {
+  char **narrow, **broad; // into the block; NULL when the set has no rule
+  size_t nnarrow, nbroad;
+  size_t size; // of the block
+};
+// policy_request_suggestions's sets, UTF-8 only; NULL when neither has a
+// rule. p (may be NULL) keeps them with the result it keeps for r's atoms
+// (policy_decide), for the same root and home: another request of the
+// same atoms (the same command's analysis, the same paths) gets a copy.
+// Emptied with the policy (policy_free) and when the result's place is
+// taken by other atoms.
+struct policy_sets *
+policy_request_suggestions_kept(const struct policy *p,
+                                const struct policy_request *r,
+                                const char *root, const char *home);
+
 #define POLICY_ATOMS_SHOWN 64 // atoms listed by policy_request_atoms
 
 // What the policy judged, for a person: a new JSON array of

@@ -7,6 +7,7 @@
 // nothing. {P} and {H} are a fresh project and home with symlinks (one to
 // /etc/passwd, one into home's .ssh), so that resolved paths are real.
 
+#include "base/utf8.h"
 #include "policy/policy.h"
 #include "policy/policy_ref.h"
 #include "policy/rules.h"
@@ -82,11 +83,67 @@ static void compare(const struct policy_request *r, const char *what) {
   }
 }
 
+// The sets kept with a policy's results (policy_request_suggestions_kept)
+// against those made for the request (policy_request_suggestions) without
+// the rules that are not UTF-8: the policy has no rules; the request is
+// decided three times first, so that the policy keeps its result (when its
+// atoms are ones a result is kept for), then its sets are asked for twice
+// for each anchoring (made and kept, then found), other anchors between.
+static struct policy *keeper;
+static size_t kept_compared, kept_differ;
+
+static bool same_utf8(char **got, size_t n, char **want, size_t m) {
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (!utf8_valid(want[i], strlen(want[i])))
+      continue;
+    if (k >= n || strcmp(got[k], want[i]) != 0)
+      return false;
+    k++;
+  }
+  return k == n && (n > 0) == (got != NULL);
+}
+
+static bool kept_same(const struct policy *p, const struct policy_request *r,
+                      const char *ar, const char *ah, char *shown, size_t cap) {
+  struct policy_suggestions sg;
+  policy_request_suggestions(r, ar, ah, &sg);
+  struct policy_sets *s = policy_request_suggestions_kept(p, r, ar, ah);
+  bool same =
+      same_utf8(s ? s->narrow : NULL, s ? s->nnarrow : 0, sg.narrow,
+                sg.nnarrow) &&
+      same_utf8(s ? s->broad : NULL, s ? s->nbroad : 0, sg.broad, sg.nbroad);
+  if (shown)
+    join(s ? s->narrow : NULL, s ? s->nnarrow : 0, shown, cap);
+  free(s);
+  free_set(sg.narrow, sg.nnarrow);
+  free_set(sg.broad, sg.nbroad);
+  return same;
+}
+
+static void compare_kept(const struct policy_request *r, const char *what) {
+  const char *anchors[][2] = {{root, home}, {root, NULL}, {NULL, NULL}};
+  for (int i = 0; i < 3; i++) {
+    struct policy_result res;
+    policy_decide(keeper, NULL, r, &res);
+  }
+  for (size_t a = 0; a < sizeof(anchors) / sizeof(*anchors); a++)
+    for (int twice = 0; twice < 2; twice++) {
+      kept_compared++;
+      if (!kept_same(keeper, r, anchors[a][0], anchors[a][1], NULL, 0)) {
+        kept_differ++;
+        ok(false, "%s (anchors %zu, %s): kept sets differ", what, a,
+           twice ? "found" : "made");
+      }
+    }
+}
+
 static void compare_params(const json_t *params, const char *what) {
   for (int cache = 1; cache >= 0; cache--) {
     shcache_enable(cache);
     struct policy_request *r = policy_request_new(params, root, home);
     compare(r, what);
+    compare_kept(r, what);
     policy_request_free(r);
   }
   shcache_enable(1);
@@ -464,6 +521,66 @@ static void test_bash_texts(void) {
   ok(bad == 0, "plain Bash rules read as rules_parse reads them");
 }
 
+// A kept set is never given for other atoms or anchors: the same
+// commands (one analysis each, so one place among the kept results) in
+// cwds whose paths differ, and with other anchors, in turn, then its sets
+// compared with those made for it (the anchors of each request's first
+// sets those of the last request's last: only the key tells them apart).
+// Each is decided twice, in one cwd a
+// pass without a session memory (its result kept: the place now has its
+// atoms), in the others with a memory of rules (no result kept or looked
+// up: the place keeps another cwd's atoms of the same command, as in a
+// session with remembered rules).
+static void test_kept_keys(void) {
+  char sub[600];
+  snprintf(sub, sizeof(sub), "%s/src", root);
+  const char *cwds[] = {root, sub, home};
+  const char *cmds[] = {"echo hi > out.txt", "cat notes.md | sort",
+                        "git status", "sed -n 1p src/link"};
+  const char *anchors[][2] = {{root, home}, {NULL, NULL}, {root, NULL}};
+  struct policy_input in = {
+      .mode = POLICY_MODE_DEFAULT, .root = root, .home = home};
+  size_t nw = 0;
+  struct policy *p = policy_new(&in, NULL, &nw);
+  struct policy_rule_text mt = {"Bash(true)", POLICY_LIST_ALLOW, "session"};
+  struct policy_input min = {.rules = &mt, .nrules = 1};
+  struct policy *mem = policy_new(&min, NULL, &nw);
+  size_t bad = 0, n = 0;
+  char first[3][4096], shown[4096];
+  for (int pass = 0; pass < 4; pass++)
+    for (size_t c = 0; c < sizeof(cmds) / sizeof(*cmds); c++)
+      for (size_t w = 0; w < 3; w++) {
+        json_t *params = bash(cmds[c]);
+        struct policy_request *r = policy_request_new(params, cwds[w], home);
+        for (int i = 0; i < 2; i++) {
+          struct policy_result res;
+          policy_decide(p, w == (size_t)pass % 3 ? NULL : mem, r, &res);
+        }
+        // The first anchors those of the last request's last sets.
+        for (size_t i = 0; i < 4; i++) {
+          size_t a = (i + 2) % 3;
+          n++;
+          if (!kept_same(p, r, anchors[a][0], anchors[a][1], shown,
+                         sizeof(shown))) {
+            bad++;
+            ok(false, "%s in %s, anchors %zu: kept sets differ", cmds[c],
+               cwds[w], a);
+          }
+          if (c == 0 && a == 0)
+            memcpy(first[w], shown, sizeof(shown));
+        }
+        policy_request_free(r);
+        json_decref(params);
+      }
+  ok(bad == 0 && n == 4 * 4 * 3 * 4,
+     "%zu kept sets, each the request's own (cwd, command, anchors)", n);
+  ok(strcmp(first[0], first[1]) != 0 && strcmp(first[1], first[2]) != 0,
+     "one command in three cwds has three sets: %s | %s | %s", first[0],
+     first[1], first[2]);
+  policy_free(p);
+  policy_free(mem);
+}
+
 static void make_tree(void) {
   const char *tmp = getenv("TMPDIR");
   char tmpl[600];
@@ -503,6 +620,11 @@ int main(void) {
   (void)fuzz_requests_new;
   (void)fuzz_decision;
   make_tree();
+  struct policy_input kin = {
+      .mode = POLICY_MODE_DEFAULT, .root = root, .home = home};
+  size_t nw = 0;
+  keeper = policy_new(&kin, NULL, &nw);
+  test_kept_keys();
   test_fixtures();
   test_rows();
   test_wide();
@@ -510,6 +632,10 @@ int main(void) {
   printf("# %zu sets compared, %zu offered, %zu differ\n", compared, offered,
          differ);
   ok(offered > 1000, "%zu sets offered rules", offered);
+  printf("# %zu kept sets compared, %zu differ\n", kept_compared, kept_differ);
+  ok(kept_differ == 0 && kept_compared > 10000,
+     "the sets kept with a policy's results are those made for the request");
+  policy_free(keeper);
   for (size_t i = 0; i < npool; i++)
     free(pool[i]);
   remove_tree();
