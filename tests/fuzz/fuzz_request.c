@@ -18,6 +18,9 @@
 //    rule passes (same decision and reason then);
 //  * the suggested sets equal policy_request_suggest_reference's (each set
 //    checked by compiling it as a policy);
+//  * the sets kept with the result the policy keeps for the atoms
+//    (policy_request_suggestions_kept, made then found) are those made each
+//    time without the rules that are not UTF-8;
 //  * policy_pick_option never turns ask or deny into allow;
 //  * the reading equals the one of the extractor before its arena
 //    (tests/unit/request_ref.c), field by field; also within an epoch
@@ -26,6 +29,7 @@
 
 #include <string.h>
 
+#include "base/utf8.h"
 #include "fuzz.h"
 #include "policy/path.h"
 #include "policy/policy.h"
@@ -46,6 +50,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   in.yolo = true;
   yolo = policy_new(&in, NULL, NULL);
   return 0;
+}
+
+// got (n rules) is want (m rules) without those that are not UTF-8.
+static bool same_utf8(char **got, size_t n, char **want, size_t m) {
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (!utf8_valid(want[i], strlen(want[i])))
+      continue;
+    if (k >= n || strcmp(got[k], want[i]) != 0)
+      return false;
+    k++;
+  }
+  return k == n && (n > 0) == (got != NULL);
 }
 
 static bool normal(const char *p) {
@@ -207,6 +224,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(narrow[k]);
     free(narrow);
   }
+  // The sets kept with the result the policy keeps for these atoms (the
+  // third decision keeps one, when it keeps any): made, then found.
+  policy_decide(none, NULL, r, &with);
+  policy_decide(none, NULL, r, &with);
+  struct policy_suggestions sg;
+  policy_request_suggestions(r, CWD, HOME, &sg);
+  for (int twice = 0; twice < 2; twice++) {
+    struct policy_sets *s = policy_request_suggestions_kept(none, r, CWD, HOME);
+    FUZZ_CHECK(same_utf8(s ? s->narrow : NULL, s ? s->nnarrow : 0, sg.narrow,
+                         sg.nnarrow) &&
+                   same_utf8(s ? s->broad : NULL, s ? s->nbroad : 0, sg.broad,
+                             sg.nbroad),
+               "kept sets (%s) differ from those made", twice ? "found" : "made");
+    free(s);
+  }
+  for (size_t k = 0; k < sg.nnarrow; k++)
+    free(sg.narrow[k]);
+  for (size_t k = 0; k < sg.nbroad; k++)
+    free(sg.broad[k]);
+  free(sg.narrow);
+  free(sg.broad);
   policy_request_free(r);
   json_decref(params);
   return 0;

@@ -159,6 +159,71 @@ static void test_agent_yolo(const char *base) {
   gate_free(g);
 }
 
+// The rules a prompt suggests, kept with the result the policy keeps for
+// a request's atoms, are those a fresh gate suggests: the same commands in
+// two cwds of one project (one policy, one place for each command), in
+// another project and in home, in turn, each decided three times (a
+// result is kept the second time), in a session with a memory of rules
+// (no result kept or looked up: the place keeps another cwd's atoms) and
+// in one without.
+static void test_kept_suggestions(const char *base) {
+  char home[300], pa[300], pb[300], sub[400], p[700], file[300], err[256];
+  snprintf(home, sizeof(home), "%s/home4", base);
+  snprintf(pa, sizeof(pa), "%s/proj4", base);
+  snprintf(pb, sizeof(pb), "%s/proj5", base);
+  snprintf(sub, sizeof(sub), "%s/sub", pa);
+  files_mkdirs(home);
+  files_mkdirs(sub);
+  snprintf(p, sizeof(p), "%s/.git", pa);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.git", pb);
+  files_mkdirs(p);
+  setenv("HOME", home, 1);
+  struct gate *g = gate_new();
+  ok(gate_add_rule(g, "session", "allow", "Bash(true)", "ag", "mem", pa, file,
+                   sizeof(file), err, sizeof(err)) == 0,
+     "kept suggestions: a session memory with a rule");
+  const char *cwds[] = {pa, sub, pb, home};
+  const char *cmds[] = {"echo hi > out.txt", "cat notes.md | sort"};
+  size_t n = 0, bad = 0, offered = 0;
+  uint64_t epoch = 0;
+  struct gate *fresh_gates[96];
+  for (int pass = 0; pass < 4; pass++)
+    for (size_t c = 0; c < 2; c++)
+      for (size_t w = 0; w < 4; w++) {
+        json_t *r = request(cmds[c]);
+        const char *session = (w + (size_t)pass) % 2 ? "mem" : "s";
+        for (int i = 0; i < 3; i++) {
+          gate_epoch(g, ++epoch);
+          // One decision each (none keeps anything), freed at the end
+          // (gate_free empties the shell cache).
+          struct gate *fresh = fresh_gates[n] = gate_new();
+          struct gate_verdict a, b;
+          gate_decide(g, "ag", session, cwds[w], r, &a);
+          gate_decide(fresh, "ag", session, cwds[w], r, &b);
+          char *ja = json_dumps(gate_verdict_info(&a), JSON_SORT_KEYS);
+          char *jb = json_dumps(gate_verdict_info(&b), JSON_SORT_KEYS);
+          n++;
+          offered += a.nnarrow > 0;
+          if (a.decision != b.decision || strcmp(ja, jb) != 0) {
+            bad++;
+            printf("# %s in %s (%s)\n#   kept  %s\n#   fresh %s\n", cmds[c],
+                   cwds[w], session, ja, jb);
+          }
+          free(ja);
+          free(jb);
+          gate_verdict_clear(&a);
+          gate_verdict_clear(&b);
+        }
+        json_decref(r);
+      }
+  ok(bad == 0 && n == 96 && offered == n,
+     "kept suggestions: %zu prompts, %zu differ from a fresh gate's", n, bad);
+  for (size_t i = 0; i < n; i++)
+    gate_free(fresh_gates[i]);
+  gate_free(g);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -342,6 +407,7 @@ int main(void) {
   gate_free(g);
   test_every_file(base);
   test_agent_yolo(base);
+  test_kept_suggestions(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
