@@ -1328,11 +1328,19 @@ const char *policy_pick_option(const json_t *options,
   const char *second = NULL;
   size_t n = *decision == POLICY_ASK ? 0 : json_array_size(options);
   for (size_t i = 0; i < n; i++) {
-    const json_t *o = json_array_get(options, i);
-    int rank =
-        pick_rank(json_string_value(json_object_get(o, "kind")), *decision);
-    const char *id =
-        rank ? json_string_value(json_object_get(o, "optionId")) : NULL;
+    // Its kind and optionId in one walk of its few members (two lookups
+    // by hash cost more).
+    json_t *o = json_array_get(options, i), *kind = NULL, *oid = NULL;
+    for (void *it = json_object_iter(o); it;
+         it = json_object_iter_next(o, it)) {
+      const char *k = json_object_iter_key(it);
+      if (k[0] == 'k' && strcmp(k, "kind") == 0)
+        kind = json_object_iter_value(it);
+      else if (k[0] == 'o' && strcmp(k, "optionId") == 0)
+        oid = json_object_iter_value(it);
+    }
+    int rank = pick_rank(json_string_value(kind), *decision);
+    const char *id = rank ? json_string_value(oid) : NULL;
     if (id && rank == 1)
       return id;
     if (id && rank == 2 && !second)

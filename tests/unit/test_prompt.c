@@ -331,7 +331,8 @@ static const char *pick_ref(const char *const *ids, const char *const *kinds,
 }
 
 // Every list of up to four options of these kinds (a missing optionId or
-// kind among them), for each decision: the same option and decision.
+// kind among them; other members named like them), for each decision: the
+// same option and decision.
 static void check_pick(void) {
   static const char *const kinds[] = {
       "allow_once",  "allow_always", "reject_once", "reject_always", "reject_",
@@ -351,6 +352,11 @@ static void check_pick(void) {
         // The last kind of the table is offered without an optionId.
         ids[i] = x % nk == nk - 1 ? NULL : names[i];
         json_t *o = json_object();
+        // Members whose names start as the two read do (never read).
+        json_object_set_new(o, "kinds", json_string("allow_once"));
+        json_object_set_new(o, "optionIdx", json_string("decoy"));
+        json_object_set_new(o, "o", json_string("decoy"));
+        json_object_set_new(o, "k", json_string("reject_once"));
         if (ids[i])
           json_object_set_new(o, "optionId", json_string(ids[i]));
         if (ks[i])
