@@ -353,11 +353,15 @@ def part_auto(cfg, figs):
             # The client's CPU per pipelined request: the broker and Neovim
             # (the agent's parent and grandparent), Node, or Neovim alone.
             r["cpu_us"] = r["cpu_parent_us"] + (r["cpu_grand_us"] if name == "broker" else 0)
+            # The one-at-a-time tail follows what else the two cores run
+            # (bench/README.md, round 5): the load average beside each run.
+            r["load"] = os.getloadavg()[0]
             log(f"  auto {name} #{i + 1}: {r['pipe']['per_s']:.0f}/s pipelined, "
-                f"seq p50 {r['seq']['p50_us']:.1f} µs p99 {r['seq']['p99_us']:.1f} µs, "
+                f"seq p50 {r['seq']['p50_us']:.1f} µs p90 {r['seq']['p90_us']:.1f} µs "
+                f"p99 {r['seq']['p99_us']:.1f} µs max {r['seq']['max_us']:.0f} µs, "
                 f"client CPU {r['cpu_us']:.1f} µs/request"
                 + (f" (broker {r['cpu_parent_us']:.1f}, Neovim {r['cpu_grand_us']:.1f})"
-                   if name == "broker" else ""))
+                   if name == "broker" else "") + f", load {r['load']:.2f}")
 
     def m(name, phase, key):
         return median([r[phase][key] for r in runs[name]])
@@ -369,6 +373,13 @@ def part_auto(cfg, figs):
            "→ broker (policy, audit log, decided event to Neovim) → agent, timed in the "
            "agent; Neovim + plugin + broker as a user runs them")
     inc_seq = f"{cfg.nseq} requests one at a time, timed in the agent (CLOCK_MONOTONIC)"
+
+    def per_run(base, key):
+        """Each run's value, in the order run, and the load average after it."""
+        def runs_of(name):
+            return " · ".join(f"{r['seq'][key]:.1f} (load {r['load']:.2f})"
+                              for r in runs[name])
+        return f"; per run, broker: {runs_of('broker')}; {base}: {runs_of(base)}"
     for base, bname in (("node", "Node @agentclientprotocol/sdk 1.9.0 auto-approver"),
                         ("lua", "Lua auto-approver in Neovim (vim.json, jobstart)")):
         sfx = "" if base == "node" else "_vs_lua"
@@ -378,7 +389,7 @@ def part_auto(cfg, figs):
             figs.add_latency("auto_roundtrip_" + key, sfx, "µs",
                              m("broker", "seq", key), m(base, "seq", key),
                              w("broker", "seq", key), w(base, "seq", key), bname,
-                             note=inc_seq)
+                             note=inc_seq + per_run(base, key))
         figs.add("auto_seq_roundtrips_per_s" + sfx, "1/s", m("broker", "seq", "per_s"),
                  m(base, "seq", "per_s"), bname, rate=True, note=inc_seq)
         figs.add("auto_client_cpu_us" + sfx, "µs",
