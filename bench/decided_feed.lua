@@ -1,19 +1,22 @@
 -- Feeds N `decided` events of the auto bench's shape to a Neovim that runs
 -- the plugin (bench/init.lua) through `_on_events`, over RPC in batches of
--- 50, as the broker sends them; for counting Neovim's instructions per event
+-- 50 (or BATCH), as the broker sends them; for counting Neovim's instructions per event
 -- under callgrind (bench/README.md, "The `decided` event as an array"):
 --
 --   valgrind --tool=callgrind --callgrind-out-file=OUT \
 --     nvim --headless --clean -u bench/init.lua --listen SOCK &
---   nvim --headless --clean -l bench/decided_feed.lua SOCK N FORM
+--   nvim --headless --clean -l bench/decided_feed.lua SOCK N FORM [SINK [BATCH]]
 --
 -- (the feeding Neovim needs -l: 0.9 or later). FORM: array (this tree's
 -- event), array2 (the array before the kind, the decision and by were
 -- numbers), array1 (the array before a title equal to the command was `true`),
 -- map (the form before the array). SINK (optional): `none` hands the batches
--- to a function that does nothing (what Neovim's decoding alone costs).
+-- to a function that does nothing (what Neovim's decoding alone costs), `lua`
+-- (or nothing) the plugin. BATCH: events per RPC call (default 50; N a
+-- multiple of it), for what a batch costs Neovim beside its events.
 -- Prints what the ledger and the log kept.
 local sock, n, form, sink = arg[1], tonumber(arg[2]), arg[3], arg[4]
+local batch = tonumber(arg[5] or '') or 50
 local ch
 for _ = 1, 1200 do
   local ok, c = pcall(vim.fn.sockconnect, 'pipe', sock, { rpc = true })
@@ -74,10 +77,10 @@ local function ev(i)
   return a
 end
 vim.rpcrequest(ch, 'nvim_exec_lua', code, { { { 'turn_start', { agent = 'bench', session = 'sess_1' } } } })
-for b = 1, n / 50 do
+for b = 1, n / batch do
   local list = {}
-  for j = 1, 50 do
-    list[j] = { 'decided', ev((b - 1) * 50 + j) }
+  for j = 1, batch do
+    list[j] = { 'decided', ev((b - 1) * batch + j) }
   end
   vim.rpcrequest(ch, 'nvim_exec_lua', code, { list })
 end

@@ -106,6 +106,25 @@ def proc_kib(pid, field):
     return None
 
 
+def machine_busy():
+    """(busy, total) jiffies of all CPUs so far, from /proc/stat (idle and
+    iowait are not busy)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def busy_share(before, after):
+    """The share of the machine's CPU time that was busy between two
+    machine_busy() readings (0-1), or None."""
+    if not before or not after or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 def proc_cpu_s(pid):
     """utime + stime of PID in seconds, or None."""
     try:
@@ -346,18 +365,28 @@ def part_auto(cfg, figs):
         for name, fn in (("broker", lambda: auto_nvim(cfg, "auto_broker", boxes[i])),
                          ("node", lambda: auto_node(cfg)),
                          ("lua", lambda: auto_nvim(cfg, "auto_lua", Sandbox(cfg)))):
+            b0 = machine_busy()
             r = fn()
+            busy = busy_share(b0, machine_busy())
             if r.get("errors"):
                 raise RuntimeError(f"auto {name}: {r['errors']} answers were not allow_once")
             runs[name].append(r)
             # The client's CPU per pipelined request: the broker and Neovim
             # (the agent's parent and grandparent), Node, or Neovim alone.
             r["cpu_us"] = r["cpu_parent_us"] + (r["cpu_grand_us"] if name == "broker" else 0)
+            # The one-at-a-time tail follows what else the cores run
+            # (bench/README.md, round 5): the load average after each run, and
+            # how busy the machine was during it (the run's own processes
+            # included: compare runs of the same client).
+            r["load"] = os.getloadavg()[0]
+            r["busy"] = busy
             log(f"  auto {name} #{i + 1}: {r['pipe']['per_s']:.0f}/s pipelined, "
-                f"seq p50 {r['seq']['p50_us']:.1f} µs p99 {r['seq']['p99_us']:.1f} µs, "
+                f"seq p50 {r['seq']['p50_us']:.1f} µs p90 {r['seq']['p90_us']:.1f} µs "
+                f"p99 {r['seq']['p99_us']:.1f} µs max {r['seq']['max_us']:.0f} µs, "
                 f"client CPU {r['cpu_us']:.1f} µs/request"
                 + (f" (broker {r['cpu_parent_us']:.1f}, Neovim {r['cpu_grand_us']:.1f})"
-                   if name == "broker" else ""))
+                   if name == "broker" else "") + f", load {r['load']:.2f}"
+                + (f", machine {100 * busy:.0f}% busy" if busy is not None else ""))
 
     def m(name, phase, key):
         return median([r[phase][key] for r in runs[name]])
@@ -369,6 +398,16 @@ def part_auto(cfg, figs):
            "→ broker (policy, audit log, decided event to Neovim) → agent, timed in the "
            "agent; Neovim + plugin + broker as a user runs them")
     inc_seq = f"{cfg.nseq} requests one at a time, timed in the agent (CLOCK_MONOTONIC)"
+
+    def per_run(base, key):
+        """Each run's value, in the order run, with the load average after it
+        and the share of the machine's CPU time busy during it."""
+        def runs_of(name):
+            return " · ".join(
+                f"{r['seq'][key]:.1f} (load {r['load']:.2f}"
+                + (f", {100 * r['busy']:.0f}% busy)" if r["busy"] is not None else ")")
+                for r in runs[name])
+        return f"; per run, broker: {runs_of('broker')}; {base}: {runs_of(base)}"
     for base, bname in (("node", "Node @agentclientprotocol/sdk 1.9.0 auto-approver"),
                         ("lua", "Lua auto-approver in Neovim (vim.json, jobstart)")):
         sfx = "" if base == "node" else "_vs_lua"
@@ -378,7 +417,7 @@ def part_auto(cfg, figs):
             figs.add_latency("auto_roundtrip_" + key, sfx, "µs",
                              m("broker", "seq", key), m(base, "seq", key),
                              w("broker", "seq", key), w(base, "seq", key), bname,
-                             note=inc_seq)
+                             note=inc_seq + per_run(base, key))
         figs.add("auto_seq_roundtrips_per_s" + sfx, "1/s", m("broker", "seq", "per_s"),
                  m(base, "seq", "per_s"), bname, rate=True, note=inc_seq)
         figs.add("auto_client_cpu_us" + sfx, "µs",
