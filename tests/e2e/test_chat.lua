@@ -44,6 +44,15 @@ local function wait_text(session, needle, timeout)
   end, timeout, 'the chat of ' .. session .. ' to show ' .. vim.inspect(needle))
 end
 
+--- Waits until the chat of `session` has drawn everything queued (it
+--- draws in slices: a line may show before the rest of its tick).
+local function settled(session)
+  T.wait(function()
+    local chat = require('acp.chat.model').chats[session]
+    return chat and #chat.queue == 0 and not chat.header_dirty
+  end, nil, 'the chat of ' .. session .. ' to draw all it queued')
+end
+
 local function groups(buf, row)
   return T.hl_groups(buf, 'acp-chat', row)
 end
@@ -300,6 +309,7 @@ T.test('closing the window keeps the history; :AcpChat opens it again', function
   T.ok(require('acp').respond(ctx.pending.id, 'allow'))
   T.idle()
   local buf = wait_text(ctx.session, 'All done.')
+  settled(ctx.session)
   local before = lines(buf)
   vim.cmd('AcpChat')
   local input = api.nvim_get_current_buf()
@@ -452,7 +462,9 @@ T.test('an agent that exits mid-turn: error, unfinished call, header; the input 
   T.only()
   local crash = T.start_demo('crash.json')
   T.ok(require('acp').prompt('go'))
-  buf = wait_text(crash.session, 'agent exited')
+  -- The chat draws in slices: the header may show the exit a slice
+  -- before the end of the turn does.
+  buf = wait_text(crash.session, 'error: the agent exited with code 9')
   local ls = lines(buf)
   local err = T.ok(find(ls, 'error: the agent exited with code 9'), 'the end of the turn:\n' .. text(buf))
   T.eq(ls[err + 2]:match('^[^;]*'), 'the agent exited with code 9', 'the exit, after it')
@@ -532,6 +544,68 @@ T.test('the prompt text of turn_start, terminal output and a replayed session', 
   T.eq({ ls[row + 2], ls[row + 3], ls[row + 22] }, { '  │ …', '  │ line 11', '  │ line 30' }, 'the last 20 lines')
   local you = T.ok(find(ls, 'You', u + 1), 'the prompt of the turn')
   T.eq({ ls[you + 1], ls[you + 2] }, { 'Count them', 'please' }, 'its text')
+end)
+
+T.test("a session's chat buffer is made when the session starts, before its first prompt", function()
+  -- Making it (its name, 'filetype') holds Neovim for about a millisecond:
+  -- not on the draw timer in the middle of the turn, before a prompt.
+  local broker = require('acp.broker')
+  local real = broker._on_event
+  local had
+  broker._on_event = function(name, data)
+    if name == 'permission' and had == nil then
+      had = require('acp.chat').buffer(data.session) ~= nil
+    end
+    return real(name, data)
+  end
+  T.defer(function()
+    broker._on_event = real
+  end)
+  chat_turn()
+  T.eq(had, true, 'the chat buffer exists when the first permission comes')
+end)
+
+T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()
+  -- 300 tool calls queued at once (~15 ms of drawing). The chat draws a
+  -- few at a time and lets Neovim take in what came meanwhile, as a
+  -- permission request that must not wait for the whole tick (up to 4 ms)
+  -- to open its window: a callback scheduled while the first of them is
+  -- drawn runs after a few buffer changes, not after the tick's budget.
+  local broker = require('acp.broker')
+  local sid, agent = 'sliced-1', 'ghost-sliced'
+  local function update(u)
+    broker._on_event('update', { agent = agent, session = sid, update = u })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  local function call(i)
+    update({ sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' })
+  end
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  local changes, seen, done = 0, nil, false
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if done then
+        return true
+      end
+      changes = changes + 1
+      if changes == 1 then
+        vim.schedule(function()
+          seen = changes
+        end)
+      end
+    end,
+  })
+  for i = 1, 300 do
+    call(i)
+  end
+  wait_text(sid, 'call 300')
+  done = true
+  T.ok(seen ~= nil and seen < 40, ('the scheduled callback ran after %s of %d buffer changes'):format(tostring(seen), changes))
+  local ls = lines(buf)
+  T.ok(find(ls, '[pending] call 1 · read') < find(ls, '[pending] call 300 · read'), 'in order')
 end)
 
 T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few updates', function()

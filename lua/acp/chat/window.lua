@@ -50,8 +50,14 @@ function M.open(opts)
     vim.notify(err, vim.log.levels.ERROR)
     return false, err
   end
-  H.flush(chat)
-  H.dirty[chat] = nil
+  -- The person waits for it: a whole tick's budget at once.
+  H.deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  H.ops_left = math.huge
+  if H.flush(chat) then
+    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
+  else
+    H.dirty[chat] = nil
+  end
   -- The person asked for the chat: the one-time cost of the markdown
   -- parser is paid now, not in the middle of a stream.
   markdown.warm()
@@ -195,16 +201,21 @@ end
 --- when it queues work).
 ---@param chat acp.Chat
 function M.kick(chat)
-  H.kick(chat, H.interval_ms)
+  -- A chat not drawn yet gets its buffer at once: making it (its name,
+  -- 'filetype') holds Neovim for about a millisecond, better spent when its
+  -- session starts than in the middle of a turn, before a prompt.
+  H.kick(chat, H.loaded(chat.buf) and H.interval_ms or 0)
 end
 
 --- Schedules a draw of `chat` within `ms`.
 function H.kick(chat, ms)
   H.dirty[chat] = true
-  if H.armed then
+  -- Armed already, for as soon (or it fired and the draw is scheduled).
+  local due = compat.uv.now() + ms
+  if H.armed and due >= H.due then
     return
   end
-  H.armed = true
+  H.armed, H.due = true, due
   H.timer = H.timer or compat.uv.new_timer()
   -- No closure here: this runs inside the handling of broker events (see
   -- H.open_later).
@@ -222,6 +233,18 @@ H.interval_ms = 30
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
 H.budget_ms = 4
+--- A tick draws in slices of at most this long (ms) or this many ops (a
+--- tool call's block, a slice of text); between two slices Neovim takes in
+--- what came meanwhile (a permission request, a key), so a prompt waits
+--- for one slice of the chat's drawing, not for a whole tick.
+H.slice_ms = 0.2
+H.slice_ops = 8
+--- Drawing time (ms) of the slices since the last pause.
+H.spent_ms = 0
+--- The slice being drawn: when it ends (hrtime), and the ops it may still
+--- draw.
+H.deadline = 0
+H.ops_left = 0
 --- The next tick when a draw ran out of budget with work left and no
 --- turn runs (ms).
 H.catchup_ms = 10
@@ -249,6 +272,8 @@ H.pairs = {}
 --- Chats with something to draw.
 H.dirty = {}
 H.armed = false
+--- When the armed timer fires (uv.now(), ms).
+H.due = 0
 
 --- Finished messages waiting for their markdown highlights (bounded), and
 --- how long drawing must pause before they are drawn.
@@ -261,10 +286,19 @@ H.waiting = {}
 
 -- Helper functionality =======================================================
 
+--- One slice of drawing (see H.slice_ms): the dirty chats in turn, until
+--- the slice ends; what is left goes on in the next slice, on a timer of
+--- 0 ms: Neovim polls for input before it fires, so a request that came
+--- meanwhile is read and handled between two slices (a vim.schedule'd
+--- slice would run first). Once the tick's budget is spent, a pause.
 function H.flush_all()
   H.armed = false
   local dirty = H.dirty
   H.dirty = {}
+  local t0 = compat.uv.hrtime()
+  H.deadline = t0 + math.min(H.slice_ms, H.budget_ms) * 1e6
+  H.ops_left = H.slice_ops
+  local left = {}
   for chat in pairs(dirty) do
     local ok, err = pcall(H.flush, chat)
     if not ok and err ~= H.last_error then
@@ -272,14 +306,42 @@ function H.flush_all()
       H.last_error = err
       vim.notify('(acp) chat: ' .. tostring(err), vim.log.levels.ERROR)
     end
+    if ok and err then
+      left[#left + 1] = chat
+    end
+  end
+  if #left > 0 then
+    H.spent_ms = H.spent_ms + (compat.uv.hrtime() - t0) / 1e6
+    local pause = H.spent_ms >= H.budget_ms
+    if pause then
+      H.spent_ms = 0
+    end
+    for _, chat in ipairs(left) do
+      -- Behind once the turn has ended: the rest sooner (while the agent
+      -- streams, the time between ticks goes to taking in its updates).
+      H.kick(chat, not pause and 0 or chat.busy and H.interval_ms or H.catchup_ms)
+    end
+  else
+    H.spent_ms = 0
   end
   H.arm_markdown()
 end
 
---- Draws everything queued for `chat` (creating its buffer when needed);
---- windows whose cursor was on the last line follow the end.
+--- Whether the slice being drawn is over (its time or its ops spent).
+function H.slice_over()
+  return H.ops_left <= 0 or compat.uv.hrtime() > H.deadline
+end
+
+--- Draws what is queued for `chat` (creating its buffer when needed) until
+--- the slice ends (H.deadline, H.ops_left; M.open draws a whole tick's
+--- budget at once); windows whose cursor was on the last line follow the
+--- end. Returns whether ops are left.
+---@return boolean
 function H.flush(chat)
-  H.ensure_buffer(chat)
+  if not H.loaded(chat.buf) then
+    H.ensure_buffer(chat)
+    H.ops_left = 0 -- that was the slice: one op more, then Neovim's turn
+  end
   local buf = chat.buf
   local follow = H.followers(buf)
   local queue = chat.queue
@@ -306,11 +368,6 @@ function H.flush(chat)
     end
   end
   H.left = nil
-  if #chat.queue > 0 then
-    -- Behind once the turn has ended: the rest sooner (while the agent
-    -- streams, the time between ticks goes to taking in its updates).
-    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
-  end
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf then
@@ -323,37 +380,38 @@ function H.flush(chat)
   if not ok then
     error(err, 0)
   end
+  return #chat.queue > 0
 end
 
---- Draws the ops of `queue` in order until the time budget is spent; what
---- is left is put in H.left (a text op split at a piece).
+--- Draws the ops of `queue` in order until the slice ends (H.slice_over);
+--- what is left is put in H.left (a text op split at a piece).
 function H.apply(chat, queue)
   if chat.header_dirty then
     chat.header_dirty = false
     H.replace(chat, chat.header, render.header(chat))
   end
-  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
   for i, op in ipairs(queue) do
-    if i > 1 and compat.uv.hrtime() > deadline then
+    if i > 1 and H.slice_over() then
       H.left = H.slice(queue, i, #queue)
       return
     end
     if op.kind == 'text' then
-      H.apply_text(chat, op, deadline)
+      H.apply_text(chat, op)
       if #op.pieces > 0 then
         H.left = H.slice(queue, i, #queue)
         return
       end
     else
+      H.ops_left = H.ops_left - 1
       H.ops[op.kind](chat, op)
     end
   end
 end
 
---- Draws a text op's pieces a slice at a time while the budget lasts;
+--- Draws a text op's pieces a slice at a time until the slice ends;
 --- the pieces left stay in op (`op.off`: bytes of the first one drawn
 --- already, when a long piece was drawn in part).
-function H.apply_text(chat, op, deadline)
+function H.apply_text(chat, op)
   local pieces = op.pieces
   if #pieces == 0 then
     -- Only text left out since the last draw: the count under the message
@@ -386,7 +444,8 @@ function H.apply_text(chat, op, deadline)
       H.ops.text(chat, { cur = op.cur, pieces = group })
       first, off = last, 0
     end
-    if compat.uv.hrtime() > deadline then
+    H.ops_left = H.ops_left - 1
+    if H.slice_over() then
       break
     end
   end
