@@ -144,6 +144,7 @@ T.test('a tool call is updated in place: title kept, status changed, one block',
   T.ok(require('acp').respond(ctx.pending.id, 'allow'))
   T.idle()
   buf = wait_text(ctx.session, 'All done.')
+  settled(ctx.session)
   local after = lines(buf)
   T.eq(after[row], '[done] Edit notes.txt · edit', 'the same line, updated')
   T.eq(count(after, 'Edit notes.txt · edit'), 1, 'blocks for the edit after the update')
@@ -462,9 +463,8 @@ T.test('an agent that exits mid-turn: error, unfinished call, header; the input 
   T.only()
   local crash = T.start_demo('crash.json')
   T.ok(require('acp').prompt('go'))
-  -- The chat draws in slices: the header may show the exit a slice
-  -- before the end of the turn does.
-  buf = wait_text(crash.session, 'error: the agent exited with code 9')
+  buf = wait_text(crash.session, 'agent exited')
+  settled(crash.session)
   local ls = lines(buf)
   local err = T.ok(find(ls, 'error: the agent exited with code 9'), 'the end of the turn:\n' .. text(buf))
   T.eq(ls[err + 2]:match('^[^;]*'), 'the agent exited with code 9', 'the exit, after it')

@@ -51,7 +51,9 @@ function M.open(opts)
     return false, err
   end
   -- The person waits for it: a whole tick's budget at once.
-  H.deadline = compat.uv.hrtime() + H.budget_ms * 1e6
+  H.t0, H.spent_ms = compat.uv.hrtime(), 0
+  H.deadline = H.t0 + H.budget_ms * 1e6
+  H.tick_deadline = H.deadline
   H.ops_left = math.huge
   if H.flush(chat) then
     H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
@@ -233,18 +235,23 @@ H.interval_ms = 30
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
 H.budget_ms = 4
---- A tick draws in slices of at most this long (ms) or this many ops (a
---- tool call's block, a slice of text); between two slices Neovim takes in
+--- A tick draws blocks (tool calls, notes, the plan) in slices of at most
+--- this long (ms) or this many blocks; between two slices Neovim takes in
 --- what came meanwhile (a permission request, a key), so a prompt waits
---- for one slice of the chat's drawing, not for a whole tick.
-H.slice_ms = 0.2
+--- for one slice of the chat's drawing, not for a whole tick. Streamed
+--- text is drawn as before, up to the tick's budget at once: a slice per
+--- 32 KiB would draw less of a flood.
+H.slice_ms = 0.3
 H.slice_ops = 8
 --- Drawing time (ms) of the slices since the last pause.
 H.spent_ms = 0
---- The slice being drawn: when it ends (hrtime), and the ops it may still
---- draw.
+--- The slice being drawn: when it ends (hrtime), the blocks it may still
+--- draw, and when the tick's budget ends (hrtime; text).
 H.deadline = 0
 H.ops_left = 0
+H.tick_deadline = 0
+--- When the slice started (hrtime).
+H.t0 = 0
 --- The next tick when a draw ran out of budget with work left and no
 --- turn runs (ms).
 H.catchup_ms = 10
@@ -296,7 +303,9 @@ function H.flush_all()
   local dirty = H.dirty
   H.dirty = {}
   local t0 = compat.uv.hrtime()
+  H.t0 = t0
   H.deadline = t0 + math.min(H.slice_ms, H.budget_ms) * 1e6
+  H.tick_deadline = t0 + math.max(H.budget_ms - H.spent_ms, H.slice_ms) * 1e6
   H.ops_left = H.slice_ops
   local left = {}
   for chat in pairs(dirty) do
@@ -374,7 +383,7 @@ function H.flush(chat)
       vim.api.nvim_win_set_cursor(win, { last, 0 })
     end
   end
-  if bars then
+  if bars and not chat.header_dirty then
     H.update_bars(chat)
   end
   if not ok then
@@ -384,31 +393,34 @@ function H.flush(chat)
 end
 
 --- Draws the ops of `queue` in order until the slice ends (H.slice_over);
---- what is left is put in H.left (a text op split at a piece).
+--- what is left is put in H.left (a text op split at a piece). The header
+--- is drawn once the queue is (or the tick's budget is spent): every
+--- permission changes it, and one slice per prompt should not draw it.
 function H.apply(chat, queue)
-  if chat.header_dirty then
-    chat.header_dirty = false
-    H.replace(chat, chat.header, render.header(chat))
-  end
   for i, op in ipairs(queue) do
     if i > 1 and H.slice_over() then
       H.left = H.slice(queue, i, #queue)
-      return
+      break
     end
     if op.kind == 'text' then
       H.apply_text(chat, op)
       if #op.pieces > 0 then
         H.left = H.slice(queue, i, #queue)
-        return
+        break
       end
     else
       H.ops_left = H.ops_left - 1
       H.ops[op.kind](chat, op)
     end
   end
+  if chat.header_dirty and (H.left == nil or H.spent_ms + (compat.uv.hrtime() - H.t0) / 1e6 >= H.budget_ms) then
+    chat.header_dirty = false
+    H.replace(chat, chat.header, render.header(chat))
+  end
 end
 
---- Draws a text op's pieces a slice at a time until the slice ends;
+--- Draws a text op's pieces a slice at a time until the tick's budget is
+--- spent (the blocks' slice ends with it);
 --- the pieces left stay in op (`op.off`: bytes of the first one drawn
 --- already, when a long piece was drawn in part).
 function H.apply_text(chat, op)
@@ -444,11 +456,11 @@ function H.apply_text(chat, op)
       H.ops.text(chat, { cur = op.cur, pieces = group })
       first, off = last, 0
     end
-    H.ops_left = H.ops_left - 1
-    if H.slice_over() then
+    if compat.uv.hrtime() > H.tick_deadline then
       break
     end
   end
+  H.ops_left = 0 -- the slice ends with the text drawn
   op.pieces, op.off = H.slice(pieces, first, #pieces), off
 end
 
