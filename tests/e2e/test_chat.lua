@@ -565,6 +565,37 @@ T.test("a session's chat buffer is made when the session starts, before its firs
   T.eq(had, true, 'the chat buffer exists when the first permission comes')
 end)
 
+T.test('the chat does not draw while a permission prompt waits to be shown', function()
+  -- A `permission` event whose effect (the prompt's window) has not run:
+  -- the chat's draw, due meanwhile, waits for it (acp.events.asking).
+  local broker, events = require('acp.broker'), require('acp.events')
+  local sid, agent = 'asking-1', 'ghost-asking'
+  local function call(i)
+    broker._on_event('update', {
+      agent = agent,
+      session = sid,
+      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
+    })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  events.asking = events.asking + 1
+  local ok, err = pcall(function()
+    call(1)
+    -- Twice the draw interval (30 ms): the draw was due.
+    vim.wait(60, function()
+      return false
+    end, 5)
+    T.eq(find(lines(buf), '[pending] call 1 · read'), nil, 'drawn while a prompt waits')
+  end)
+  events.asking = events.asking - 1
+  assert(ok, err)
+  wait_text(sid, 'call 1')
+end)
+
 T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()
   -- 300 tool calls queued at once (~15 ms of drawing). The chat draws a
   -- few at a time and lets Neovim take in what came meanwhile, as a

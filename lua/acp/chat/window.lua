@@ -17,6 +17,7 @@
 local compat = require('acp.compat')
 local config = require('acp.config')
 local context = require('acp.context')
+local events = require('acp.events')
 local highlight = require('acp.highlight')
 local markdown = require('acp.chat.markdown')
 local model = require('acp.chat.model')
@@ -219,12 +220,31 @@ function H.kick(chat, ms)
   end
   H.armed, H.due = true, due
   H.timer = H.timer or compat.uv.new_timer()
-  -- No closure here: this runs inside the handling of broker events (see
-  -- H.open_later).
-  H.timer:start(ms, 0, H.on_timer)
+  if ms > 0 then
+    -- No closure here: this runs inside the handling of broker events
+    -- (see H.open_later).
+    H.timer:start(ms, 0, H.on_timer)
+    return
+  end
+  -- At once, but after Neovim polled for input: a check handle runs right
+  -- after the poll (an idle handle keeps the poll from waiting), so what
+  -- came meanwhile (a permission request) is queued before the draw.
+  H.timer:stop()
+  H.idle = H.idle or compat.uv.new_idle()
+  H.check = H.check or compat.uv.new_check()
+  H.idle:start(H.noop)
+  H.check:start(H.on_check)
 end
 
 function H.on_timer()
+  vim.schedule(H.flush_all)
+end
+
+function H.noop() end
+
+function H.on_check()
+  H.idle:stop()
+  H.check:stop()
   vim.schedule(H.flush_all)
 end
 
@@ -242,7 +262,7 @@ H.budget_ms = 4
 --- text is drawn as before, up to the tick's budget at once: a slice per
 --- 32 KiB would draw less of a flood.
 H.slice_ms = 0.3
-H.slice_ops = 8
+H.slice_ops = 6
 --- Drawing time (ms) of the slices since the last pause.
 H.spent_ms = 0
 --- The slice being drawn: when it ends (hrtime), the blocks it may still
@@ -294,12 +314,19 @@ H.waiting = {}
 -- Helper functionality =======================================================
 
 --- One slice of drawing (see H.slice_ms): the dirty chats in turn, until
---- the slice ends; what is left goes on in the next slice, on a timer of
---- 0 ms: Neovim polls for input before it fires, so a request that came
---- meanwhile is read and handled between two slices (a vim.schedule'd
---- slice would run first). Once the tick's budget is spent, a pause.
+--- the slice ends; what is left goes on in the next slice once Neovim
+--- polled for input (H.kick with 0 ms), so a request that came meanwhile
+--- is handled between two slices (a vim.schedule'd slice would run
+--- first). Once the tick's budget is spent, a pause.
 function H.flush_all()
   H.armed = false
+  local first = next(H.dirty)
+  if first ~= nil and events.asking > 0 then
+    -- A permission request came meanwhile: its window first (its effect
+    -- is queued behind this draw), the draw right after.
+    H.kick(first, 0)
+    return
+  end
   local dirty = H.dirty
   H.dirty = {}
   local t0 = compat.uv.hrtime()
