@@ -546,23 +546,20 @@ T.test('the prompt text of turn_start, terminal output and a replayed session', 
   T.eq({ ls[you + 1], ls[you + 2] }, { 'Count them', 'please' }, 'its text')
 end)
 
-T.test("a session's chat buffer is made when the session starts, before its first prompt", function()
+T.test("a session's chat buffer is made when the session starts, not on the draw timer", function()
   -- Making it (its name, 'filetype') holds Neovim for about a millisecond:
-  -- not on the draw timer in the middle of the turn, before a prompt.
+  -- at the session's start, not 30 ms later (the draw interval), in the
+  -- middle of the turn, before a prompt.
   local broker = require('acp.broker')
-  local real = broker._on_event
-  local had
-  broker._on_event = function(name, data)
-    if name == 'permission' and had == nil then
-      had = require('acp.chat').buffer(data.session) ~= nil
-    end
-    return real(name, data)
-  end
+  local sid, agent = 'new-1', 'ghost-new'
   T.defer(function()
-    broker._on_event = real
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
   end)
-  chat_turn()
-  T.eq(had, true, 'the chat buffer exists when the first permission comes')
+  broker._on_event('session_new', { agent = agent, session = sid, cwd = '/tmp' })
+  local made = vim.wait(20, function()
+    return require('acp.chat').buffer(sid) ~= nil
+  end, 1)
+  T.ok(made, 'the chat buffer within 20 ms of session_new')
 end)
 
 T.test('the chat does not draw while a permission prompt waits to be shown', function()

@@ -425,7 +425,9 @@ end
 --- permission changes it, and one slice per prompt should not draw it.
 function H.apply(chat, queue)
   for i, op in ipairs(queue) do
-    if i > 1 and H.slice_over() then
+    -- (text goes on until the tick's budget is spent, as it did)
+    local over = op.kind == 'text' and compat.uv.hrtime() > H.tick_deadline or op.kind ~= 'text' and H.slice_over()
+    if i > 1 and over then
       H.left = H.slice(queue, i, #queue)
       break
     end
@@ -447,7 +449,7 @@ function H.apply(chat, queue)
 end
 
 --- Draws a text op's pieces a slice at a time until the tick's budget is
---- spent (the blocks' slice ends with it);
+--- spent;
 --- the pieces left stay in op (`op.off`: bytes of the first one drawn
 --- already, when a long piece was drawn in part).
 function H.apply_text(chat, op)
@@ -487,7 +489,6 @@ function H.apply_text(chat, op)
       break
     end
   end
-  H.ops_left = 0 -- the slice ends with the text drawn
   op.pieces, op.off = H.slice(pieces, first, #pieces), off
 end
 
