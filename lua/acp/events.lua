@@ -64,8 +64,16 @@ function M.handle(name, data)
   -- Queued as (fn, args) without a closure: a burst of thousands of
   -- events (requests decided by rules) allocates no function per event.
   H.push(H.event_effect, effect or false, name, data)
+  if name == 'permission' then
+    M.asking = M.asking + 1
+  end
   return true
 end
+
+--- `permission` events whose effects (the prompt's window) have not run
+--- yet: the chat's drawing waits for them (lua/acp/chat/window.lua).
+---@type integer
+M.asking = 0
 
 --- Runs fn once Neovim may block again (vim.schedule), after every function
 --- deferred before it. A burst of events costs one scheduled callback.
@@ -112,6 +120,9 @@ end
 
 --- The effects of one broker event: the handler's, then the listeners.
 function H.event_effect(effect, name, data)
+  if name == 'permission' and M.asking > 0 then
+    M.asking = M.asking - 1
+  end
   if effect ~= H.decided_effect then
     -- Other effects fire autocommands, which may define others.
     H.decided_user = nil

@@ -44,6 +44,15 @@ local function wait_text(session, needle, timeout)
   end, timeout, 'the chat of ' .. session .. ' to show ' .. vim.inspect(needle))
 end
 
+--- Waits until the chat of `session` has drawn everything queued (it
+--- draws in slices: a line may show before the rest of its tick).
+local function settled(session)
+  T.wait(function()
+    local chat = require('acp.chat.model').chats[session]
+    return chat and #chat.queue == 0 and not chat.header_dirty
+  end, nil, 'the chat of ' .. session .. ' to draw all it queued')
+end
+
 local function groups(buf, row)
   return T.hl_groups(buf, 'acp-chat', row)
 end
@@ -135,6 +144,7 @@ T.test('a tool call is updated in place: title kept, status changed, one block',
   T.ok(require('acp').respond(ctx.pending.id, 'allow'))
   T.idle()
   buf = wait_text(ctx.session, 'All done.')
+  settled(ctx.session)
   local after = lines(buf)
   T.eq(after[row], '[done] Edit notes.txt · edit', 'the same line, updated')
   T.eq(count(after, 'Edit notes.txt · edit'), 1, 'blocks for the edit after the update')
@@ -300,6 +310,7 @@ T.test('closing the window keeps the history; :AcpChat opens it again', function
   T.ok(require('acp').respond(ctx.pending.id, 'allow'))
   T.idle()
   local buf = wait_text(ctx.session, 'All done.')
+  settled(ctx.session)
   local before = lines(buf)
   vim.cmd('AcpChat')
   local input = api.nvim_get_current_buf()
@@ -453,6 +464,7 @@ T.test('an agent that exits mid-turn: error, unfinished call, header; the input 
   local crash = T.start_demo('crash.json')
   T.ok(require('acp').prompt('go'))
   buf = wait_text(crash.session, 'agent exited')
+  settled(crash.session)
   local ls = lines(buf)
   local err = T.ok(find(ls, 'error: the agent exited with code 9'), 'the end of the turn:\n' .. text(buf))
   T.eq(ls[err + 2]:match('^[^;]*'), 'the agent exited with code 9', 'the exit, after it')
@@ -532,6 +544,96 @@ T.test('the prompt text of turn_start, terminal output and a replayed session', 
   T.eq({ ls[row + 2], ls[row + 3], ls[row + 22] }, { '  │ …', '  │ line 11', '  │ line 30' }, 'the last 20 lines')
   local you = T.ok(find(ls, 'You', u + 1), 'the prompt of the turn')
   T.eq({ ls[you + 1], ls[you + 2] }, { 'Count them', 'please' }, 'its text')
+end)
+
+T.test("a session's chat buffer is made when the session starts, not on the draw timer", function()
+  -- Making it (its name, 'filetype') holds Neovim for about a millisecond:
+  -- at the session's start, not 30 ms later (the draw interval), in the
+  -- middle of the turn, before a prompt.
+  local broker = require('acp.broker')
+  local sid, agent = 'new-1', 'ghost-new'
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  broker._on_event('session_new', { agent = agent, session = sid, cwd = '/tmp' })
+  local made = vim.wait(20, function()
+    return require('acp.chat').buffer(sid) ~= nil
+  end, 1)
+  T.ok(made, 'the chat buffer within 20 ms of session_new')
+end)
+
+T.test('the chat does not draw while a permission prompt waits to be shown', function()
+  -- A `permission` event whose effect (the prompt's window) has not run:
+  -- the chat's draw, due meanwhile, waits for it (acp.events.asking).
+  local broker, events = require('acp.broker'), require('acp.events')
+  local sid, agent = 'asking-1', 'ghost-asking'
+  local function call(i)
+    broker._on_event('update', {
+      agent = agent,
+      session = sid,
+      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
+    })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  events.asking = events.asking + 1
+  local ok, err = pcall(function()
+    call(1)
+    -- Twice the draw interval (30 ms): the draw was due.
+    vim.wait(60, function()
+      return false
+    end, 5)
+    T.eq(find(lines(buf), '[pending] call 1 · read'), nil, 'drawn while a prompt waits')
+  end)
+  events.asking = events.asking - 1
+  assert(ok, err)
+  wait_text(sid, 'call 1')
+end)
+
+T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()
+  -- 300 tool calls queued at once (~15 ms of drawing). The chat draws a
+  -- few at a time and lets Neovim take in what came meanwhile, as a
+  -- permission request that must not wait for the whole tick (up to 4 ms)
+  -- to open its window: a callback scheduled while the first of them is
+  -- drawn runs after a few buffer changes, not after the tick's budget.
+  local broker = require('acp.broker')
+  local sid, agent = 'sliced-1', 'ghost-sliced'
+  local function update(u)
+    broker._on_event('update', { agent = agent, session = sid, update = u })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  local function call(i)
+    update({ sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' })
+  end
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  local changes, seen, done = 0, nil, false
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if done then
+        return true
+      end
+      changes = changes + 1
+      if changes == 1 then
+        vim.schedule(function()
+          seen = changes
+        end)
+      end
+    end,
+  })
+  for i = 1, 300 do
+    call(i)
+  end
+  wait_text(sid, 'call 300')
+  done = true
+  T.ok(seen ~= nil and seen < 40, ('the scheduled callback ran after %s of %d buffer changes'):format(tostring(seen), changes))
+  local ls = lines(buf)
+  T.ok(find(ls, '[pending] call 1 · read') < find(ls, '[pending] call 300 · read'), 'in order')
 end)
 
 T.test('16 MiB streamed in one message: bounded in the buffer, drawn in few updates', function()

@@ -17,6 +17,7 @@
 local compat = require('acp.compat')
 local config = require('acp.config')
 local context = require('acp.context')
+local events = require('acp.events')
 local highlight = require('acp.highlight')
 local markdown = require('acp.chat.markdown')
 local model = require('acp.chat.model')
@@ -50,8 +51,16 @@ function M.open(opts)
     vim.notify(err, vim.log.levels.ERROR)
     return false, err
   end
-  H.flush(chat)
-  H.dirty[chat] = nil
+  -- The person waits for it: a whole tick's budget at once.
+  H.t0, H.spent_ms = compat.uv.hrtime(), 0
+  H.deadline = H.t0 + H.budget_ms * 1e6
+  H.tick_deadline = H.deadline
+  H.ops_left = math.huge
+  if H.flush(chat) then
+    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
+  else
+    H.dirty[chat] = nil
+  end
   -- The person asked for the chat: the one-time cost of the markdown
   -- parser is paid now, not in the middle of a stream.
   markdown.warm()
@@ -195,23 +204,47 @@ end
 --- when it queues work).
 ---@param chat acp.Chat
 function M.kick(chat)
-  H.kick(chat, H.interval_ms)
+  -- A chat not drawn yet gets its buffer at once: making it (its name,
+  -- 'filetype') holds Neovim for about a millisecond, better spent when its
+  -- session starts than in the middle of a turn, before a prompt.
+  H.kick(chat, H.loaded(chat.buf) and H.interval_ms or 0)
 end
 
 --- Schedules a draw of `chat` within `ms`.
 function H.kick(chat, ms)
   H.dirty[chat] = true
-  if H.armed then
+  -- Armed already, for as soon (or it fired and the draw is scheduled).
+  local due = compat.uv.now() + ms
+  if H.armed and due >= H.due then
     return
   end
-  H.armed = true
+  H.armed, H.due = true, due
   H.timer = H.timer or compat.uv.new_timer()
-  -- No closure here: this runs inside the handling of broker events (see
-  -- H.open_later).
-  H.timer:start(ms, 0, H.on_timer)
+  if ms > 0 then
+    -- No closure here: this runs inside the handling of broker events
+    -- (see H.open_later).
+    H.timer:start(ms, 0, H.on_timer)
+    return
+  end
+  -- At once, but after Neovim polled for input: a check handle runs right
+  -- after the poll (an idle handle keeps the poll from waiting), so what
+  -- came meanwhile (a permission request) is queued before the draw.
+  H.timer:stop()
+  H.idle = H.idle or compat.uv.new_idle()
+  H.check = H.check or compat.uv.new_check()
+  H.idle:start(H.noop)
+  H.check:start(H.on_check)
 end
 
 function H.on_timer()
+  vim.schedule(H.flush_all)
+end
+
+function H.noop() end
+
+function H.on_check()
+  H.idle:stop()
+  H.check:stop()
   vim.schedule(H.flush_all)
 end
 
@@ -222,6 +255,23 @@ H.interval_ms = 30
 --- Drawing time per tick (ms): what is left waits for the next tick, so a
 --- flood of text never holds the editor longer than this.
 H.budget_ms = 4
+--- A tick draws blocks (tool calls, notes, the plan) in slices of at most
+--- this long (ms) or this many blocks; between two slices Neovim takes in
+--- what came meanwhile (a permission request, a key), so a prompt waits
+--- for one slice of the chat's drawing, not for a whole tick. Streamed
+--- text is drawn as before, up to the tick's budget at once: a slice per
+--- 32 KiB would draw less of a flood.
+H.slice_ms = 0.3
+H.slice_ops = 6
+--- Drawing time (ms) of the slices since the last pause.
+H.spent_ms = 0
+--- The slice being drawn: when it ends (hrtime), the blocks it may still
+--- draw, and when the tick's budget ends (hrtime; text).
+H.deadline = 0
+H.ops_left = 0
+H.tick_deadline = 0
+--- When the slice started (hrtime).
+H.t0 = 0
 --- The next tick when a draw ran out of budget with work left and no
 --- turn runs (ms).
 H.catchup_ms = 10
@@ -249,6 +299,8 @@ H.pairs = {}
 --- Chats with something to draw.
 H.dirty = {}
 H.armed = false
+--- When the armed timer fires (uv.now(), ms).
+H.due = 0
 
 --- Finished messages waiting for their markdown highlights (bounded), and
 --- how long drawing must pause before they are drawn.
@@ -261,10 +313,28 @@ H.waiting = {}
 
 -- Helper functionality =======================================================
 
+--- One slice of drawing (see H.slice_ms): the dirty chats in turn, until
+--- the slice ends; what is left goes on in the next slice once Neovim
+--- polled for input (H.kick with 0 ms), so a request that came meanwhile
+--- is handled between two slices (a vim.schedule'd slice would run
+--- first). Once the tick's budget is spent, a pause.
 function H.flush_all()
   H.armed = false
+  local first = next(H.dirty)
+  if first ~= nil and events.asking > 0 then
+    -- A permission request came meanwhile: its window first (its effect
+    -- is queued behind this draw), the draw right after.
+    H.kick(first, 0)
+    return
+  end
   local dirty = H.dirty
   H.dirty = {}
+  local t0 = compat.uv.hrtime()
+  H.t0 = t0
+  H.deadline = t0 + math.min(H.slice_ms, H.budget_ms) * 1e6
+  H.tick_deadline = t0 + math.max(H.budget_ms - H.spent_ms, H.slice_ms) * 1e6
+  H.ops_left = H.slice_ops
+  local left = {}
   for chat in pairs(dirty) do
     local ok, err = pcall(H.flush, chat)
     if not ok and err ~= H.last_error then
@@ -272,14 +342,42 @@ function H.flush_all()
       H.last_error = err
       vim.notify('(acp) chat: ' .. tostring(err), vim.log.levels.ERROR)
     end
+    if ok and err then
+      left[#left + 1] = chat
+    end
+  end
+  if #left > 0 then
+    H.spent_ms = H.spent_ms + (compat.uv.hrtime() - t0) / 1e6
+    local pause = H.spent_ms >= H.budget_ms
+    if pause then
+      H.spent_ms = 0
+    end
+    for _, chat in ipairs(left) do
+      -- Behind once the turn has ended: the rest sooner (while the agent
+      -- streams, the time between ticks goes to taking in its updates).
+      H.kick(chat, not pause and 0 or chat.busy and H.interval_ms or H.catchup_ms)
+    end
+  else
+    H.spent_ms = 0
   end
   H.arm_markdown()
 end
 
---- Draws everything queued for `chat` (creating its buffer when needed);
---- windows whose cursor was on the last line follow the end.
+--- Whether the slice being drawn is over (its time or its ops spent).
+function H.slice_over()
+  return H.ops_left <= 0 or compat.uv.hrtime() > H.deadline
+end
+
+--- Draws what is queued for `chat` (creating its buffer when needed) until
+--- the slice ends (H.deadline, H.ops_left; M.open draws a whole tick's
+--- budget at once); windows whose cursor was on the last line follow the
+--- end. Returns whether ops are left.
+---@return boolean
 function H.flush(chat)
-  H.ensure_buffer(chat)
+  if not H.loaded(chat.buf) then
+    H.ensure_buffer(chat)
+    H.ops_left = 0 -- that was the slice: one op more, then Neovim's turn
+  end
   local buf = chat.buf
   local follow = H.followers(buf)
   local queue = chat.queue
@@ -306,54 +404,55 @@ function H.flush(chat)
     end
   end
   H.left = nil
-  if #chat.queue > 0 then
-    -- Behind once the turn has ended: the rest sooner (while the agent
-    -- streams, the time between ticks goes to taking in its updates).
-    H.kick(chat, chat.busy and H.interval_ms or H.catchup_ms)
-  end
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == buf then
       vim.api.nvim_win_set_cursor(win, { last, 0 })
     end
   end
-  if bars then
+  if bars and not chat.header_dirty then
     H.update_bars(chat)
   end
   if not ok then
     error(err, 0)
   end
+  return #chat.queue > 0
 end
 
---- Draws the ops of `queue` in order until the time budget is spent; what
---- is left is put in H.left (a text op split at a piece).
+--- Draws the ops of `queue` in order until the slice ends (H.slice_over);
+--- what is left is put in H.left (a text op split at a piece). The header
+--- is drawn once the queue is (or the tick's budget is spent): every
+--- permission changes it, and one slice per prompt should not draw it.
 function H.apply(chat, queue)
-  if chat.header_dirty then
-    chat.header_dirty = false
-    H.replace(chat, chat.header, render.header(chat))
-  end
-  local deadline = compat.uv.hrtime() + H.budget_ms * 1e6
   for i, op in ipairs(queue) do
-    if i > 1 and compat.uv.hrtime() > deadline then
+    -- (text goes on until the tick's budget is spent, as it did)
+    local over = op.kind == 'text' and compat.uv.hrtime() > H.tick_deadline or op.kind ~= 'text' and H.slice_over()
+    if i > 1 and over then
       H.left = H.slice(queue, i, #queue)
-      return
+      break
     end
     if op.kind == 'text' then
-      H.apply_text(chat, op, deadline)
+      H.apply_text(chat, op)
       if #op.pieces > 0 then
         H.left = H.slice(queue, i, #queue)
-        return
+        break
       end
     else
+      H.ops_left = H.ops_left - 1
       H.ops[op.kind](chat, op)
     end
   end
+  if chat.header_dirty and (H.left == nil or H.spent_ms + (compat.uv.hrtime() - H.t0) / 1e6 >= H.budget_ms) then
+    chat.header_dirty = false
+    H.replace(chat, chat.header, render.header(chat))
+  end
 end
 
---- Draws a text op's pieces a slice at a time while the budget lasts;
+--- Draws a text op's pieces a slice at a time until the tick's budget is
+--- spent;
 --- the pieces left stay in op (`op.off`: bytes of the first one drawn
 --- already, when a long piece was drawn in part).
-function H.apply_text(chat, op, deadline)
+function H.apply_text(chat, op)
   local pieces = op.pieces
   if #pieces == 0 then
     -- Only text left out since the last draw: the count under the message
@@ -386,7 +485,7 @@ function H.apply_text(chat, op, deadline)
       H.ops.text(chat, { cur = op.cur, pieces = group })
       first, off = last, 0
     end
-    if compat.uv.hrtime() > deadline then
+    if compat.uv.hrtime() > H.tick_deadline then
       break
     end
   end
