@@ -71,9 +71,12 @@ function M.handle(name, data)
 end
 
 --- `permission` events whose effects (the prompt's window) have not run
---- yet: the chat's drawing waits for them (lua/acp/chat/window.lua).
+--- yet: the chat's drawing waits for them (lua/acp/chat/window.lua), and
+--- M.on_asked, when set, is called once the last of them has run.
 ---@type integer
 M.asking = 0
+---@type function|nil
+M.on_asked = nil
 
 --- Runs fn once Neovim may block again (vim.schedule), after every function
 --- deferred before it. A burst of events costs one scheduled callback.
@@ -129,6 +132,9 @@ function H.event_effect(effect, name, data)
   end
   if effect then
     effect(data)
+  end
+  if name == 'permission' and M.asking == 0 and M.on_asked ~= nil then
+    M.on_asked()
   end
   H.call_listeners(state.listeners, name, data)
   local only = state.listeners_of[name]

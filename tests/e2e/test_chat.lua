@@ -593,6 +593,36 @@ T.test('the chat does not draw while a permission prompt waits to be shown', fun
   wait_text(sid, 'call 1')
 end)
 
+T.test('a permission count left up does not keep the chat undrawn', function()
+  -- acp.events.asking never lowered (a bug): the draw waits for the
+  -- prompt at most H.ask_wait_ms (500 ms), then draws and drops the count.
+  local broker, events = require('acp.broker'), require('acp.events')
+  local sid, agent = 'asking-2', 'ghost-asking-2'
+  local function call(i)
+    broker._on_event('update', {
+      agent = agent,
+      session = sid,
+      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
+    })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  events.asking = events.asking + 1
+  local ok, err = pcall(function()
+    call(1)
+    local drawn = vim.wait(1000, function()
+      return find(lines(buf), '[pending] call 1 · read') ~= nil
+    end, 5)
+    T.ok(drawn, 'the chat drew within a second although a prompt count stayed up')
+    T.eq(events.asking, 0, 'the count left up is dropped')
+  end)
+  events.asking = 0
+  assert(ok, err)
+end)
+
 T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()
   -- 300 tool calls queued at once (~15 ms of drawing). The chat draws a
   -- few at a time and lets Neovim take in what came meanwhile, as a

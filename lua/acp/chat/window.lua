@@ -242,6 +242,16 @@ end
 
 function H.noop() end
 
+--- The last permission event's effect ran (its window is open): a draw
+--- that waited for it goes now.
+function H.asked()
+  local first = next(H.dirty)
+  if first ~= nil and H.ask_since ~= nil then
+    H.kick(first, 0)
+  end
+end
+events.on_asked = H.asked
+
 function H.on_check()
   H.idle:stop()
   H.check:stop()
@@ -272,6 +282,10 @@ H.ops_left = 0
 H.tick_deadline = 0
 --- When the slice started (hrtime).
 H.t0 = 0
+--- A draw waits for a permission's window at most this long (ms), and
+--- since when it waits (hrtime in ms), or nil.
+H.ask_wait_ms = 500
+H.ask_since = nil
 --- The next tick when a draw ran out of budget with work left and no
 --- turn runs (ms).
 H.catchup_ms = 10
@@ -323,10 +337,20 @@ function H.flush_all()
   local first = next(H.dirty)
   if first ~= nil and events.asking > 0 then
     -- A permission request came meanwhile: its window first (its effect
-    -- is queued behind this draw), the draw right after.
-    H.kick(first, 0)
-    return
+    -- is queued behind this draw), the draw right after (events.on_asked,
+    -- or the timer: never a loop polling for it, which would also keep a
+    -- vim.wait() from timing out). A window opens within milliseconds: a
+    -- count still up after H.ask_wait_ms was left up by a bug, and must
+    -- not keep the chat undrawn.
+    local now = compat.uv.hrtime() / 1e6
+    H.ask_since = H.ask_since or now
+    if now - H.ask_since < H.ask_wait_ms then
+      H.kick(first, H.interval_ms)
+      return
+    end
+    events.asking = 0
   end
+  H.ask_since = nil
   local dirty = H.dirty
   H.dirty = {}
   local t0 = compat.uv.hrtime()
