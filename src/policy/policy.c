@@ -588,6 +588,13 @@ const char *policy_request_command(const struct policy_request *r) {
   return r->r.command;
 }
 
+void policy_request_tc_strings(const struct policy_request *r, const char **id,
+                               const char **kind, const char **title) {
+  *id = r->r.tc_id;
+  *kind = r->r.tc_kind;
+  *title = r->r.tc_title;
+}
+
 bool policy_request_raw_command(const struct policy_request *r) {
   return r->r.raw_command;
 }

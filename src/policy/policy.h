@@ -86,6 +86,11 @@ struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
 void policy_request_free(struct policy_request *r);
 // The shell command of the request, or NULL (for the audit log).
 const char *policy_request_command(const struct policy_request *r);
+// The toolCall's toolCallId, kind and title as sent (NULL when absent or
+// not a string), as json_string_value gives them: they point into the tree
+// the request was read from, and live as long as it.
+void policy_request_tc_strings(const struct policy_request *r, const char **id,
+                               const char **kind, const char **title);
 // Whether the request's rawInput.command is a string or an array (the
 // agent's own command: an approval can be held to it).
 bool policy_request_raw_command(const struct policy_request *r);

@@ -288,6 +288,7 @@ static void request_empty(struct request *r) {
   r->natoms = 0;
   r->chunks = r->lent = NULL;
   r->chunk_used = 0;
+  r->tc_id = r->tc_kind = r->tc_title = NULL;
 }
 
 void request_init_in(struct request *r, const json_t *tc, const char *cwd,
@@ -317,6 +318,9 @@ void request_init_in(struct request *r, const json_t *tc, const char *cwd,
   c.rkind = K_OTHER;
   c.nul = false;
   bool nul = read_tc(tc, &c.t);
+  r->tc_id = c.t.id_s;
+  r->tc_kind = c.t.kind_s;
+  r->tc_title = c.t.title_s;
   const json_t *ri = c.t.ri;
   if (ri && !json_is_object(ri) && !json_is_null(ri))
     opaque(r, "rawInput is not an object");

@@ -89,6 +89,10 @@ struct request {
   struct request_chunk *chunks;
   size_t chunk_used;
   struct request_chunk *lent; // the caller's first chunk (request_init_in)
+  // The toolCall's toolCallId, kind and title as sent (json_string_value of
+  // each: NULL when absent or not a string), read in the walk that reads
+  // the rest: they point into the caller's tree and live as long as it.
+  const char *tc_id, *tc_kind, *tc_title;
   // (request.c's request_empty sets each field: one added here too)
 };
 

@@ -20,6 +20,7 @@
 
 #include "base/files.h"
 #include "check.h"
+#include "fixtures.h"
 #include "policy/settings.h"
 
 static const char *root;
@@ -224,6 +225,84 @@ static void test_kept_suggestions(const char *base) {
   gate_free(g);
 }
 
+// The verdict's toolCallId, kind and title are the toolCall's strings as
+// sent (json_string_value of each member: NULL when absent or not a
+// string), the very bytes of the tree: for every conformance request and
+// for toolCalls whose members are missing, of other types, named alike,
+// hold a NUL byte, or that are not objects.
+struct tc_check {
+  struct gate *g;
+  size_t n, bad;
+};
+
+static void tc_strings_check(struct tc_check *k, json_t *params,
+                             const char *what) {
+  static const char *const keys[] = {"toolCallId", "kind", "title"};
+  struct gate_verdict v;
+  gate_decide(k->g, "ag", "s", root, params, &v);
+  const char *got[] = {v.tool_call_id, v.kind, v.title};
+  json_t *tc = json_object_get(params, "toolCall");
+  for (size_t i = 0; i < 3; i++) {
+    const char *want = json_string_value(json_object_get(tc, keys[i]));
+    k->n++;
+    if (got[i] != want) {
+      k->bad++;
+      if (k->bad <= 5)
+        printf("# %s: %s %s, want %s\n", what, keys[i],
+               got[i] ? got[i] : "(null)", want ? want : "(null)");
+    }
+  }
+  gate_verdict_clear(&v);
+}
+
+static void tc_fixture(const json_t *c, const char *what, void *ud) {
+  json_t *rq = json_object_get(c, "request");
+  if (json_is_object(rq))
+    tc_strings_check(ud, (json_t *)rq, what);
+}
+
+static void test_tc_strings(void) {
+  struct tc_check k = {gate_new(), 0, 0};
+  size_t cases = each_fixture(tc_fixture, &k);
+  static const char *const odd[] = {
+      "{}",
+      "{\"toolCall\":null}",
+      "{\"toolCall\":\"x\"}",
+      "{\"toolCall\":[1,2]}",
+      "{\"toolCall\":{}}",
+      "{\"toolCall\":{\"toolCallId\":1,\"kind\":null,\"title\":[\"t\"]}}",
+      "{\"toolCall\":{\"toolCallId\":\"\",\"kind\":\"\",\"title\":\"\"}}",
+      "{\"toolCall\":{\"toolCallID\":\"a\",\"kinds\":\"execute\",\"titl\":"
+      "\"b\","
+      "\"Title\":\"c\",\"toolCallId \":\"d\",\"kin\":\"e\"}}",
+      "{\"toolCall\":{\"title\":\"ls\",\"rawInput\":{\"command\":\"ls\"}}}",
+      "{\"toolCall\":{\"kind\":\"execute\",\"rawInput\":\"ls\"}}",
+      "{\"toolCall\":{\"toolCallId\":\"i\",\"kind\":{\"k\":1},"
+      "\"rawInput\":{\"command\":\"git status\"},\"title\":\"git status\"}}",
+      "{\"toolCall\":{\"toolCallId\":\"a\\u0000b\",\"kind\":\"execute\","
+      "\"title\":\"ls\\u0000x\",\"rawInput\":{\"command\":\"ls\"}}}",
+      "{\"toolCall\":{\"toolCallId\":\"c1\",\"kind\":\"read\",\"title\":"
+      "\"Read f\",\"rawInput\":{\"file_path\":\"f\\u0000\"}}}",
+      "{\"toolCall\":{\"kind\":\"custom_kind\",\"title\":\"\\u00e9t\\u00e9\","
+      "\"toolCallId\":\"\\ud83d\\ude00\"}}",
+  };
+  for (size_t i = 0; i < sizeof(odd) / sizeof(*odd); i++) {
+    json_error_t err;
+    json_t *params = json_loads(odd[i], JSON_ALLOW_NUL, &err);
+    ok(params != NULL, "tc strings: %s parsed", odd[i]);
+    if (params) {
+      tc_strings_check(&k, params, odd[i]);
+      // The same toolCall decided again (the request's block is reused).
+      tc_strings_check(&k, params, odd[i]);
+    }
+    json_decref(params);
+  }
+  gate_free(k.g);
+  ok(cases == 1015, "tc strings: %zu conformance requests", cases);
+  ok(k.bad == 0, "tc strings: %zu of %zu as the tree's strings", k.n - k.bad,
+     k.n);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -408,6 +487,7 @@ int main(void) {
   test_every_file(base);
   test_agent_yolo(base);
   test_kept_suggestions(base);
+  test_tc_strings();
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
