@@ -1338,12 +1338,17 @@ const char *policy_pick_option(const json_t *options,
     // Its kind and optionId in one walk of its few members (two lookups
     // by hash cost more).
     json_t *o = json_array_get(options, i), *kind = NULL, *oid = NULL;
+    // A key of the length compared in place (one load), any other as
+    // strcmp does (up to a NUL the key may hold).
     for (void *it = json_object_iter(o); it;
          it = json_object_iter_next(o, it)) {
       const char *k = json_object_iter_key(it);
-      if (k[0] == 'k' && strcmp(k, "kind") == 0)
+      size_t kn = json_object_iter_key_len(it);
+      if (k[0] == 'k' && (kn == 4 ? memcmp(k, "kind", 4) == 0
+                                  : kn > 4 && strcmp(k, "kind") == 0))
         kind = json_object_iter_value(it);
-      else if (k[0] == 'o' && strcmp(k, "optionId") == 0)
+      else if (k[0] == 'o' && (kn == 8 ? memcmp(k, "optionId", 8) == 0
+                                       : kn > 8 && strcmp(k, "optionId") == 0))
         oid = json_object_iter_value(it);
     }
     int rank = pick_rank(json_string_value(kind), *decision);

@@ -357,6 +357,12 @@ static void check_pick(void) {
         json_object_set_new(o, "optionIdx", json_string("decoy"));
         json_object_set_new(o, "o", json_string("decoy"));
         json_object_set_new(o, "k", json_string("reject_once"));
+        // And of the same lengths (a key of 4 or 8 bytes is compared in
+        // place).
+        json_object_set_new(o, "kine", json_string("allow_once"));
+        json_object_set_new(o, "optionIe", json_string("decoy"));
+        json_object_set_new(o, "jind", json_string("allow_once"));
+        json_object_set_new(o, "kin", json_string("allow_once"));
         if (ids[i])
           json_object_set_new(o, "optionId", json_string(ids[i]));
         if (ks[i])
@@ -380,6 +386,17 @@ static void check_pick(void) {
   }
   ok(bad == 0, "the option picked, %zu lists and decisions: %zu differ", lists,
      bad);
+  // A key holding a NUL byte is read up to it, as strcmp reads it (and
+  // always was): "kind\0x" is a kind, "optionId\0y" an optionId.
+  json_t *o = json_object(), *arr = json_array();
+  json_object_setn_new(o, "kind\0x", 6, json_string("allow_once"));
+  json_object_setn_new(o, "optionId\0y", 10, json_string("nul"));
+  json_array_append_new(arr, o);
+  enum policy_decision d = POLICY_ALLOW;
+  const char *id = policy_pick_option(arr, &d);
+  ok(same_str(id, "nul") && d == POLICY_ALLOW,
+     "keys with a NUL byte read up to it");
+  json_decref(arr);
 }
 
 // The `permission_resolved` event packed directly is the one json_pack
