@@ -561,18 +561,24 @@ static const char *utf8_or_null(const char *s) {
 
 // The same for s of n bytes.
 static const char *utf8_or_null_n(const char *s, size_t n) {
-  // Most are ASCII: eight bytes at a time (the last eight overlapping
-  // those already looked at; four and four for a short one), utf8_valid
-  // only past ASCII.
+  // Most are ASCII: sixteen bytes at a time, then eight, and the last
+  // eight overlapping those already looked at (four and four for a short
+  // one); utf8_valid only past ASCII.
   uint64_t high = 0;
   if (n >= 8) {
-    uint64_t w;
-    for (size_t i = 0; i + 8 <= n && !high; i += 8) {
+    uint64_t w, x;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
       memcpy(&w, s + i, 8);
-      high = w & 0x8080808080808080ULL;
+      memcpy(&x, s + i + 8, 8);
+      high |= w | x;
+    }
+    if (i + 8 <= n) {
+      memcpy(&w, s + i, 8);
+      high |= w;
     }
     memcpy(&w, s + n - 8, 8);
-    high |= w & 0x8080808080808080ULL;
+    high = (high | w) & 0x8080808080808080ULL;
   } else if (n >= 4) {
     uint32_t a, b;
     memcpy(&a, s, 4);
