@@ -714,10 +714,18 @@ static void decide(struct gate *g, const char *agent, const char *session,
   }
   // The options :AcpAllow, :AcpDeny and the prompt's allow/reject keys
   // answer with: the policy's own choice (policy_pick_option).
-  enum policy_decision want = POLICY_ALLOW;
-  v->allow_option = utf8_or_null(pick(options, ov, &want));
-  want = POLICY_DENY;
-  v->reject_option = utf8_or_null(pick(options, ov, &want));
+  // Both in one walk of the tree's options (policy_pick_options).
+  const char *allow, *reject;
+  if (ov) {
+    enum policy_decision want = POLICY_ALLOW;
+    allow = pick(options, ov, &want);
+    want = POLICY_DENY;
+    reject = pick(options, ov, &want);
+  } else {
+    policy_pick_options(options, &allow, &reject);
+  }
+  v->allow_option = utf8_or_null(allow);
+  v->reject_option = utf8_or_null(reject);
 }
 
 json_t *gate_verdict_info(struct gate_verdict *v) {

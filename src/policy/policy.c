@@ -1326,39 +1326,68 @@ const char *policy_pick_option_of(const char *const *ids,
   return picked(second, decision);
 }
 
+// An option's kind and optionId (NULL when absent or not a string), in one
+// walk of its few members (two lookups by hash cost more).
+static void option_fields(const json_t *o, const char **kind,
+                          const char **oid) {
+  json_t *ko = NULL, *io = NULL, *obj = (json_t *)(uintptr_t)o;
+  // A key of the length compared in place (one load), any other as
+  // strcmp does (up to a NUL the key may hold).
+  for (void *it = json_object_iter(obj); it;
+       it = json_object_iter_next(obj, it)) {
+    const char *k = json_object_iter_key(it);
+    size_t kn = json_object_iter_key_len(it);
+    if (k[0] == 'k' && (kn == 4 ? memcmp(k, "kind", 4) == 0
+                                : kn > 4 && strcmp(k, "kind") == 0))
+      ko = json_object_iter_value(it);
+    else if (k[0] == 'o' && (kn == 8 ? memcmp(k, "optionId", 8) == 0
+                                     : kn > 8 && strcmp(k, "optionId") == 0))
+      io = json_object_iter_value(it);
+  }
+  *kind = json_string_value(ko);
+  *oid = json_string_value(io);
+}
+
 const char *policy_pick_option(const json_t *options,
                                enum policy_decision *decision) {
-  // One walk, no copy: an option's optionId is looked up only when its
-  // kind would answer.
+  // One walk, no copy.
   if ((unsigned)*decision > POLICY_DENY)
     *decision = POLICY_ASK;
   const char *second = NULL;
   size_t n = *decision == POLICY_ASK ? 0 : json_array_size(options);
   for (size_t i = 0; i < n; i++) {
-    // Its kind and optionId in one walk of its few members (two lookups
-    // by hash cost more).
-    json_t *o = json_array_get(options, i), *kind = NULL, *oid = NULL;
-    // A key of the length compared in place (one load), any other as
-    // strcmp does (up to a NUL the key may hold).
-    for (void *it = json_object_iter(o); it;
-         it = json_object_iter_next(o, it)) {
-      const char *k = json_object_iter_key(it);
-      size_t kn = json_object_iter_key_len(it);
-      if (k[0] == 'k' && (kn == 4 ? memcmp(k, "kind", 4) == 0
-                                  : kn > 4 && strcmp(k, "kind") == 0))
-        kind = json_object_iter_value(it);
-      else if (k[0] == 'o' && (kn == 8 ? memcmp(k, "optionId", 8) == 0
-                                       : kn > 8 && strcmp(k, "optionId") == 0))
-        oid = json_object_iter_value(it);
-    }
-    int rank = pick_rank(json_string_value(kind), *decision);
-    const char *id = rank ? json_string_value(oid) : NULL;
+    const char *kind, *oid;
+    option_fields(json_array_get(options, i), &kind, &oid);
+    int rank = pick_rank(kind, *decision);
+    const char *id = rank ? oid : NULL;
     if (id && rank == 1)
       return id;
     if (id && rank == 2 && !second)
       second = id;
   }
   return picked(second, decision);
+}
+
+void policy_pick_options(const json_t *options, const char **allow,
+                         const char **reject) {
+  const char *second = NULL;
+  *allow = *reject = NULL;
+  size_t n = json_array_size(options);
+  for (size_t i = 0; i < n && !(*allow && *reject); i++) {
+    const char *kind, *oid;
+    option_fields(json_array_get(options, i), &kind, &oid);
+    if (!oid)
+      continue;
+    if (!*allow && pick_rank(kind, POLICY_ALLOW) == 1)
+      *allow = oid;
+    int rank = *reject ? 0 : pick_rank(kind, POLICY_DENY);
+    if (rank == 1)
+      *reject = oid;
+    else if (rank == 2 && !second)
+      second = oid;
+  }
+  if (!*reject)
+    *reject = second;
 }
 
 const char *policy_decision_name(enum policy_decision d) {

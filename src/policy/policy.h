@@ -186,6 +186,10 @@ void policy_decide(const struct policy *p, const struct policy *memory,
 // string is borrowed from options.
 const char *policy_pick_option(const json_t *options,
                                enum policy_decision *decision);
+// Both options a prompt offers to answer with, in one walk of options:
+// *allow as policy_pick_option picks for ALLOW, *reject for DENY.
+void policy_pick_options(const json_t *options, const char **allow,
+                         const char **reject);
 // The same over n options given as their optionIds and kinds (a NULL one
 // is never picked).
 const char *policy_pick_option_of(const char *const *ids,

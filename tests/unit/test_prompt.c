@@ -381,6 +381,15 @@ static void check_pick(void) {
             want != got_of)
           bad++;
       }
+      // Both a prompt offers, in one walk: as picked for ALLOW and DENY.
+      enum policy_decision da = POLICY_ALLOW, dd = POLICY_DENY;
+      const char *wa = pick_ref(ids, ks, len, &da);
+      const char *wd = pick_ref(ids, ks, len, &dd);
+      const char *ga, *gd;
+      policy_pick_options(arr, &ga, &gd);
+      lists++;
+      if (!same_str(wa, ga) || !same_str(wd, gd))
+        bad++;
       json_decref(arr);
     }
   }
