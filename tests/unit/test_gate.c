@@ -261,7 +261,8 @@ static void tc_fixture(const json_t *c, const char *what, void *ud) {
     tc_strings_check(ud, (json_t *)rq, what);
 }
 
-static void test_tc_strings(void) {
+static void test_tc_strings(const char *cwd) {
+  root = cwd; // (a test before left it at one of its own buffers)
   struct tc_check k = {gate_new(), 0, 0};
   size_t cases = each_fixture(tc_fixture, &k);
   static const char *const odd[] = {
@@ -487,7 +488,7 @@ int main(void) {
   test_every_file(base);
   test_agent_yolo(base);
   test_kept_suggestions(base);
-  test_tc_strings();
+  test_tc_strings(proj);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
