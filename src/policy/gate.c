@@ -636,10 +636,30 @@ static void decide(struct gate *g, const char *agent, const char *session,
                    const char *cwd, json_t *tc, const json_t *options,
                    const struct gate_options *ov, struct gate_verdict *v);
 
+// Up to this many members, params' toolCall and options are found in one
+// walk of them (two lookups by hash cost ~320 instructions for the three
+// members an agent sends); a larger object is looked up.
+#define PARAMS_WALK 8
+
 void gate_decide(struct gate *g, const char *agent, const char *session,
                  const char *cwd, json_t *params, struct gate_verdict *v) {
-  decide(g, agent, session, cwd, json_object_get(params, "toolCall"),
-         json_object_get(params, "options"), NULL, v);
+  json_t *tc = NULL, *options = NULL;
+  if (json_object_size(params) > PARAMS_WALK) {
+    tc = json_object_get(params, "toolCall");
+    options = json_object_get(params, "options");
+  } else {
+    // Keys compared with their lengths, as json_object_get compares them.
+    for (void *it = json_object_iter(params); it;
+         it = json_object_iter_next(params, it)) {
+      const char *k = json_object_iter_key(it);
+      size_t kn = json_object_iter_key_len(it);
+      if (kn == 8 && memcmp(k, "toolCall", 8) == 0)
+        tc = json_object_iter_value(it);
+      else if (kn == 7 && memcmp(k, "options", 7) == 0)
+        options = json_object_iter_value(it);
+    }
+  }
+  decide(g, agent, session, cwd, tc, options, NULL, v);
 }
 
 void gate_decide_tc(struct gate *g, const char *agent, const char *session,

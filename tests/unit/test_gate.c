@@ -304,6 +304,103 @@ static void test_tc_strings(const char *cwd) {
      k.n);
 }
 
+// gate_decide finds params' toolCall and options as json_object_get finds
+// them (a walk of a small object, a lookup in a large one): for params of
+// other types, members missing, named alike (holding another toolCall and
+// other options), keys with a NUL byte, and up to 12 more members, the
+// verdict reads the same toolCall and options, and is the one of params
+// holding just those two.
+static json_t *tc_of(const char *cmd, const char *id) {
+  return json_pack("{s:s,s:s,s:s,s:{s:s}}", "toolCallId", id, "title", cmd,
+                   "kind", "execute", "rawInput", "command", cmd);
+}
+
+static json_t *options_of(const char *allow, const char *reject) {
+  return json_pack("[{s:s,s:s},{s:s,s:s}]", "optionId", allow, "kind",
+                   "allow_once", "optionId", reject, "kind", "reject_once");
+}
+
+static bool same_s(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void test_params_walk(const char *cwd) {
+  root = cwd;
+  struct gate *g = gate_new();
+  static const char *const cmds[] = {"git status", "rm -rf x", "ls"};
+  static const char *const alike[] = {
+      "toolcall", "toolCalls", "toolCal",  "ToolCall",  "options_", "Options",
+      "option",   "optionz",   "toolCalm", "sessionId", "_meta",    "optionsX"};
+  size_t n = 0, bad = 0;
+  for (size_t shape = 0; shape < 64; shape++)
+    for (size_t extra = 0; extra <= 12; extra++) {
+      const char *cmd = cmds[(shape + extra) % 3];
+      json_t *params = json_object();
+      // Decoys first, after, or both (the walk keeps the last match).
+      for (size_t i = 0; i < extra; i++) {
+        const char *k = alike[i];
+        json_t *val = k[0] == 't' || k[0] == 'T' ? tc_of("rm -rf /", "decoy")
+                                                 : options_of("da", "dr");
+        json_object_set_new(params, k, val);
+      }
+      if (!(shape & 1))
+        json_object_set_new(params, "toolCall", tc_of(cmd, "real"));
+      if (!(shape & 2))
+        json_object_set_new(params, "options", options_of("ra", "rr"));
+      if (shape & 4)
+        json_object_setn_new(params, "toolCall\0x", 10,
+                             tc_of("rm -rf /", "nul"));
+      if (shape & 8)
+        json_object_setn_new(params, "options\0y", 9, options_of("na", "nr"));
+      if (shape & 16)
+        json_object_set_new(params, "toolCal", tc_of("curl x", "short"));
+      if (shape & 32)
+        json_object_set_new(params, "sessionId", json_string("s"));
+      json_t *tc = json_object_get(params, "toolCall");
+      json_t *opts = json_object_get(params, "options");
+      json_t *ref = json_object();
+      if (tc)
+        json_object_set(ref, "toolCall", tc);
+      if (opts)
+        json_object_set(ref, "options", opts);
+      // (A verdict's info is built before the gate's next call.)
+      struct gate_verdict a, b;
+      gate_decide(g, "ag", "s", root, params, &a);
+      char *ja = json_dumps(gate_verdict_info(&a), JSON_SORT_KEYS);
+      gate_decide(g, "ag", "s", root, ref, &b);
+      char *jb = json_dumps(gate_verdict_info(&b), JSON_SORT_KEYS);
+      bool same = a.tc == tc && b.tc == tc && a.decision == b.decision &&
+                  a.option_id == b.option_id &&
+                  a.allow_option == b.allow_option &&
+                  a.reject_option == b.reject_option && same_s(ja, jb);
+      n++;
+      if (!same && ++bad <= 5)
+        printf("# params shape %zu, %zu more: %s\n#  want %s\n", shape, extra,
+               ja, jb);
+      free(ja);
+      free(jb);
+      gate_verdict_clear(&a);
+      gate_verdict_clear(&b);
+      json_decref(ref);
+      json_decref(params);
+    }
+  // Not an object: nothing read.
+  json_t *not_obj[] = {json_null(), json_string("toolCall"), json_array(),
+                       NULL};
+  for (size_t i = 0; i < 4; i++) {
+    struct gate_verdict v;
+    gate_decide(g, "ag", "s", root, not_obj[i], &v);
+    n++;
+    if (v.tc || v.decision != POLICY_ASK || v.allow_option || v.reject_option)
+      bad++;
+    gate_verdict_clear(&v);
+    json_decref(not_obj[i]);
+  }
+  gate_free(g);
+  ok(bad == 0, "params' toolCall and options as looked up: %zu of %zu", n - bad,
+     n);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -489,6 +586,7 @@ int main(void) {
   test_agent_yolo(base);
   test_kept_suggestions(base);
   test_tc_strings(proj);
+  test_params_walk(proj);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
