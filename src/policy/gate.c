@@ -375,10 +375,12 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
 // root's settings, loaded again when anything they come from changed.
 static struct snapshot *snapshot_get(struct gate *g, const char *root) {
   size_t slot = 0;
+  bool hit = false; // slot holds root's (else another root's, or none)
   for (size_t i = 0; i < GATE_SNAPSHOTS; i++) {
     struct snapshot *sn = g->snaps[i];
     if (sn && strcmp(sn->root, root) == 0) {
       slot = i;
+      hit = true;
       break;
     }
     // Otherwise the free slot, else the least recently used one.
@@ -386,7 +388,7 @@ static struct snapshot *snapshot_get(struct gate *g, const char *root) {
       slot = i;
   }
   struct snapshot *sn = g->snaps[slot];
-  if (sn && (strcmp(sn->root, root) != 0 || !snapshot_fresh(g, sn))) {
+  if (sn && (!hit || !snapshot_fresh(g, sn))) {
     snapshot_free(sn);
     sn = NULL;
   }

@@ -401,6 +401,44 @@ static void test_params_walk(const char *cwd) {
      n);
 }
 
+// More projects than the gate keeps the settings of (8), decided in turn
+// and in other orders: each request is judged by its own project's rules,
+// never by those of the project whose place its settings took.
+static void test_many_projects(const char *base) {
+  enum { N = 11 };
+  char dirs[N][300], p[4096];
+  for (int i = 0; i < N; i++) {
+    snprintf(dirs[i], sizeof(dirs[i]), "%s/many%d", base, i);
+    snprintf(p, sizeof(p), "%s/.acp", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.git", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.acp/settings.json", dirs[i]);
+    char text[100];
+    snprintf(text, sizeof(text),
+             "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
+    put(p, text);
+  }
+  struct gate *g = gate_new();
+  size_t n = 0, bad = 0;
+  for (int round = 0; round < 200; round++) {
+    int j = round < N ? round : (round * 7 + round / 3) % N;
+    int i = round % 3 == 0 ? j : (j + round) % N;
+    char cmd[40];
+    snprintf(cmd, sizeof(cmd), "tool%d x", i);
+    root = dirs[j];
+    enum policy_decision d = decide(g, cmd);
+    n++;
+    if (d != (i == j ? POLICY_DENY : POLICY_ASK)) {
+      bad++;
+      printf("# %s in many%d: %s\n", cmd, j, policy_decision_name(d));
+    }
+  }
+  gate_free(g);
+  ok(bad == 0, "more projects than kept: %zu of %zu by their own rules",
+     n - bad, n);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -587,6 +625,7 @@ int main(void) {
   test_kept_suggestions(base);
   test_tc_strings(proj);
   test_params_walk(proj);
+  test_many_projects(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
