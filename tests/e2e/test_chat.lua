@@ -562,11 +562,12 @@ T.test("a session's chat buffer is made when the session starts, not on the draw
   T.ok(made, 'the chat buffer within 20 ms of session_new')
 end)
 
-T.test('the chat does not draw while a permission prompt waits to be shown', function()
-  -- A `permission` event whose effect (the prompt's window) has not run:
-  -- the chat's draw, due meanwhile, waits for it (acp.events.asking).
+-- A chat with one tool call drawn, then acp.events.asking raised as a
+-- `permission` event whose effect (the prompt's window) has not run does,
+-- and a second tool call queued; check(buf) runs then and the count is
+-- set back. Returns the chat's buffer.
+local function while_asking(sid, agent, check)
   local broker, events = require('acp.broker'), require('acp.events')
-  local sid, agent = 'asking-1', 'ghost-asking'
   local function call(i)
     broker._on_event('update', {
       agent = agent,
@@ -579,48 +580,41 @@ T.test('the chat does not draw while a permission prompt waits to be shown', fun
   end)
   call(0)
   local buf = wait_text(sid, 'call 0')
-  events.asking = events.asking + 1
+  local before = events.asking
+  events.asking = before + 1
   local ok, err = pcall(function()
     call(1)
+    check(buf)
+  end)
+  events.asking = before
+  assert(ok, err)
+  return buf
+end
+
+T.test('the chat does not draw while a permission prompt waits to be shown', function()
+  -- The chat's draw, due meanwhile, waits for the prompt's window.
+  local sid = 'asking-1'
+  while_asking(sid, 'ghost-asking', function(buf)
     -- Twice the draw interval (30 ms): the draw was due.
     vim.wait(60, function()
       return false
     end, 5)
     T.eq(find(lines(buf), '[pending] call 1 · read'), nil, 'drawn while a prompt waits')
   end)
-  events.asking = events.asking - 1
-  assert(ok, err)
   wait_text(sid, 'call 1')
 end)
 
 T.test('a permission count left up does not keep the chat undrawn', function()
   -- acp.events.asking never lowered (a bug): the draw waits for the
   -- prompt at most H.ask_wait_ms (500 ms), then draws and drops the count.
-  local broker, events = require('acp.broker'), require('acp.events')
-  local sid, agent = 'asking-2', 'ghost-asking-2'
-  local function call(i)
-    broker._on_event('update', {
-      agent = agent,
-      session = sid,
-      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
-    })
-  end
-  T.defer(function()
-    broker._on_event('agent_exit', { agent = agent, code = 0 })
-  end)
-  call(0)
-  local buf = wait_text(sid, 'call 0')
-  events.asking = events.asking + 1
-  local ok, err = pcall(function()
-    call(1)
+  local events = require('acp.events')
+  while_asking('asking-2', 'ghost-asking-2', function(buf)
     local drawn = vim.wait(1000, function()
       return find(lines(buf), '[pending] call 1 · read') ~= nil
     end, 5)
     T.ok(drawn, 'the chat drew within a second although a prompt count stayed up')
     T.eq(events.asking, 0, 'the count left up is dropped')
   end)
-  events.asking = 0
-  assert(ok, err)
 end)
 
 T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()

@@ -37,6 +37,7 @@
 #include "policy/request.h"
 
 #include "../unit/request_ref.c"
+#include "../unit/sets_same.h"
 
 #define CWD "/fuzz/p"
 #define HOME "/fuzz/h"
@@ -50,19 +51,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   in.yolo = true;
   yolo = policy_new(&in, NULL, NULL);
   return 0;
-}
-
-// got (n rules) is want (m rules) without those that are not UTF-8.
-static bool same_utf8(char **got, size_t n, char **want, size_t m) {
-  size_t k = 0;
-  for (size_t i = 0; i < m; i++) {
-    if (!utf8_valid(want[i], strlen(want[i])))
-      continue;
-    if (k >= n || strcmp(got[k], want[i]) != 0)
-      return false;
-    k++;
-  }
-  return k == n && (n > 0) == (got != NULL);
 }
 
 static bool normal(const char *p) {

@@ -23,6 +23,7 @@
 #include "../fuzz/fuzz_requests.h"
 #include "check.h"
 #include "fixtures.h"
+#include "sets_same.h"
 
 static char root[512], home[512];
 static size_t compared, offered, differ;
@@ -91,18 +92,6 @@ static void compare(const struct policy_request *r, const char *what) {
 // for each anchoring (made and kept, then found), other anchors between.
 static struct policy *keeper;
 static size_t kept_compared, kept_differ;
-
-static bool same_utf8(char **got, size_t n, char **want, size_t m) {
-  size_t k = 0;
-  for (size_t i = 0; i < m; i++) {
-    if (!utf8_valid(want[i], strlen(want[i])))
-      continue;
-    if (k >= n || strcmp(got[k], want[i]) != 0)
-      return false;
-    k++;
-  }
-  return k == n && (n > 0) == (got != NULL);
-}
 
 static bool kept_same(const struct policy *p, const struct policy_request *r,
                       const char *ar, const char *ah, char *shown, size_t cap) {
