@@ -2848,6 +2848,21 @@ static inline const struct kept *kq_of(const struct eval *e,
                                                                       : NULL;
 }
 
+// The answers y and m of a walk of the whole list: kept with the atom's
+// keys (kp, when not NULL), and given out as the walk up to limit would
+// have found them (a maybe comes before a yes, so m < y when both are).
+static void list_answer(struct kept *kp, enum policy_list list, uint32_t y,
+                        uint32_t m, uint32_t limit, uint32_t *yes,
+                        uint32_t *maybe) {
+  if (kp) {
+    kp->yes[list] = y;
+    kp->maybe[list] = m;
+    kp->answered |= (uint8_t)(1u << list);
+  }
+  *yes = y < limit ? y : UINT32_MAX;
+  *maybe = m < limit ? m : UINT32_MAX;
+}
+
 // The first candidate of list (the index) below limit giving SHELL_YES on
 // a, and the first giving SHELL_MAYBE (UINT32_MAX: none), in one walk:
 // deny and ask lists are asked both (step_deny, then step_ask). A Bash
@@ -2859,18 +2874,14 @@ static void atom_hits(const struct eval *e, const struct policy *p,
                       uint32_t *maybe) {
   const struct kept *kq = kq_of(e, p, j);
   if (kq && (kq->answered >> list & 1)) { // fold_kept found it
-    uint32_t y = kq->yes[list], m = kq->maybe[list];
-    *yes = y < limit ? y : UINT32_MAX;
-    *maybe = m < limit ? m : UINT32_MAX;
+    list_answer(NULL, list, kq->yes[list], kq->maybe[list], limit, yes, maybe);
     return;
   }
   const struct memo_atom *ma = memo_keys(e, p, j);
   *yes = *maybe = UINT32_MAX;
   struct kept *kp = ma ? kept_mine(ma) : NULL;
   if (kp && (kp->answered >> list & 1)) { // an earlier decision's walk
-    uint32_t y = kp->yes[list], m = kp->maybe[list];
-    *yes = y < limit ? y : UINT32_MAX;
-    *maybe = m < limit ? m : UINT32_MAX;
+    list_answer(NULL, list, kp->yes[list], kp->maybe[list], limit, yes, maybe);
     return;
   }
   if (ma && (ma->one_ok >> list & 1)) {
@@ -2888,14 +2899,7 @@ static void atom_hits(const struct eval *e, const struct policy *p,
       if (h == SHELL_MAYBE && m == UINT32_MAX)
         m = k;
     }
-    if (kp) {
-      kp->yes[list] = y;
-      kp->maybe[list] = m;
-      kp->answered |= (uint8_t)(1u << list);
-    }
-    // What the walk up to limit would have found: m comes before y.
-    *yes = y < limit ? y : UINT32_MAX;
-    *maybe = m < limit ? m : UINT32_MAX;
+    list_answer(kp, list, y, m, limit, yes, maybe);
     return;
   }
   struct cands c;
@@ -2913,13 +2917,7 @@ static void atom_hits(const struct eval *e, const struct policy *p,
     if (h == SHELL_MAYBE && m == UINT32_MAX)
       m = k;
   }
-  if (kp) {
-    kp->yes[list] = y;
-    kp->maybe[list] = m;
-    kp->answered |= (uint8_t)(1u << list);
-  }
-  *yes = y < limit ? y : UINT32_MAX;
-  *maybe = m < limit ? m : UINT32_MAX;
+  list_answer(kp, list, y, m, limit, yes, maybe);
 }
 
 // The first rule of list (in order) that gives want on some atom, every

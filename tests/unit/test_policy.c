@@ -911,21 +911,40 @@ static void test_memo(void) {
   free(args);
 }
 
+// policy_decide of r (with a session memory mem, or NULL) against the
+// reference, said with what (the command and where) when they differ; its
+// decision in *got (may be NULL).
+static bool decides_as_reference(const struct policy *p,
+                                 const struct policy *mem,
+                                 const struct policy_request *r,
+                                 const char *what, enum policy_decision *got) {
+  struct policy_result res, ref;
+  policy_decide(p, mem, r, &res);
+  policy_decide_reference(p, mem, r, &ref);
+  bool good = ref.decision == res.decision && ref.by == res.by &&
+              strcmp(ref.reason, res.reason) == 0 &&
+              strcmp(ref.rule, res.rule) == 0 &&
+              strcmp(ref.source, res.source) == 0;
+  if (!good)
+    printf("#   %s: got %s: %s\n#   reference %s: %s\n", what,
+           policy_decision_name(res.decision), res.reason,
+           policy_decision_name(ref.decision), ref.reason);
+  if (got)
+    *got = res.decision;
+  return good;
+}
+
 // policy_decide against the reference on one command, as memo_case.
 static bool same_as_reference(const struct policy *p, const char *command,
                               int want) {
   struct policy_request *r = request(CB, command);
-  struct policy_result res, ref;
-  policy_decide(p, NULL, r, &res);
-  policy_decide_reference(p, NULL, r, &ref);
-  bool good = (int)res.decision == want && ref.decision == res.decision &&
-              ref.by == res.by && strcmp(ref.reason, res.reason) == 0 &&
-              strcmp(ref.rule, res.rule) == 0 &&
-              strcmp(ref.source, res.source) == 0;
-  if (!good)
-    printf("#   %s: got %s: %s\n#   reference %s: %s\n", command,
-           policy_decision_name(res.decision), res.reason,
-           policy_decision_name(ref.decision), ref.reason);
+  enum policy_decision got;
+  bool good = decides_as_reference(p, NULL, r, command, &got);
+  if ((int)got != want) {
+    printf("#   %s: got %s, want %s\n", command, policy_decision_name(got),
+           policy_decision_name((enum policy_decision)want));
+    good = false;
+  }
   policy_request_free(r);
   return good;
 }
@@ -977,17 +996,7 @@ static void test_kept_keys(void) {
 static bool same_with_memory(const struct policy *p, const struct policy *mem,
                              const char *command) {
   struct policy_request *r = request(CB, command);
-  struct policy_result res, ref;
-  policy_decide(p, mem, r, &res);
-  policy_decide_reference(p, mem, r, &ref);
-  bool good = ref.decision == res.decision && ref.by == res.by &&
-              strcmp(ref.reason, res.reason) == 0 &&
-              strcmp(ref.rule, res.rule) == 0 &&
-              strcmp(ref.source, res.source) == 0;
-  if (!good)
-    printf("#   %s: got %s: %s\n#   reference %s: %s\n", command,
-           policy_decision_name(res.decision), res.reason,
-           policy_decision_name(ref.decision), ref.reason);
+  bool good = decides_as_reference(p, mem, r, command, NULL);
   policy_request_free(r);
   return good;
 }
@@ -1003,18 +1012,9 @@ static bool same_in(const struct policy *p, const char *sub,
                              opts(), "toolCall", tool_call(CB, command));
   struct policy_request *r = policy_request_new(params, cwd, home);
   json_decref(params);
-  struct policy_result res, ref;
-  policy_decide(p, NULL, r, &res);
-  policy_decide_reference(p, NULL, r, &ref);
-  bool good = ref.decision == res.decision && ref.by == res.by &&
-              strcmp(ref.reason, res.reason) == 0 &&
-              strcmp(ref.rule, res.rule) == 0 &&
-              strcmp(ref.source, res.source) == 0;
-  if (!good)
-    printf("#   %s in %s: got %s: %s\n#   reference %s: %s\n", command,
-           sub ? sub : ".", policy_decision_name(res.decision), res.reason,
-           policy_decision_name(ref.decision), ref.reason);
-  *got = res.decision;
+  char what[800];
+  snprintf(what, sizeof(what), "%s in %s", command, sub ? sub : ".");
+  bool good = decides_as_reference(p, NULL, r, what, got);
   policy_request_free(r);
   return good;
 }
