@@ -13,6 +13,15 @@
 --- the layout (H.render_body) decides what fits: the command or diff stat
 --- and the options always, the decorations while there is room.
 
+-- This code runs once per prompt, not in loops: LuaJIT found it hot only
+-- after some fifty prompts, then recorded and compiled traces (and aborted
+-- many, on closures) in the middle of showing one, which made those
+-- prompts the slowest (bench/README.md, the prompt). Interpreted, every
+-- prompt costs the same. The functions defined in this file only.
+if jit ~= nil then
+  jit.off(true, true)
+end
+
 local compat = require('acp.compat')
 local events = require('acp.events')
 local format = require('acp.format')
@@ -419,10 +428,11 @@ function H.fill(v, req)
     compat.set_buf(buf, 'modifiable', false)
     compat.set_buf(buf, 'modified', false)
     vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
-    local hls = r.hls
+    local hls, mark = r.hls, H.mark_opts
     for i = 1, #hls, 4 do
-      local row, s, e, group = hls[i], hls[i + 1], hls[i + 2], hls[i + 3]
-      pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, s, { end_row = row, end_col = e, hl_group = group })
+      local row = hls[i]
+      mark.end_row, mark.end_col, mark.hl_group = row, hls[i + 2], hls[i + 3]
+      pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, hls[i + 1], mark)
     end
     v.drawn, v.tick = r, vim.api.nvim_buf_get_changedtick(buf)
   end
@@ -439,6 +449,11 @@ function H.fill(v, req)
     focusable = true,
   }
 end
+
+--- The options of every highlight's extmark, one table filled for each
+--- (Neovim reads it during the call): a table per highlight was a fifth of
+--- a prompt's garbage.
+H.mark_opts = { end_row = 0, end_col = 0, hl_group = '' }
 
 --- Rows the window may take: nearly all of a small screen, 80% of a tall one.
 function H.max_height()
@@ -1013,6 +1028,7 @@ end
 H.wrap = layout.wrap
 H.block = layout.block
 H.append = layout.append
+H.append_rows = layout.append_rows
 
 --- Body of the prompt, `o.width` cells wide, with one column of padding on
 --- the left. Made again only when what it is made of changed (H.memo).
@@ -1129,65 +1145,66 @@ end
 --- the decorations (Why:, Judged:, Kind:, the notes about the extras) are
 --- added while they fit, and the details follow below the options (scroll
 --- down, or `d` for a diff tab).
+---
+--- Everything is first written into one block, in reading order, and the
+--- row where each part starts is kept (p_*): that block is the layout when
+--- it fits, and the layout that does not fit is made of its row ranges.
 function H.render_body(req, o)
   local w = math.max(10, o.width)
   local tc = state.tool_call(req)
   local data = H.data(req)
   data.extras = H.extras(req)
 
-  local head = H.block(w)
-  head:add({ { H.header(req), 'AcpPromptHeader' } })
-  head:text(H.title_of(req, tc), 'AcpPromptTitle')
-  local why = H.block(w)
+  local full = H.block(w)
+  full:line(H.header(req), 'AcpPromptHeader')
+  full:text(H.title_of(req, tc), 'AcpPromptTitle')
+  local p_why = #full.lines
   if req.reason or req.rule then
-    why:text(format.why(req), nil, 'Why: ', '     ')
+    full:text(format.why(req), nil, 'Why: ', '     ')
   end
-  local judged = H.block(w)
+  local p_judged = #full.lines
   local j = H.judged(req)
   if j ~= nil then
-    judged:text(j, 'AcpPromptLabel', 'Judged: ', '  ')
+    full:text(j, 'AcpPromptLabel', 'Judged: ', '  ')
   end
-  local kind = H.block(w)
-  kind:add({ { 'Kind: ', 'AcpPromptLabel' }, { H.kind_of(req, tc), nil } })
-  local command = H.command(req, tc, w, data)
-  local details = H.details(req, tc, data, w)
-  local choices, xhead, extras, broad, trust = H.options(req, w, data.extras)
-  local absent = H.absent(req, w)
-  local keys1, keys2 = H.footer(req, o.focused, w, data)
-
-  local full = H.block(w)
-  for _, b in ipairs({ head, why, judged, kind, command.block, details }) do
-    H.append(full, b)
-  end
-  full:add({ { '' } })
-  H.append(full, choices)
-  H.append(full, xhead)
-  H.append(full, extras)
-  H.append(full, broad)
-  H.append(full, trust)
-  H.append(full, absent)
-  full:add({ { '' } })
-  H.append(full, keys1)
-  H.append(full, keys2)
-  if #full.lines <= o.max_height then
-    full.height = #full.lines
+  local p_kind = #full.lines
+  full:add({ { 'Kind: ', 'AcpPromptLabel' }, { H.kind_of(req, tc), nil } })
+  local p_command = #full.lines
+  H.command(full, req, tc)
+  local p_details = #full.lines
+  H.details(full, req, tc, data)
+  local p_blank = #full.lines
+  full:line('')
+  local p_choices = #full.lines
+  local p_xhead, p_extras, p_broad, p_trust = H.options(full, req, data.extras)
+  local p_absent = #full.lines
+  H.absent(full, req)
+  local p_keys1 = #full.lines + 1
+  full:line('')
+  local p_keys2 = H.footer(full, req, o.focused, data)
+  local p_end = #full.lines
+  if p_end <= o.max_height then
+    full.height = p_end
     return full
   end
 
   -- What must be seen: the header, the title, the command or the diff
   -- stat, the options, the keys.
+  local stat, diff_preview = H.diff_stat(w, data)
+  local n_choices, n_extras, n_trust = p_xhead - p_choices, p_broad - p_extras, p_absent - p_trust
+  local n_keys1, n_broad = p_keys2 - p_keys1, p_trust - p_broad
   local budget = o.max_height
-  local title_max = math.max(1, #head.lines)
-  local fixed = #choices.lines + #extras.lines + #trust.lines + #keys1.lines + (command.stat and #command.stat.lines or 0)
+  local title_max = math.max(1, p_why)
+  local fixed = n_choices + n_extras + n_trust + n_keys1 + (stat and #stat.lines or 0)
   if fixed + title_max + 1 > budget then
     title_max = 2 -- the header and one row of the title
   end
   local room = budget - fixed - title_max
   -- The command: all of it when it fits, else its first rows.
-  local cmd_rows = #command.block.lines
+  local cmd_rows = p_details - p_command
   local cmd_max = math.min(cmd_rows, math.max(1, room))
   room = room - cmd_max
-  local preview_n = command.preview and #command.preview.lines or 0
+  local preview_n = diff_preview and #diff_preview.lines or 0
   local preview = math.min(preview_n, math.max(0, math.min(3, room)))
   room = room - preview
   -- The decorations, by importance, while they fit.
@@ -1195,13 +1212,13 @@ function H.render_body(req, o)
   local sizes = {
     blank = 1,
     more = cmd_max < cmd_rows and 1 or 0,
-    extras_head = #xhead.lines,
-    why = #why.lines,
-    keys2 = #keys2.lines,
-    absent = #absent.lines,
-    judged = #judged.lines,
+    extras_head = p_extras - p_xhead,
+    why = p_judged - p_why,
+    keys2 = p_end - p_keys2,
+    absent = p_keys1 - 1 - p_absent,
+    judged = p_kind - p_judged,
     kind = 1,
-    broad = #broad.lines,
+    broad = n_broad,
   }
   -- The broad line is the first to go: its keys work without it, and it
   -- then heads the details below.
@@ -1214,8 +1231,8 @@ function H.render_body(req, o)
   end
   -- Too long for the room left: one short line says where it is.
   local broad_note = H.block(w)
-  if #broad.lines > 0 and not take.broad then
-    broad_note:add({ { H.broad_prefix(data.extras) .. 'see the details below', 'AcpPromptExtra' } }, '    ')
+  if n_broad > 0 and not take.broad then
+    broad_note:line(H.broad_prefix(data.extras) .. 'see the details below', 'AcpPromptExtra', '    ')
     broad_note:mark(0, 'broad')
     if #broad_note.lines <= room then
       room = room - #broad_note.lines
@@ -1227,64 +1244,67 @@ function H.render_body(req, o)
   preview = math.min(preview_n, math.max(preview, math.min(12, preview + room)))
 
   local split = H.block(w)
-  H.append(split, head, title_max)
+  local function rows(first, last)
+    H.append_rows(split, full, first, last)
+  end
+  rows(0, math.min(p_why, title_max))
   if take.why then
-    H.append(split, why)
+    rows(p_why, p_judged)
   end
   if take.judged then
-    H.append(split, judged)
+    rows(p_judged, p_kind)
   end
   if take.kind then
-    H.append(split, kind)
+    rows(p_kind, p_command)
   end
-  H.append(split, command.block, cmd_max)
+  rows(p_command, p_command + cmd_max)
   if cmd_max < cmd_rows then
     -- The last row shown says it goes on.
     local last = split.lines[#split.lines]
     split.lines[#split.lines] = (#last + 2 > w and last:sub(1, w - 2) or last) .. ' …'
     if take.more then
       local n = cmd_rows - cmd_max
-      split:add({ { ('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter' } }, '  ')
+      split:line(('(%d more row%s of the command below the options)'):format(n, n == 1 and '' or 's'), 'AcpPromptFooter', '  ')
     end
   end
-  if command.stat then
-    H.append(split, command.stat)
+  if stat then
+    H.append(split, stat)
   end
   if preview > 0 then
-    H.append(split, command.preview, preview)
+    H.append(split, diff_preview, preview)
   end
   if take.blank then
-    split:add({ { '' } })
+    split:line('')
   end
-  H.append(split, choices)
+  rows(p_choices, p_xhead)
   if take.extras_head then
-    H.append(split, xhead)
+    rows(p_xhead, p_extras)
   end
-  H.append(split, extras)
+  rows(p_extras, p_broad)
   if take.broad then
-    H.append(split, broad)
+    rows(p_broad, p_trust)
   end
   H.append(split, broad_note)
-  H.append(split, trust)
+  rows(p_trust, p_absent)
   if take.absent then
-    H.append(split, absent)
+    rows(p_absent, p_keys1 - 1)
   end
-  H.append(split, keys1)
+  rows(p_keys1, p_keys2)
   if take.keys2 then
-    H.append(split, keys2)
+    rows(p_keys2, p_end)
   end
-  local broad_below = #broad.lines > 0 and not take.broad
-  local rest = #details.lines > 0 or cmd_max < cmd_rows or broad_below
+  local broad_below = n_broad > 0 and not take.broad
+  local rest = p_blank > p_details or cmd_max < cmd_rows or broad_below
   if rest then
     local first = broad_below and (' (%s rule first)'):format(H.broad_keys()) or ''
-    split:add({ { ('── details: scroll down%s%s ──'):format(first, #data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter' } })
+    split:line(('── details: scroll down%s%s ──'):format(first, #data.diffs > 0 and ', or d for a diff tab' or ''), 'AcpPromptFooter')
     if broad_below then
-      H.append(split, broad)
+      rows(p_broad, p_trust)
     end
     if cmd_max < cmd_rows then
-      H.append(split, command.block)
+      rows(p_command, p_details)
     end
-    H.append(split, details)
+    rows(p_details, p_blank)
   end
   split.height = #split.lines
   return split
@@ -1322,50 +1342,55 @@ function H.hidden_count(except)
   return n
 end
 
---- The part of the details that is never left out: the command
---- (`block`), or for an edit a stat line per file (`stat`) and the first
---- lines of its diff (`preview`).
-function H.command(req, tc, w, data)
-  local r = { block = H.block(w) }
+--- The part of the details that is never left out, for a command: the
+--- command and its directory, written into block `b`. For an edit it is
+--- the diff stat (H.diff_stat).
+function H.command(b, req, tc)
   local kind = H.kind_of(req, tc)
-  local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
   if kind == 'execute' or req.command ~= nil then
-    r.block:text(req.command or H.title_of(req, tc), 'AcpPromptCommand', '$ ', '  ')
-    if type(input.cwd) == 'string' then
-      r.block:add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } }, '   ')
+    b:text(req.command or H.title_of(req, tc), 'AcpPromptCommand', '$ ', '  ')
+    local input = tc.rawInput
+    if type(input) == 'table' and type(input.cwd) == 'string' then
+      b:add({ { 'in ', 'AcpPromptLabel' }, { input.cwd, nil } }, '   ')
     end
   end
+end
+
+--- For an edit, what is never left out: a stat line per file (`stat`)
+--- and the first lines of its diff (`preview`); nil without diffs.
+function H.diff_stat(w, data)
   local diffs = data.diffs
-  if #diffs > 0 then
-    r.stat, r.preview = H.block(w), H.block(w)
-    for _, d in ipairs(diffs) do
-      if d.notice then
-        r.stat:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
-      end
-      local path = H.path(compat.str(d.item.path) or '?')
-      local n = d.lines and #d.lines or 0
-      r.stat:add({
-        { path, 'AcpPromptLabel' },
-        { (': +%d -%d%s (%d line%s of diff)'):format(d.added, d.removed, d.item.oldText == nil and ', new file' or '', n, n == 1 and '' or 's'), nil },
-      }, '  ')
-      for _, l in ipairs(d.lines or {}) do
-        H.diff_line(r.preview, l)
-      end
+  if #diffs == 0 then
+    return nil, nil
+  end
+  local stat, preview = H.block(w), H.block(w)
+  for _, d in ipairs(diffs) do
+    if d.notice then
+      stat:line('! ' .. d.notice, 'AcpPromptWarning', '  ')
+    end
+    local path = H.path(compat.str(d.item.path) or '?')
+    local n = d.lines and #d.lines or 0
+    stat:add({
+      { path, 'AcpPromptLabel' },
+      { (': +%d -%d%s (%d line%s of diff)'):format(d.added, d.removed, d.item.oldText == nil and ', new file' or '', n, n == 1 and '' or 's'), nil },
+    }, '  ')
+    for _, l in ipairs(d.lines or {}) do
+      H.diff_line(preview, l)
     end
   end
-  return r
+  return stat, preview
 end
 
 function H.diff_line(b, l)
   local c = l:sub(1, 1)
   local group = (c == '+' and 'AcpPromptDiffAdd') or (c == '-' and 'AcpPromptDiffDelete') or (l:sub(1, 2) == '@@' and 'AcpPromptDiffHunk') or nil
-  b:add({ { l, group } })
+  b:line(l, group)
 end
 
 --- Everything else the request carries: the diffs whole, text the agent
---- attached, locations, the raw input when nothing else describes it.
-function H.details(req, tc, data, w)
-  local b = H.block(w)
+--- attached, locations, the raw input when nothing else describes it;
+--- written into block `b`.
+function H.details(b, req, tc, data)
   local kind = H.kind_of(req, tc)
   local input = type(tc.rawInput) == 'table' and tc.rawInput or {}
   local shown = kind == 'execute' or req.command ~= nil
@@ -1393,7 +1418,6 @@ function H.details(req, tc, data, w)
       b:text(json, nil, 'Input: ', '  ')
     end
   end
-  return b
 end
 
 --- What the broker's policy judged, one line ("git status · edit src/a.c;
@@ -1421,12 +1445,12 @@ function H.content_item(b, item, data)
   if item.type == 'diff' then
     local d = data.diffs[item]
     if d.notice then
-      b:add({ { '! ' .. d.notice, 'AcpPromptWarning' } }, '  ')
+      b:line('! ' .. d.notice, 'AcpPromptWarning', '  ')
     end
-    b:add({ { d.from, 'AcpPromptLabel' } })
-    b:add({ { d.to, 'AcpPromptLabel' } })
+    b:line(d.from, 'AcpPromptLabel')
+    b:line(d.to, 'AcpPromptLabel')
     if d.note then
-      b:add({ { d.note, 'AcpPromptFooter' } })
+      b:line(d.note, 'AcpPromptFooter')
     else
       for _, l in ipairs(d.lines) do
         H.diff_line(b, l)
@@ -1438,14 +1462,14 @@ function H.content_item(b, item, data)
     if type(c) == 'table' and c.type == 'text' and type(c.text) == 'string' then
       b:text(c.text, nil)
     elseif type(c) == 'table' then
-      b:add({ { ('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter' } })
+      b:line(('[%s]'):format(compat.str(c.type) or 'content'), 'AcpPromptFooter')
     end
     return true
   elseif item.type == 'terminal' then
-    b:add({ { ('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter' } })
+    b:line(('[terminal %s]'):format(compat.str(item.terminalId) or ''), 'AcpPromptFooter')
     return true
   end
-  b:add({ { ('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter' } })
+  b:line(('[%s]'):format(compat.str(item.type) or 'unknown content'), 'AcpPromptFooter')
   return true
 end
 
@@ -1472,8 +1496,10 @@ end
 --- Largest text a prompt diffs against (as the broker's CLIENT_DIFF_MAX).
 H.diff_max = 1024 * 1024
 
-function H.options(req, w, extras)
-  local b = H.block(w)
+--- The agent's options, then acp's own answers, written into block `b`:
+--- returns the rows where the parts after the options start (the heading
+--- of acp's answers, those answers, the broad line, the trust line).
+function H.options(b, req, extras)
   local keys = H.ui().keys
   local key_of = {}
   for _, kind in ipairs(H.kind_order) do
@@ -1483,35 +1509,44 @@ function H.options(req, w, extras)
     end
   end
   if #req.options == 0 then
-    b:add({ { 'The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter' } })
+    b:line('The agent offered no options: :AcpDeny answers "cancelled".', 'AcpPromptFooter')
   end
   for i, o in ipairs(req.options) do
     local kind = compat.str(o.kind) or ''
     local group = (kind:match('^allow') and 'AcpPromptAllow') or (kind:match('^reject') and 'AcpPromptReject') or 'AcpPromptOption'
     local label = ('[%s] %s'):format(i <= 9 and tostring(i) or ' ', compat.str(o.name) or compat.str(o.optionId) or '?')
-    local chunks = { { label, group } }
-    if key_of[i] then
-      chunks[2] = { '  ' }
-      chunks[3] = { '(' .. key_of[i] .. ')', 'AcpPromptKey' }
-    end
     local from = #b.lines
-    b:add(chunks, '    ')
+    if key_of[i] then
+      b:add({ { label, group }, { '  ' }, { '(' .. key_of[i] .. ')', 'AcpPromptKey' } }, '    ')
+    else
+      b:line(label, group, '    ')
+    end
     b:mark(from, i)
   end
-  local head, xb, broad, trust = H.block(w), H.block(w), H.block(w), H.block(w)
-  if #extras > 0 then
-    head:add({ { "acp's own answers (each allows once, then remembers):", 'AcpPromptLabel' } }, '  ')
-    for _, e in ipairs(extras) do
-      if not e.broad then
-        local dst = e.remember == 'agent' and trust or xb
-        local from = #dst.lines
-        dst:add({ { '[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra' } }, '    ')
-        dst:mark(from, e.id)
-      end
-    end
-    H.broad_line(broad, req, extras)
+  local p_head = #b.lines
+  if #extras == 0 then
+    return p_head, p_head, p_head, p_head
   end
-  return b, head, xb, broad, trust
+  b:line("acp's own answers (each allows once, then remembers):", 'AcpPromptLabel', '  ')
+  local p_extras = #b.lines
+  H.extra_lines(b, extras, false)
+  local p_broad = #b.lines
+  H.broad_line(b, req, extras)
+  local p_trust = #b.lines
+  H.extra_lines(b, extras, true)
+  return p_head, p_extras, p_broad, p_trust
+end
+
+--- The lines of the extras that are not broad: those that trust the agent
+--- (`agent`) or the others.
+function H.extra_lines(b, extras, agent)
+  for _, e in ipairs(extras) do
+    if not e.broad and (e.remember == 'agent') == agent then
+      local from = #b.lines
+      b:line('[' .. (e.key or ' ') .. '] ' .. e.label, 'AcpPromptExtra', '    ')
+      b:mark(from, e.id)
+    end
+  end
 end
 
 --- The broad forms of s and p on one line, under them: "[S]/[P] like s/p,
@@ -1520,8 +1555,9 @@ end
 function H.broad_line(b, req, extras)
   local prefix = H.broad_prefix(extras)
   if prefix ~= nil then
-    b:add({ { prefix .. table.concat(req.broad, ', '), 'AcpPromptExtra' } }, '    ')
-    b:mark(0, 'broad')
+    local from = #b.lines
+    b:line(prefix .. table.concat(req.broad, ', '), 'AcpPromptExtra', '    ')
+    b:mark(from, 'broad')
   end
 end
 
@@ -1557,14 +1593,12 @@ function H.broad_keys(long)
 end
 
 --- One short line saying why `s` and `p` are not offered (empty when they
---- are, or when nothing is to be said).
-function H.absent(req, w)
-  local b = H.block(w)
+--- are, or when nothing is to be said), written into block `b`.
+function H.absent(b, req)
   local why = H.absent_reason(req)
   if why ~= nil then
-    b:add({ { why, 'AcpPromptFooter' } }, '  ')
+    b:line(why, 'AcpPromptFooter', '  ')
   end
-  return b
 end
 
 function H.absent_reason(req)
@@ -1578,18 +1612,18 @@ function H.absent_reason(req)
   return nil
 end
 
---- The key reminder: the first line is always shown, the second when it fits.
-function H.footer(req, focused, w, data)
-  local b1, b2 = H.block(w), H.block(w)
+--- The key reminder, written into block `b`: the first line is always
+--- shown, the second when it fits. Returns the row where the second starts.
+function H.footer(b, req, focused, data)
   if not focused then
     if not H.ui().focus then
-      b1:add({ { 'Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter' } }, '  ')
+      b:line('Answer with :AcpPending (or :AcpAllow / :AcpDeny).', 'AcpPromptFooter', '  ')
     elseif vim.api.nvim_get_mode().mode:match('^[iR]') then
-      b1:add({ { 'Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter' } }, '  ')
+      b:line('Finish typing: the prompt takes focus when you leave insert mode.', 'AcpPromptFooter', '  ')
     else
-      b1:add({ { 'The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter' } }, '  ')
+      b:line('The prompt takes focus when you are back in normal mode.', 'AcpPromptFooter', '  ')
     end
-    return b1, b2
+    return #b.lines
   end
   local keys = H.ui().keys
   local letters = {}
@@ -1616,9 +1650,10 @@ function H.footer(req, focused, w, data)
   if #state.order > 1 then
     parts[#parts + 1] = ']/[: next/previous'
   end
-  b1:add({ { table.concat(parts, ' · '), 'AcpPromptFooter' } }, '  ')
-  b2:add({ { '<CR>: the option under the cursor · :AcpPending shows hidden ones', 'AcpPromptFooter' } }, '  ')
-  return b1, b2
+  b:line(table.concat(parts, ' · '), 'AcpPromptFooter', '  ')
+  local p_keys2 = #b.lines
+  b:line('<CR>: the option under the cursor · :AcpPending shows hidden ones', 'AcpPromptFooter', '  ')
+  return p_keys2
 end
 
 state.on('pending', M.refresh)

@@ -2,6 +2,11 @@
 --- cells, with highlights, collected in blocks. Pure functions of their
 --- arguments (and of the widths Neovim gives characters).
 
+-- Not compiled by LuaJIT, as acp.prompt (which says why).
+if jit ~= nil then
+  jit.off(true, true)
+end
+
 local text = require('acp.text')
 
 local M = {}
@@ -178,6 +183,20 @@ function M.Block:add(chunks, indent)
   return #pieces
 end
 
+--- Adds one line of text in one group (nil: none), as :add({ { t, group } },
+--- indent) does, without the tables.
+function M.Block:line(t, group, indent)
+  if #t <= self.width and not t:find('%c') then
+    local row = #self.lines
+    if group ~= nil and #t > 0 then
+      H.push_hl(self.hls, row, 0, #t, group)
+    end
+    self.lines[row + 1] = t
+    return 1
+  end
+  return self:add({ { t, group } }, indent)
+end
+
 function H.push_hl(hls, row, s, e, group)
   local n = #hls
   hls[n + 1], hls[n + 2], hls[n + 3], hls[n + 4] = row, s, e, group
@@ -214,18 +233,25 @@ end
 
 --- Appends block `src` to block `dst` (its first `max` lines when given).
 function M.append(dst, src, max)
-  local off, n = #dst.lines, math.min(#src.lines, max or math.huge)
-  for i = 1, n do
-    dst.lines[off + i] = src.lines[i]
+  M.append_rows(dst, src, 0, math.min(#src.lines, max or math.huge))
+end
+
+--- Appends rows `first` to `last` - 1 (counted from 0) of block `src` to
+--- block `dst`, with their highlights and options.
+function M.append_rows(dst, src, first, last)
+  local off = #dst.lines - first
+  for r = first + 1, last do
+    dst.lines[r + off] = src.lines[r]
   end
   local hls, dhls = src.hls, dst.hls
   for i = 1, #hls, 4 do
-    if hls[i] < n then
-      H.push_hl(dhls, hls[i] + off, hls[i + 1], hls[i + 2], hls[i + 3])
+    local r = hls[i]
+    if r >= first and r < last then
+      H.push_hl(dhls, r + off, hls[i + 1], hls[i + 2], hls[i + 3])
     end
   end
   for row, i in pairs(src.option_rows) do
-    if row <= n then
+    if row > first and row <= last then
       H.rows(dst)[row + off] = i
     end
   end
