@@ -66,6 +66,7 @@ function M.handle(name, data)
   H.push(H.event_effect, effect or false, name, data)
   if name == 'permission' then
     M.asking = M.asking + 1
+    M.asked_at = compat.uv.now()
   end
   return true
 end
@@ -77,6 +78,9 @@ end
 M.asking = 0
 ---@type function|nil
 M.on_asked = nil
+--- When the last `permission` event came (uv.now(), ms), or nil.
+---@type integer|nil
+M.asked_at = nil
 
 --- Runs fn once Neovim may block again (vim.schedule), after every function
 --- deferred before it. A burst of events costs one scheduled callback.

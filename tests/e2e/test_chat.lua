@@ -617,6 +617,89 @@ T.test('a permission count left up does not keep the chat undrawn', function()
   end)
 end)
 
+--- Keeps acp.events.asked_at fresh (a permission request every 10 ms)
+--- until the returned function is called.
+local function requests_coming()
+  local events = require('acp.events')
+  local timer = uv.new_timer()
+  events.asked_at = uv.now()
+  timer:start(10, 10, function()
+    events.asked_at = uv.now()
+  end)
+  local stopped = false
+  local function stop()
+    if not stopped then
+      stopped = true
+      timer:stop()
+      timer:close()
+    end
+  end
+  T.defer(stop)
+  return stop
+end
+
+T.test('a chat no window shows is not drawn while permission requests come; drawn once they pause', function()
+  local broker = require('acp.broker')
+  local sid, agent = 'hidden-hold-1', 'ghost-hidden-hold'
+  local function call(i)
+    broker._on_event('update', {
+      agent = agent,
+      session = sid,
+      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
+    })
+  end
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  call(0)
+  local buf = wait_text(sid, 'call 0')
+  local stop = requests_coming()
+  call(1)
+  -- Five draw intervals (30 ms): the draw was due.
+  vim.wait(150, function()
+    return false
+  end, 5)
+  T.eq(find(lines(buf), '[pending] call 1 · read'), nil, 'drawn while requests come and no window shows it')
+  stop()
+  local t0 = uv.hrtime()
+  wait_text(sid, 'call 1', 1000)
+  T.ok((uv.hrtime() - t0) / 1e6 < 500, 'drawn soon after the requests paused')
+
+  -- Shown in a window: drawn while requests come.
+  vim.cmd('botright split')
+  local win = api.nvim_get_current_win()
+  api.nvim_win_set_buf(win, buf)
+  T.defer(function()
+    pcall(api.nvim_win_close, win, true)
+  end)
+  requests_coming()
+  call(2)
+  wait_text(sid, 'call 2', 1000)
+end)
+
+T.test('a hidden chat waits for requests to pause at most two seconds', function()
+  local broker = require('acp.broker')
+  local sid, agent = 'hidden-hold-2', 'ghost-hidden-hold-2'
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  local function call(i)
+    broker._on_event('update', {
+      agent = agent,
+      session = sid,
+      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
+    })
+  end
+  call(0)
+  wait_text(sid, 'call 0')
+  requests_coming()
+  call(1)
+  local t0 = uv.hrtime()
+  wait_text(sid, 'call 1', 4000)
+  local waited = (uv.hrtime() - t0) / 1e6
+  T.ok(waited >= 1500 and waited < 3000, ('drawn after %d ms of requests coming'):format(waited))
+end)
+
 T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs between them', function()
   -- 300 tool calls queued at once (~15 ms of drawing). The chat draws a
   -- few at a time and lets Neovim take in what came meanwhile, as a
