@@ -1155,7 +1155,7 @@ function H.render_body(req, o)
   local data = H.data(req)
   data.extras = H.extras(req)
 
-  local full = H.block(w)
+  local full = H.block(w, 24)
   full:line(H.header(req), 'AcpPromptHeader')
   full:text(H.title_of(req, tc), 'AcpPromptTitle')
   local p_why = #full.lines

@@ -141,9 +141,23 @@ H.cells, H.cells_n = {}, 0
 M.Block = {}
 M.Block.__index = M.Block
 
-function M.block(width)
+function M.block(width, rows)
   -- Most blocks mark no option: they share one empty table until then.
-  return setmetatable({ lines = {}, hls = {}, option_rows = H.no_rows, width = width }, M.Block)
+  local lines, hls
+  if rows ~= nil and H.new_table ~= nil then
+    -- Sized for `rows` rows of one highlight each: no table grown
+    -- (and the smaller ones left to the collector) row after row.
+    lines, hls = H.new_table(rows, 0), H.new_table(rows * 4, 0)
+  else
+    lines, hls = {}, {}
+  end
+  return setmetatable({ lines = lines, hls = hls, option_rows = H.no_rows, width = width }, M.Block)
+end
+
+--- LuaJIT's table.new, where it exists.
+do
+  local ok, new = pcall(require, 'table.new')
+  H.new_table = ok and new or nil
 end
 
 --- Adds one line made of {text, group} chunks; a line too long is wrapped
@@ -205,23 +219,42 @@ end
 --- Adds possibly multi-line text, every line in `group`, the first one
 --- after `prefix`, the others and the wrapped rows after `indent`.
 function M.Block:text(str, group, prefix, indent)
-  local width = self.width
   indent = indent or ''
-  for i, l in ipairs(text.split_lines(str)) do
-    local lead = (i == 1 and prefix) or indent
-    local pieces = M.wrap(l, width - #lead, width - #indent)
-    for k, p in ipairs(pieces) do
-      local pre = k == 1 and lead or indent
-      local row = #self.lines
-      if pre ~= '' and i == 1 and k == 1 and prefix then
-        H.push_hl(self.hls, row, 0, #pre, 'AcpPromptLabel')
-      end
-      if group ~= nil and #p > 0 then
-        H.push_hl(self.hls, row, #pre, #pre + #p, group)
-      end
-      self.lines[row + 1] = pre .. p
-    end
+  if type(str) == 'string' and not str:find('%c') then
+    -- One line: no split (a table) needed.
+    H.text_line(self, str, true, group, prefix, indent)
+    return
   end
+  for i, l in ipairs(text.split_lines(str)) do
+    H.text_line(self, l, i == 1, group, prefix, indent)
+  end
+end
+
+--- One line of M.Block:text (`first`: the text's first line).
+function H.text_line(b, l, first, group, prefix, indent)
+  local width = b.width
+  local lead = (first and prefix) or indent
+  if #l <= width - #lead and not l:find('%c') then
+    H.text_row(b, lead, l, first and prefix, group)
+    return
+  end
+  local pieces = M.wrap(l, width - #lead, width - #indent)
+  for k, p in ipairs(pieces) do
+    H.text_row(b, k == 1 and lead or indent, p, first and k == 1 and prefix, group)
+  end
+end
+
+--- A row of M.Block:text: `pre` (highlighted as a label when it is the
+--- prefix) and `p` in `group`.
+function H.text_row(b, pre, p, is_prefix, group)
+  local row = #b.lines
+  if pre ~= '' and is_prefix then
+    H.push_hl(b.hls, row, 0, #pre, 'AcpPromptLabel')
+  end
+  if group ~= nil and #p > 0 then
+    H.push_hl(b.hls, row, #pre, #pre + #p, group)
+  end
+  b.lines[row + 1] = pre .. p
 end
 
 --- Marks the rows added since `from` (a row count) as option `index`.
