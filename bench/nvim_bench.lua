@@ -111,6 +111,9 @@ end
 
 -- 3. Asked permission: request → prompt window, answer → agent ================
 
+--- $BENCH_ASK_LOG: a file that gets a line per ask (see measure_asks).
+local ask_log = os.getenv('BENCH_ASK_LOG') and io.open(os.getenv('BENCH_ASK_LOG'), 'a')
+
 local function measure_asks(args, fn_current)
   local vis, ans, seen = {}, {}, {}
   -- The first time a floating window shows a request: BufWinEnter runs
@@ -128,6 +131,12 @@ local function measure_asks(args, fn_current)
       end
       seen[cur.key] = true
       vis[#vis + 1] = (t - cur.t_ns) / 1e6
+      if ask_log ~= nil then
+        -- Each ask's time and the Lua heap then (KB): where the collector
+        -- ran (the heap drops) beside the slow prompts.
+        ask_log:write(('%d %.3f %.0f\n'):format(#vis, vis[#vis], collectgarbage('count')))
+        ask_log:flush()
+      end
       vim.schedule(function()
         ans[#ans + 1] = uv.hrtime()
         cur.answer()
