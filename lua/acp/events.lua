@@ -41,6 +41,7 @@ M.seq = 0
 function M.handle(name, data)
   M.seq = M.seq + 1
   if name == 'decided' then
+    M.requests = M.requests + 1
     -- An array (acp.decided): readable by name for the log and the views.
     data = decided.wrap(data)
   end
@@ -66,7 +67,7 @@ function M.handle(name, data)
   H.push(H.event_effect, effect or false, name, data)
   if name == 'permission' then
     M.asking = M.asking + 1
-    M.asked_at = compat.uv.now()
+    M.requests = M.requests + 1
   end
   return true
 end
@@ -78,9 +79,10 @@ end
 M.asking = 0
 ---@type function|nil
 M.on_asked = nil
---- When the last `permission` event came (uv.now(), ms), or nil.
----@type integer|nil
-M.asked_at = nil
+--- How many of the agents' permission requests came (`permission` and
+--- `decided` events): the chat tells from it whether requests are coming.
+---@type integer
+M.requests = 0
 
 --- Runs fn once Neovim may block again (vim.schedule), after every function
 --- deferred before it. A burst of events costs one scheduled callback.

@@ -33,8 +33,12 @@ for _, c in ipairs(cases) do
   T.test(c.scenario .. ': a (allow once) sends ' .. c.allow .. ' and test.txt is written', function()
     local ctx = T.start_demo(c.scenario)
     local resolved = T.on('AcpPermissionResolved')
+    local requests = require('acp.events').requests
     require('acp').prompt('Please create test.txt')
     T.answer_with_keys(c.tool, 'a')
+    -- The prompt counts as a request of the agent (a hidden chat waits
+    -- while they come: lua/acp/chat/window.lua).
+    T.eq(require('acp.events').requests - requests, 1, 'requests counted')
     local resp = T.answer(ctx, c.tool)
     T.eq(resp.result, selected(c.allow), 'answer to the request')
     -- The write may be in progress: wait for the whole content.

@@ -75,8 +75,12 @@ T.test('a burst with no AcpPermissionDecided autocommand: one lookup, no copy in
     list[i] = decided(i)
   end
   local logged = state.nlogged
+  local requests = require('acp.events').requests
   local n = count_exists(function()
     broker._on_events(list)
+    -- Each counts as a request of the agent (a hidden chat waits while
+    -- they come: lua/acp/chat/window.lua).
+    T.eq(require('acp.events').requests - requests, 300, 'requests counted')
     -- The effects run once Neovim may block again.
     vim.wait(200, function()
       return false

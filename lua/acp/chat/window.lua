@@ -286,12 +286,13 @@ H.t0 = 0
 --- since when it waits (hrtime in ms), or nil.
 H.ask_wait_ms = 500
 H.ask_since = nil
---- While permission requests come (one within H.hidden_quiet_ms), chats
---- that no window shows are not drawn, for at most H.hidden_hold_ms (ms);
---- since when they wait (uv.now() ms), or nil.
-H.hidden_quiet_ms = 50
+--- While the agents' requests come (one since the last check, every
+--- H.interval_ms), chats that no window shows are not drawn, for at most
+--- H.hidden_hold_ms (ms); since when they wait (uv.now() ms), or nil; the
+--- count of requests (acp.events.requests) at the last check.
 H.hidden_hold_ms = 2000
 H.hold_since = nil
+H.requests_seen = 0
 --- The next tick when a draw ran out of budget with work left and no
 --- turn runs (ms).
 H.catchup_ms = 10
@@ -397,18 +398,20 @@ function H.flush_all()
   H.arm_markdown()
 end
 
---- Whether the draw of the dirty chats waits: no
---- window shows any of them and prompts are coming. Nobody sees such a
---- draw, and each of its slices, with the garbage it leaves for the
---- collector, came in front of the next prompt (bench/README.md, the
---- prompt); it comes once the prompts pause, or after H.hidden_hold_ms.
+--- Whether the draw of the dirty chats waits: no window shows any of
+--- them and the agents' requests (prompts, requests decided by rules) are
+--- coming. Nobody sees such a draw, and each of its slices, with the
+--- garbage it leaves for the collector, came in front of the next prompt
+--- or decision (bench/README.md, round 6); it comes once the requests
+--- pause, or after H.hidden_hold_ms.
 function H.hold()
-  local now = compat.uv.now()
-  local asked = events.asked_at
-  if asked == nil or now - asked >= H.hidden_quiet_ms then
+  local coming = events.requests ~= H.requests_seen
+  H.requests_seen = events.requests
+  if not coming then
     H.hold_since = nil
     return false
   end
+  local now = compat.uv.now()
   for chat in pairs(H.dirty) do
     if not H.loaded(chat.buf) or #vim.fn.win_findbuf(chat.buf) > 0 then
       H.hold_since = nil
