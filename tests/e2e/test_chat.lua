@@ -562,22 +562,30 @@ T.test("a session's chat buffer is made when the session starts, not on the draw
   T.ok(made, 'the chat buffer within 20 ms of session_new')
 end)
 
--- A chat with one tool call drawn, then acp.events.asking raised as a
--- `permission` event whose effect (the prompt's window) has not run does,
--- and a second tool call queued; check(buf) runs then and the count is
--- set back. Returns the chat's buffer.
-local function while_asking(sid, agent, check)
-  local broker, events = require('acp.broker'), require('acp.events')
-  local function call(i)
+--- The chat of session `sid` of agent `agent`, fed by hand (no agent
+--- runs; it exits when the test ends): returns call(i), which announces
+--- tool call c<i> ("call <i>", read, pending).
+local function ghost_chat(sid, agent)
+  local broker = require('acp.broker')
+  T.defer(function()
+    broker._on_event('agent_exit', { agent = agent, code = 0 })
+  end)
+  return function(i)
     broker._on_event('update', {
       agent = agent,
       session = sid,
       update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
     })
   end
-  T.defer(function()
-    broker._on_event('agent_exit', { agent = agent, code = 0 })
-  end)
+end
+
+-- A chat with one tool call drawn, then acp.events.asking raised as a
+-- `permission` event whose effect (the prompt's window) has not run does,
+-- and a second tool call queued; check(buf) runs then and the count is
+-- set back. Returns the chat's buffer.
+local function while_asking(sid, agent, check)
+  local events = require('acp.events')
+  local call = ghost_chat(sid, agent)
   call(0)
   local buf = wait_text(sid, 'call 0')
   local before = events.asking
@@ -639,18 +647,8 @@ local function requests_coming()
 end
 
 T.test('a chat no window shows is not drawn while permission requests come; drawn once they pause', function()
-  local broker = require('acp.broker')
-  local sid, agent = 'hidden-hold-1', 'ghost-hidden-hold'
-  local function call(i)
-    broker._on_event('update', {
-      agent = agent,
-      session = sid,
-      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
-    })
-  end
-  T.defer(function()
-    broker._on_event('agent_exit', { agent = agent, code = 0 })
-  end)
+  local sid = 'hidden-hold-1'
+  local call = ghost_chat(sid, 'ghost-hidden-hold')
   call(0)
   local buf = wait_text(sid, 'call 0')
   local stop = requests_coming()
@@ -678,18 +676,8 @@ T.test('a chat no window shows is not drawn while permission requests come; draw
 end)
 
 T.test('a hidden chat waits for requests to pause at most two seconds', function()
-  local broker = require('acp.broker')
-  local sid, agent = 'hidden-hold-2', 'ghost-hidden-hold-2'
-  T.defer(function()
-    broker._on_event('agent_exit', { agent = agent, code = 0 })
-  end)
-  local function call(i)
-    broker._on_event('update', {
-      agent = agent,
-      session = sid,
-      update = { sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' },
-    })
-  end
+  local sid = 'hidden-hold-2'
+  local call = ghost_chat(sid, 'ghost-hidden-hold-2')
   call(0)
   wait_text(sid, 'call 0')
   requests_coming()
@@ -706,17 +694,8 @@ T.test('a long queue is drawn in slices: what comes meanwhile (a prompt) runs be
   -- permission request that must not wait for the whole tick (up to 4 ms)
   -- to open its window: a callback scheduled while the first of them is
   -- drawn runs after a few buffer changes, not after the tick's budget.
-  local broker = require('acp.broker')
-  local sid, agent = 'sliced-1', 'ghost-sliced'
-  local function update(u)
-    broker._on_event('update', { agent = agent, session = sid, update = u })
-  end
-  T.defer(function()
-    broker._on_event('agent_exit', { agent = agent, code = 0 })
-  end)
-  local function call(i)
-    update({ sessionUpdate = 'tool_call', toolCallId = 'c' .. i, title = 'call ' .. i, kind = 'read', status = 'pending' })
-  end
+  local sid = 'sliced-1'
+  local call = ghost_chat(sid, 'ghost-sliced')
   call(0)
   local buf = wait_text(sid, 'call 0')
   local changes, seen, done = 0, nil, false
