@@ -1287,11 +1287,12 @@ void policy_decide_reference(const struct policy *p,
 static int pick_rank(const char *kind, enum policy_decision d) {
   if (!kind)
     return 0;
+  // The first byte before the library call (most kinds are not wanted).
   switch (d) {
   case POLICY_ALLOW:
-    return strcmp(kind, "allow_once") == 0;
+    return kind[0] == 'a' && strcmp(kind, "allow_once") == 0;
   case POLICY_DENY:
-    if (strncmp(kind, "reject_", 7) != 0)
+    if (kind[0] != 'r' || strncmp(kind, "reject_", 7) != 0)
       return 0;
     return strcmp(kind + 7, "once") == 0     ? 1
            : strcmp(kind + 7, "always") == 0 ? 2
