@@ -612,20 +612,12 @@ static const char *root_of(struct gate *g, const char *cwd) {
   return g->root;
 }
 
-_Static_assert(sizeof(((struct gate_verdict *)0)->reason_buf) ==
-                       sizeof(((struct policy_result *)0)->reason) &&
-                   sizeof(((struct gate_verdict *)0)->rule_buf) ==
-                       sizeof(((struct policy_result *)0)->rule) &&
-                   sizeof(((struct gate_verdict *)0)->source_buf) ==
-                       sizeof(((struct policy_result *)0)->source),
-               "the verdict's texts are the result's");
-
-// dst = src (a NUL within n bytes), and dst when it is UTF-8, else NULL.
-static const char *copy_utf8(char *dst, const char *src, size_t n) {
-  size_t len = strnlen(src, n - 1);
-  memcpy(dst, src, len);
-  dst[len] = '\0';
-  return utf8_or_null_n(dst, len);
+// s (a text of the verdict's result, n bytes), ended within them, when
+// it is UTF-8, else NULL. (The result was decided in the verdict: copying
+// its texts there cost ~40 instructions a decision.)
+static const char *text_utf8(char *s, size_t n) {
+  s[n - 1] = '\0';
+  return utf8_or_null_n(s, strlen(s));
 }
 
 static const char *pick(const json_t *options, const struct gate_options *ov,
@@ -680,20 +672,21 @@ static void decide(struct gate *g, const char *agent, const char *session,
   struct policy *p = snapshot_policy(e.snap, &e.in);
   struct policy_request *r = policy_request_new_tc(tc, cwd, g->home);
   struct memory *m = memory_find(g, agent, session, false);
-  struct policy_result res;
-  policy_decide(p, m ? m->compiled : NULL, r, &res);
-  settings_fail_closed(e.s, &res); // what nothing denies is asked
-  enum policy_decision d = res.decision;
+  // Decided in the verdict (after its head, which is cleared below).
+  struct policy_result *res = &v->res;
+  policy_decide(p, m ? m->compiled : NULL, r, res);
+  settings_fail_closed(e.s, res); // what nothing denies is asked
+  enum policy_decision d = res->decision;
   const char *option_id = NULL;
   if (d != POLICY_ASK)
     option_id = pick(options, ov, &d);
-  if (d == POLICY_ASK && res.decision == POLICY_ALLOW)
-    snprintf(res.reason, sizeof(res.reason),
+  if (d == POLICY_ASK && res->decision == POLICY_ALLOW)
+    snprintf(res->reason, sizeof(res->reason),
              "allowed, but the agent offered no allow-once option");
   // A C struct: most requests are decided without asking, and a prompt
   // is packed from it too (broker/prompt.h); only the unasked watch and
   // the fs/terminal services ask for the verdict as JSON.
-  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
+  memset(v, 0, offsetof(struct gate_verdict, res));
   v->decision = d;
   v->option_id = option_id;
   v->req = r;
@@ -707,10 +700,10 @@ static void decide(struct gate *g, const char *agent, const char *session,
   v->session = utf8_or_null(session);
   v->command = utf8_or_null(policy_request_command(r));
   v->decision_name = policy_decision_name(d);
-  v->by = d == POLICY_ASK ? "person" : by_name(&res);
-  v->reason = copy_utf8(v->reason_buf, res.reason, sizeof(v->reason_buf));
-  v->rule = copy_utf8(v->rule_buf, res.rule, sizeof(v->rule_buf));
-  v->source = copy_utf8(v->source_buf, res.source, sizeof(v->source_buf));
+  v->by = d == POLICY_ASK ? "person" : by_name(res);
+  v->reason = text_utf8(res->reason, sizeof(res->reason));
+  v->rule = text_utf8(res->rule, sizeof(res->rule));
+  v->source = text_utf8(res->source, sizeof(res->source));
   size_t n;
   v->paths = policy_request_path_list(r, &n);
   for (size_t i = 0; i < n; i++)
@@ -803,7 +796,7 @@ void gate_verdict_clear(struct gate_verdict *v) {
   free(v->paths);
   free(v->sets);
   json_decref(v->info);
-  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
+  memset(v, 0, offsetof(struct gate_verdict, res));
 }
 
 void gate_verdict_to_info(struct gate_verdict *v) {

@@ -11,6 +11,7 @@
 #include "policy/gate.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,76 @@ static void test_many_projects(const char *base) {
      n - bad, n);
 }
 
+// The verdict's reason, rule and source are the policy's result, decided
+// in the verdict itself (struct gate_verdict's res): a deny by a project
+// rule, an allow the agent offered no allow-once option for (the reason
+// the gate writes over the policy's), and an ask, each decided into a
+// verdict holding garbage and into one holding the last verdict, give the
+// texts expected, pointing into the verdict, and gate_verdict_info
+// shows them.
+static bool texts_are(const struct gate_verdict *v, const char *reason,
+                      const char *rule, const char *source) {
+  const char *lo = (const char *)v, *hi = (const char *)(v + 1);
+  bool in = v->reason && v->rule && v->source && v->reason >= lo &&
+            v->reason < hi && v->rule >= lo && v->rule < hi &&
+            v->source >= lo && v->source < hi;
+  json_t *info = gate_verdict_info((struct gate_verdict *)(uintptr_t)v);
+  const char *ir = json_string_value(json_object_get(info, "reason"));
+  const char *iu = json_string_value(json_object_get(info, "rule"));
+  const char *is = json_string_value(json_object_get(info, "source"));
+  return in && strstr(v->reason, reason) && strcmp(v->rule, rule) == 0 &&
+         strstr(v->source, source) && (source[0] || !v->source[0]) && ir &&
+         strcmp(ir, v->reason) == 0 && iu && strcmp(iu, v->rule) == 0 && is &&
+         strcmp(is, v->source) == 0;
+}
+
+static void test_verdict_texts(const char *base) {
+  char dir[300], p[600];
+  snprintf(dir, sizeof(dir), "%s/texts", base);
+  snprintf(p, sizeof(p), "%s/.acp", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.git", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", dir);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  struct gate *g = gate_new();
+  gate_configure(
+      g, json_pack("{s:{s:[s]}}", "permissions", "allow", "Bash(make test)"));
+  json_t *deny = request("rm -rf x"), *ask = request("curl x");
+  json_t *allow = json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:[{s:s,s:s,s:s}]}",
+                            "sessionId", "s", "toolCall", "toolCallId", "t",
+                            "title", "make test", "kind", "execute", "rawInput",
+                            "command", "make test", "options", "optionId",
+                            "reject", "name", "R", "kind", "reject_once");
+  size_t good = 0, n = 0;
+  for (int round = 0; round < 4; round++) {
+    struct gate_verdict v;
+    if (round % 2 == 0)
+      memset(&v, 0xa5, sizeof(v));
+    gate_decide(g, "ag", "s", dir, deny, &v);
+    n++;
+    good += v.decision == POLICY_DENY &&
+            texts_are(&v, "Bash(rm *)", "Bash(rm *)", "settings.json");
+    gate_verdict_clear(&v);
+    gate_decide(g, "ag", "s", dir, allow, &v);
+    n++;
+    good += v.decision == POLICY_ASK &&
+            texts_are(&v, "allowed, but the agent offered no allow-once option",
+                      "Bash(make test)", "setup");
+    gate_verdict_clear(&v);
+    gate_decide(g, "ag", "s", dir, ask, &v);
+    n++;
+    good += v.decision == POLICY_ASK &&
+            texts_are(&v, "no rule matched: curl x", "", "");
+    gate_verdict_clear(&v);
+  }
+  json_decref(deny);
+  json_decref(ask);
+  json_decref(allow);
+  gate_free(g);
+  ok(good == n, "verdict texts: %zu of %zu as decided", good, n);
+}
+
 int main(void) {
   char base[256];
   snprintf(base, sizeof(base), "%s/acp-gate-XXXXXX",
@@ -626,6 +697,7 @@ int main(void) {
   test_tc_strings(proj);
   test_params_walk(proj);
   test_many_projects(base);
+  test_verdict_texts(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
