@@ -705,7 +705,8 @@ static void decide(struct gate *g, const char *agent, const char *session,
   v->rule = text_utf8(res->rule, sizeof(res->rule));
   v->source = text_utf8(res->source, sizeof(res->source));
   size_t n;
-  v->paths = policy_request_path_list(r, &n);
+  v->paths = policy_request_path_list_in(
+      r, v->path_buf, sizeof(v->path_buf) / sizeof(*v->path_buf), &n);
   for (size_t i = 0; i < n; i++)
     if (utf8_or_null(v->paths[i]))
       v->paths[v->npaths++] = v->paths[i];
@@ -793,7 +794,8 @@ void gate_verdict_atom(const struct gate_verdict *v, size_t i,
 
 void gate_verdict_clear(struct gate_verdict *v) {
   policy_request_free(v->req);
-  free(v->paths);
+  if (v->paths != v->path_buf)
+    free(v->paths);
   free(v->sets);
   json_decref(v->info);
   memset(v, 0, offsetof(struct gate_verdict, res));

@@ -57,6 +57,8 @@ struct gate_verdict {
   // The policy's result, decided in place: reason, rule and source above
   // are its texts when they are UTF-8.
   struct policy_result res;
+  // paths, when the request's fit (else a malloc'd array).
+  const char *path_buf[8];
 };
 
 // Creates a gate with no setup() options.

@@ -629,6 +629,12 @@ json_t *policy_request_paths(const struct policy_request *r) {
 
 const char **policy_request_path_list(const struct policy_request *r,
                                       size_t *n) {
+  return policy_request_path_list_in(r, NULL, 0, n);
+}
+
+const char **policy_request_path_list_in(const struct policy_request *r,
+                                         const char **buf, size_t cap,
+                                         size_t *n) {
   *n = 0;
   const char **v = NULL;
   for (size_t i = 0; i < r->r.natoms; i++) {
@@ -642,7 +648,7 @@ const char **policy_request_path_list(const struct policy_request *r,
       if (dup)
         continue;
       if (!v)
-        v = xcalloc(2 * r->r.natoms, sizeof(*v));
+        v = 2 * r->r.natoms <= cap ? buf : xcalloc(2 * r->r.natoms, sizeof(*v));
       v[(*n)++] = p[k];
     }
   }

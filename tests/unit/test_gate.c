@@ -234,7 +234,24 @@ static void test_kept_suggestions(const char *base) {
 struct tc_check {
   struct gate *g;
   size_t n, bad;
+  size_t pn, pbad; // paths_same
 };
+
+// The verdict's paths are the request's (policy_request_paths: UTF-8
+// only, in order), in the verdict's own buffer when twice the request's
+// atoms fit there, else in an array of their own.
+static bool paths_same(const struct gate_verdict *v) {
+  json_t *want = policy_request_paths(v->req);
+  bool same = v->npaths == json_array_size(want);
+  for (size_t i = 0; same && i < v->npaths; i++)
+    same = strcmp(v->paths[i], json_string_value(json_array_get(want, i))) == 0;
+  size_t cap = sizeof(v->path_buf) / sizeof(*v->path_buf);
+  if (v->paths &&
+      (v->paths == v->path_buf) != (2 * policy_request_natoms(v->req) <= cap))
+    same = false;
+  json_decref(want);
+  return same;
+}
 
 static void tc_strings_check(struct tc_check *k, json_t *params,
                              const char *what) {
@@ -243,6 +260,11 @@ static void tc_strings_check(struct tc_check *k, json_t *params,
   gate_decide(k->g, "ag", "s", root, params, &v);
   const char *got[] = {v.tool_call_id, v.kind, v.title};
   json_t *tc = json_object_get(params, "toolCall");
+  k->pn++;
+  if (!paths_same(&v)) {
+    k->pbad++;
+    printf("# %s: other paths\n", what);
+  }
   for (size_t i = 0; i < 3; i++) {
     const char *want = json_string_value(json_object_get(tc, keys[i]));
     k->n++;
@@ -264,7 +286,7 @@ static void tc_fixture(const json_t *c, const char *what, void *ud) {
 
 static void test_tc_strings(const char *cwd) {
   root = cwd; // (a test before left it at one of its own buffers)
-  struct tc_check k = {gate_new(), 0, 0};
+  struct tc_check k = {gate_new(), 0, 0, 0, 0};
   size_t cases = each_fixture(tc_fixture, &k);
   static const char *const odd[] = {
       "{}",
@@ -303,6 +325,44 @@ static void test_tc_strings(const char *cwd) {
   ok(cases == 1015, "tc strings: %zu conformance requests", cases);
   ok(k.bad == 0, "tc strings: %zu of %zu as the tree's strings", k.n - k.bad,
      k.n);
+  ok(k.pbad == 0, "paths: %zu of %zu verdicts list the request's",
+     k.pn - k.pbad, k.pn);
+  // Up to 9 files read through a symlinked directory (two paths each:
+  // as written and resolved) and not: the verdict's buffer, full, and
+  // arrays of their own.
+  char dir[600], ln[600], cmd[300];
+  snprintf(dir, sizeof(dir), "%s/real", cwd);
+  snprintf(ln, sizeof(ln), "%s/ln", cwd);
+  mkdir(dir, 0700);
+  if (symlink("real", ln) != 0)
+    ok(false, "a symlink");
+  size_t pn = 0, pbad = 0, own = 0;
+  struct gate *g = gate_new();
+  for (int through = 0; through < 2; through++)
+    for (int files = 1; files <= 9; files++) {
+      size_t at = (size_t)snprintf(cmd, sizeof(cmd), "cat");
+      for (int f = 0; f < files; f++)
+        at += (size_t)snprintf(cmd + at, sizeof(cmd) - at, " %sf%d",
+                               through ? "ln/" : "", f);
+      json_t *params = request(cmd);
+      struct gate_verdict v;
+      gate_decide(g, "ag", "s", cwd, params, &v);
+      pn++;
+      own += v.paths && v.paths != v.path_buf;
+      if (!paths_same(&v) || v.npaths != (size_t)(through + 1) * files) {
+        pbad++;
+        printf("# %s: %zu paths\n", cmd, v.npaths);
+      }
+      gate_verdict_clear(&v);
+      json_decref(params);
+    }
+  gate_free(g);
+  unlink(ln);
+  rmdir(dir);
+  ok(pbad == 0 && own > 0 && own < pn,
+     "paths of 1 to 9 files, through a symlink and not: %zu of %zu (%zu in "
+     "arrays of their own)",
+     pn - pbad, pn, own);
 }
 
 // gate_decide finds params' toolCall and options as json_object_get finds
