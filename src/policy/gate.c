@@ -91,6 +91,12 @@ struct gate {
   char *root_cwd, *root, *home;
   const char *root_utf8;
   uint64_t root_epoch, root_gen;
+  // Where root's snapshot and runtime state are (1 + the index in snaps
+  // and projects; 0: not known), for snapshot_get and project called with
+  // root itself (the string root_of gave): the name compares are left out.
+  // Set when one is found there, 0 when root_of finds another root or the
+  // place is given to another root (snaps) or moved (projects).
+  size_t root_slot, root_proj;
 };
 
 struct gate *gate_new(void) {
@@ -148,17 +154,26 @@ static const char *home(void) {
 // The runtime state of root (created on first use; when the table is full
 // the oldest is reused — it only holds overrides, never permissions).
 static struct project *project(struct gate *g, const char *root) {
+  bool ours = root == g->root; // root_of's string (g->root_proj)
+  if (ours && g->root_proj)
+    return &g->projects[g->root_proj - 1];
   for (size_t i = 0; i < g->nprojects; i++)
-    if (strcmp(g->projects[i].root, root) == 0)
+    if (strcmp(g->projects[i].root, root) == 0) {
+      if (ours)
+        g->root_proj = i + 1;
       return &g->projects[i];
+    }
   if (g->nprojects == GATE_MAX_PROJECTS) {
     free(g->projects[0].root);
     memmove(g->projects, g->projects + 1,
             (GATE_MAX_PROJECTS - 1) * sizeof(g->projects[0]));
     g->nprojects--;
+    g->root_proj = 0; // moved
   }
   struct project *p = &g->projects[g->nprojects++];
   *p = (struct project){xstrdup(root), -1, -1};
+  if (ours)
+    g->root_proj = g->nprojects;
   return p;
 }
 
@@ -376,7 +391,12 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
 static struct snapshot *snapshot_get(struct gate *g, const char *root) {
   size_t slot = 0;
   bool hit = false; // slot holds root's (else another root's, or none)
-  for (size_t i = 0; i < GATE_SNAPSHOTS; i++) {
+  bool ours = root == g->root; // root_of's string (g->root_slot)
+  if (ours && g->root_slot) {
+    slot = g->root_slot - 1;
+    hit = true;
+  }
+  for (size_t i = 0; !hit && i < GATE_SNAPSHOTS; i++) {
     struct snapshot *sn = g->snaps[i];
     if (sn && strcmp(sn->root, root) == 0) {
       slot = i;
@@ -395,6 +415,10 @@ static struct snapshot *snapshot_get(struct gate *g, const char *root) {
   if (!sn)
     sn = g->snaps[slot] = snapshot_load(g, root);
   sn->used = ++g->clock;
+  if (ours)
+    g->root_slot = slot + 1;
+  else if (g->root_slot == slot + 1)
+    g->root_slot = 0; // the place of another root now
   return sn;
 }
 
@@ -604,6 +628,7 @@ static const char *root_of(struct gate *g, const char *cwd) {
     free(g->home);
     g->root_cwd = xstrdup(cwd);
     g->root = settings_find_root(cwd);
+    g->root_slot = g->root_proj = 0;
     g->root_utf8 = utf8_or_null(g->root);
     g->home = xstrdup(home());
     g->root_epoch = g->epoch;

@@ -500,6 +500,53 @@ static void test_many_projects(const char *base) {
      n - bad, n);
 }
 
+// The gate finds the snapshot and runtime state of the root root_of found
+// (in one epoch) without comparing names: when :AcpYolo and :AcpMode of
+// other projects (their own root strings) take its snapshot's place, or
+// move the runtime states (more projects than kept), a request of the
+// first project is still judged by its own rules and state. Each other
+// project has its own deny rule and yolo on; the first has a deny rule.
+static void test_root_places(const char *base) {
+  enum { N = 10, MORE = 260 };
+  char dirs[N][300], p[4096], err[256];
+  for (int i = 0; i < N; i++) {
+    snprintf(dirs[i], sizeof(dirs[i]), "%s/places%d", base, i);
+    snprintf(p, sizeof(p), "%s/.acp", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.git", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.acp/settings.json", dirs[i]);
+    char text[100];
+    snprintf(text, sizeof(text),
+             "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
+    put(p, text);
+  }
+  struct gate *g = gate_new();
+  gate_epoch(g, 1); // root_of's answer kept within the epoch
+  size_t n = 0, bad = 0;
+  for (int round = 0; round < 3; round++) {
+    root = dirs[0];
+    // tool0 denied, curl asked (no rule; yolo is the others')
+    n += 2;
+    bad += (decide(g, "tool0 x") != POLICY_DENY) +
+           (decide(g, "curl x") != POLICY_ASK);
+    if (round == 0) // every snapshot's place taken by another project
+      for (int i = 1; i < N; i++)
+        n++, bad += gate_yolo(g, dirs[i], "on", "ag", err, sizeof(err)) != 0;
+    if (round == 1) // more projects than runtime states are kept
+      for (int i = 0; i < MORE; i++) {
+        snprintf(p, sizeof(p), "%s/more%d", base, i); // its own root
+        n++, bad += gate_yolo(g, p, "on", "ag", err, sizeof(err)) != 0;
+      }
+    n += 2;
+    bad += (decide(g, "tool0 x") != POLICY_DENY) +
+           (decide(g, "curl x") != POLICY_ASK);
+  }
+  gate_free(g);
+  ok(bad == 0, "root's places taken by other projects: %zu of %zu right",
+     n - bad, n);
+}
+
 // The verdict's reason, rule and source are the policy's result, decided
 // in the verdict itself (struct gate_verdict's res): a deny by a project
 // rule, an allow the agent offered no allow-once option for (the reason
@@ -758,6 +805,7 @@ int main(void) {
   test_params_walk(proj);
   test_many_projects(base);
   test_verdict_texts(base);
+  test_root_places(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;
