@@ -91,6 +91,12 @@ struct gate {
   char *root_cwd, *root, *home;
   const char *root_utf8;
   uint64_t root_epoch, root_gen;
+  // Where root's snapshot and runtime state are (1 + the index in snaps
+  // and projects; 0: not known), for snapshot_get and project called with
+  // root itself (the string root_of gave): the name compares are left out.
+  // Set when one is found there, 0 when root_of finds another root or the
+  // place is given to another root (snaps) or moved (projects).
+  size_t root_slot, root_proj;
 };
 
 struct gate *gate_new(void) {
@@ -148,17 +154,26 @@ static const char *home(void) {
 // The runtime state of root (created on first use; when the table is full
 // the oldest is reused — it only holds overrides, never permissions).
 static struct project *project(struct gate *g, const char *root) {
+  bool ours = root == g->root; // root_of's string (g->root_proj)
+  if (ours && g->root_proj)
+    return &g->projects[g->root_proj - 1];
   for (size_t i = 0; i < g->nprojects; i++)
-    if (strcmp(g->projects[i].root, root) == 0)
+    if (strcmp(g->projects[i].root, root) == 0) {
+      if (ours)
+        g->root_proj = i + 1;
       return &g->projects[i];
+    }
   if (g->nprojects == GATE_MAX_PROJECTS) {
     free(g->projects[0].root);
     memmove(g->projects, g->projects + 1,
             (GATE_MAX_PROJECTS - 1) * sizeof(g->projects[0]));
     g->nprojects--;
+    g->root_proj = 0; // moved
   }
   struct project *p = &g->projects[g->nprojects++];
   *p = (struct project){xstrdup(root), -1, -1};
+  if (ours)
+    g->root_proj = g->nprojects;
   return p;
 }
 
@@ -376,7 +391,12 @@ static bool snapshot_fresh(const struct gate *g, struct snapshot *sn) {
 static struct snapshot *snapshot_get(struct gate *g, const char *root) {
   size_t slot = 0;
   bool hit = false; // slot holds root's (else another root's, or none)
-  for (size_t i = 0; i < GATE_SNAPSHOTS; i++) {
+  bool ours = root == g->root; // root_of's string (g->root_slot)
+  if (ours && g->root_slot) {
+    slot = g->root_slot - 1;
+    hit = true;
+  }
+  for (size_t i = 0; !hit && i < GATE_SNAPSHOTS; i++) {
     struct snapshot *sn = g->snaps[i];
     if (sn && strcmp(sn->root, root) == 0) {
       slot = i;
@@ -395,6 +415,10 @@ static struct snapshot *snapshot_get(struct gate *g, const char *root) {
   if (!sn)
     sn = g->snaps[slot] = snapshot_load(g, root);
   sn->used = ++g->clock;
+  if (ours)
+    g->root_slot = slot + 1;
+  else if (g->root_slot == slot + 1)
+    g->root_slot = 0; // the place of another root now
   return sn;
 }
 
@@ -604,6 +628,7 @@ static const char *root_of(struct gate *g, const char *cwd) {
     free(g->home);
     g->root_cwd = xstrdup(cwd);
     g->root = settings_find_root(cwd);
+    g->root_slot = g->root_proj = 0;
     g->root_utf8 = utf8_or_null(g->root);
     g->home = xstrdup(home());
     g->root_epoch = g->epoch;
@@ -612,20 +637,12 @@ static const char *root_of(struct gate *g, const char *cwd) {
   return g->root;
 }
 
-_Static_assert(sizeof(((struct gate_verdict *)0)->reason_buf) ==
-                       sizeof(((struct policy_result *)0)->reason) &&
-                   sizeof(((struct gate_verdict *)0)->rule_buf) ==
-                       sizeof(((struct policy_result *)0)->rule) &&
-                   sizeof(((struct gate_verdict *)0)->source_buf) ==
-                       sizeof(((struct policy_result *)0)->source),
-               "the verdict's texts are the result's");
-
-// dst = src (a NUL within n bytes), and dst when it is UTF-8, else NULL.
-static const char *copy_utf8(char *dst, const char *src, size_t n) {
-  size_t len = strnlen(src, n - 1);
-  memcpy(dst, src, len);
-  dst[len] = '\0';
-  return utf8_or_null_n(dst, len);
+// s (a text of the verdict's result, n bytes), ended within them, when
+// it is UTF-8, else NULL. (The result was decided in the verdict: copying
+// its texts there cost ~40 instructions a decision.)
+static const char *text_utf8(char *s, size_t n) {
+  s[n - 1] = '\0';
+  return utf8_or_null_n(s, strlen(s));
 }
 
 static const char *pick(const json_t *options, const struct gate_options *ov,
@@ -680,20 +697,21 @@ static void decide(struct gate *g, const char *agent, const char *session,
   struct policy *p = snapshot_policy(e.snap, &e.in);
   struct policy_request *r = policy_request_new_tc(tc, cwd, g->home);
   struct memory *m = memory_find(g, agent, session, false);
-  struct policy_result res;
-  policy_decide(p, m ? m->compiled : NULL, r, &res);
-  settings_fail_closed(e.s, &res); // what nothing denies is asked
-  enum policy_decision d = res.decision;
+  // Decided in the verdict (after its head, which is cleared below).
+  struct policy_result *res = &v->res;
+  policy_decide(p, m ? m->compiled : NULL, r, res);
+  settings_fail_closed(e.s, res); // what nothing denies is asked
+  enum policy_decision d = res->decision;
   const char *option_id = NULL;
   if (d != POLICY_ASK)
     option_id = pick(options, ov, &d);
-  if (d == POLICY_ASK && res.decision == POLICY_ALLOW)
-    snprintf(res.reason, sizeof(res.reason),
+  if (d == POLICY_ASK && res->decision == POLICY_ALLOW)
+    snprintf(res->reason, sizeof(res->reason),
              "allowed, but the agent offered no allow-once option");
   // A C struct: most requests are decided without asking, and a prompt
   // is packed from it too (broker/prompt.h); only the unasked watch and
   // the fs/terminal services ask for the verdict as JSON.
-  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
+  memset(v, 0, offsetof(struct gate_verdict, res));
   v->decision = d;
   v->option_id = option_id;
   v->req = r;
@@ -707,12 +725,13 @@ static void decide(struct gate *g, const char *agent, const char *session,
   v->session = utf8_or_null(session);
   v->command = utf8_or_null(policy_request_command(r));
   v->decision_name = policy_decision_name(d);
-  v->by = d == POLICY_ASK ? "person" : by_name(&res);
-  v->reason = copy_utf8(v->reason_buf, res.reason, sizeof(v->reason_buf));
-  v->rule = copy_utf8(v->rule_buf, res.rule, sizeof(v->rule_buf));
-  v->source = copy_utf8(v->source_buf, res.source, sizeof(v->source_buf));
+  v->by = d == POLICY_ASK ? "person" : by_name(res);
+  v->reason = text_utf8(res->reason, sizeof(res->reason));
+  v->rule = text_utf8(res->rule, sizeof(res->rule));
+  v->source = text_utf8(res->source, sizeof(res->source));
   size_t n;
-  v->paths = policy_request_path_list(r, &n);
+  v->paths = policy_request_path_list_in(
+      r, v->path_buf, sizeof(v->path_buf) / sizeof(*v->path_buf), &n);
   for (size_t i = 0; i < n; i++)
     if (utf8_or_null(v->paths[i]))
       v->paths[v->npaths++] = v->paths[i];
@@ -800,10 +819,11 @@ void gate_verdict_atom(const struct gate_verdict *v, size_t i,
 
 void gate_verdict_clear(struct gate_verdict *v) {
   policy_request_free(v->req);
-  free(v->paths);
+  if (v->paths != v->path_buf)
+    free(v->paths);
   free(v->sets);
   json_decref(v->info);
-  memset(v, 0, offsetof(struct gate_verdict, reason_buf));
+  memset(v, 0, offsetof(struct gate_verdict, res));
 }
 
 void gate_verdict_to_info(struct gate_verdict *v) {

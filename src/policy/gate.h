@@ -54,7 +54,11 @@ struct gate_verdict {
   struct policy_request *req;
   const struct policy *policy;
   json_t *tc; // params.toolCall (borrowed)
-  char reason_buf[256], rule_buf[256], source_buf[512];
+  // The policy's result, decided in place: reason, rule and source above
+  // are its texts when they are UTF-8.
+  struct policy_result res;
+  // paths, when the request's fit (else a malloc'd array).
+  const char *path_buf[8];
 };
 
 // Creates a gate with no setup() options.

@@ -168,6 +168,10 @@ struct described {
 
 struct policy_request {
   struct request r;
+  // Unique for the process (a block reused gets a new one, never 0): what
+  // a policy's results remember of the last request decided
+  // (results.last).
+  unsigned long long serial;
 };
 
 // The keys of the rules' index that an atom meets, looked up once per
@@ -275,6 +279,8 @@ struct kept_result {
   // The sets a prompt suggests for these atoms (struct sg_kept), or NULL:
   // kept by policy_request_suggestions_kept while the result is.
   void *sg;
+  // New (results.stamps) each time the key above is written.
+  unsigned long long stamp;
 };
 
 struct keep {
@@ -286,6 +292,15 @@ struct keep {
 struct results {
   unsigned asked;
   struct kept_result *v; // KEEP_RESULTS, or NULL
+  unsigned long long stamps;
+  // The last request (policy_request.serial, 0: none) whose decision found
+  // its key in v[slot] or wrote it there, and that place's stamp then:
+  // while the stamp is the same, the place still holds the request's key
+  // (its sets are found without building the key again).
+  struct {
+    unsigned long long req, stamp;
+    size_t slot;
+  } last;
 };
 
 struct memo {
@@ -316,6 +331,7 @@ struct eval {
   // edits, kinds and targets skip requests without them.
   unsigned classes;
   bool targets;
+  unsigned long long rserial; // policy_request.serial (0: none)
 };
 
 struct warnings {
@@ -569,6 +585,8 @@ struct policy_request *policy_request_new_tc(const json_t *tc, const char *cwd,
   spare_request = NULL;
   if (!r)
     r = xmalloc(REQUEST_BLOCK);
+  static unsigned long long serials;
+  r->serial = ++serials;
   request_init_in(&r->r, tc, cwd, home, (char *)r + REQUEST_AT,
                   REQUEST_BLOCK - REQUEST_AT);
   return r;
@@ -611,6 +629,12 @@ json_t *policy_request_paths(const struct policy_request *r) {
 
 const char **policy_request_path_list(const struct policy_request *r,
                                       size_t *n) {
+  return policy_request_path_list_in(r, NULL, 0, n);
+}
+
+const char **policy_request_path_list_in(const struct policy_request *r,
+                                         const char **buf, size_t cap,
+                                         size_t *n) {
   *n = 0;
   const char **v = NULL;
   for (size_t i = 0; i < r->r.natoms; i++) {
@@ -624,7 +648,7 @@ const char **policy_request_path_list(const struct policy_request *r,
       if (dup)
         continue;
       if (!v)
-        v = xcalloc(2 * r->r.natoms, sizeof(*v));
+        v = 2 * r->r.natoms <= cap ? buf : xcalloc(2 * r->r.natoms, sizeof(*v));
       v[(*n)++] = p[k];
     }
   }
@@ -1057,12 +1081,19 @@ static bool result_kept(struct eval *e, struct kept_result **kr,
     return false; // a policy that decides once keeps nothing
   if (!res->v)
     res->v = xcalloc(KEEP_RESULTS, sizeof(*res->v));
-  struct kept_result *x = &res->v[serial & (KEEP_RESULTS - 1)];
+  size_t slot = serial & (KEEP_RESULTS - 1);
+  struct kept_result *x = &res->v[slot];
   bool same = x->serial == serial && key_same(x, &k);
   if (!same && x->seen != serial) {
     x->seen = serial; // kept the next time: most commands come once
     return false;
   }
+  if (!same)
+    x->stamp = ++res->stamps; // the key written below
+  // x holds this request's key (or will, below: result_keep follows).
+  res->last.req = e->rserial;
+  res->last.stamp = x->stamp;
+  res->last.slot = slot;
   if (!same) {
     x->serial = 0; // set by result_keep
     x->natoms = (uint8_t)k.natoms;
@@ -1206,10 +1237,18 @@ policy_request_suggestions_kept(const struct policy *p,
   // The result p keeps for these atoms (result_kept's place and key): the
   // sets depend on the atoms, root and home alone (not on the rules or
   // the mode), and the key holds every field of the atoms they read.
+  // The request just decided (the prompt's case) finds the place its
+  // decision found or wrote its key in without building the key again,
+  // while nothing wrote another key there since (the place's stamp).
   struct kept_result *x = NULL;
   struct rkey k;
-  if (p && p->res && p->res->v && result_key(&rq->r, &k)) {
-    x = &p->res->v[k.serial & (KEEP_RESULTS - 1)];
+  const struct results *res = p ? p->res : NULL;
+  if (res && res->v && rq->serial && res->last.req == rq->serial &&
+      res->v[res->last.slot].stamp == res->last.stamp &&
+      res->v[res->last.slot].serial) {
+    x = &res->v[res->last.slot];
+  } else if (res && res->v && result_key(&rq->r, &k)) {
+    x = &res->v[k.serial & (KEEP_RESULTS - 1)];
     if (x->serial != k.serial || !key_same(x, &k))
       x = NULL; // no result kept for them
   }
@@ -1243,7 +1282,8 @@ static void decide(const struct policy *p, const struct policy *memory,
                    .r = &r->r,
                    .out = out,
                    .naive = naive,
-                   .memo = naive ? NULL : &memo};
+                   .memo = naive ? NULL : &memo,
+                   .rserial = r->serial};
   for (size_t i = 0; !naive && i < r->r.natoms; i++) {
     const struct request_atom *a = &r->r.atoms[i];
     if (i < MEMO_ATOMS)
@@ -1287,11 +1327,12 @@ void policy_decide_reference(const struct policy *p,
 static int pick_rank(const char *kind, enum policy_decision d) {
   if (!kind)
     return 0;
+  // The first byte before the library call (most kinds are not wanted).
   switch (d) {
   case POLICY_ALLOW:
-    return strcmp(kind, "allow_once") == 0;
+    return kind[0] == 'a' && strcmp(kind, "allow_once") == 0;
   case POLICY_DENY:
-    if (strncmp(kind, "reject_", 7) != 0)
+    if (kind[0] != 'r' || strncmp(kind, "reject_", 7) != 0)
       return 0;
     return strcmp(kind + 7, "once") == 0     ? 1
            : strcmp(kind + 7, "always") == 0 ? 2

@@ -101,6 +101,12 @@ json_t *policy_request_paths(const struct policy_request *r);
 // Strings that are not UTF-8 are listed (the JSON array leaves them out).
 const char **policy_request_path_list(const struct policy_request *r,
                                       size_t *n);
+// The same in buf (cap entries) when they may not be more (twice the
+// request's atoms), else in a new array as above: free the answer when it
+// is not buf. NULL when none.
+const char **policy_request_path_list_in(const struct policy_request *r,
+                                         const char **buf, size_t cap,
+                                         size_t *n);
 // The narrowest rules that allow exactly this request: the exact command
 // per shell atom (`Bash(npm test)`), the exact path (`Edit(//abs/path)`),
 // the host (`WebFetch(domain:h)`). A malloc'd array of malloc'd strings;

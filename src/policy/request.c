@@ -1083,12 +1083,16 @@ static void add_targets(struct request *r, struct request_atom *at,
                         const struct shell_atom *a, const struct bases *b,
                         const char *home) {
   const char *name = a->nwords ? base_name(a->words[0].text) : "";
-  if (strcasecmp(name, "find") == 0 && a->more_args)
+  // The first byte before the library calls.
+  char c0 = lower_c(name[0]);
+  bool find = c0 == 'f' && strcasecmp(name, "find") == 0;
+  if (find && a->more_args)
     push_target(r, at, "(starting points read from stdin by xargs)", true, NULL,
                 home);
-  if (strcasecmp(name, "find") == 0)
+  if (find)
     find_targets(r, at, a, b, home);
-  else if (in_list(name, removers, 6) || strcasecmp(name, "mv") == 0)
+  else if (in_list(name, removers, 6) ||
+           (c0 == 'm' && strcasecmp(name, "mv") == 0))
     remove_targets(r, at, a, name, b, home);
 }
 
@@ -1643,10 +1647,11 @@ static void add_host(struct ctx *c, const char *host, size_t *found) {
 static bool is_mcp(struct ctx *c) {
   const char *name = c->r->tool;
   const char *title = c->t.title_s;
-  if (!name && title && strncmp(title, "mcp__", 5) == 0 &&
+  // The first byte before the library calls (every request comes here).
+  if (!name && title && title[0] == 'm' && strncmp(title, "mcp__", 5) == 0 &&
       !strpbrk(title, " \t\n") && strcmp(c->r->kind, "other") == 0)
     name = title;
-  if (!name || strncmp(name, "mcp_", 4) != 0)
+  if (!name || name[0] != 'm' || strncmp(name, "mcp_", 4) != 0)
     return false;
   struct request_atom *a = add(c, REQUEST_MCP, kind_of(c, c->rkind));
   if (a) {
@@ -1943,12 +1948,15 @@ static char lower_c(char c) {
   return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
 }
 
-// Case folded; the lists are lower case. The first byte is compared first:
-// these lists are looked at for every command of every request.
+// Case folded; the lists are lower case (of ASCII, no entry empty). The
+// first two bytes are compared first (as strcasecmp folds them: the broker
+// keeps the "C" locale): these lists are looked at for every command of
+// every request, and for each word of a find, whose entries all start with
+// '-'. s[1] is read only when s[0] is not the NUL.
 static bool in_list(const char *s, const char *const *v, size_t n) {
-  char c = lower_c(s[0]);
+  char c = lower_c(s[0]), c1 = c ? lower_c(s[1]) : '\0';
   for (size_t i = 0; i < n; i++)
-    if (c == v[i][0] && strcasecmp(s, v[i]) == 0)
+    if (c == v[i][0] && c1 == v[i][1] && strcasecmp(s, v[i]) == 0)
       return true;
   return false;
 }

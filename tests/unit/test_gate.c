@@ -11,6 +11,7 @@
 #include "policy/gate.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,7 +234,24 @@ static void test_kept_suggestions(const char *base) {
 struct tc_check {
   struct gate *g;
   size_t n, bad;
+  size_t pn, pbad; // paths_same
 };
+
+// The verdict's paths are the request's (policy_request_paths: UTF-8
+// only, in order), in the verdict's own buffer when twice the request's
+// atoms fit there, else in an array of their own.
+static bool paths_same(const struct gate_verdict *v) {
+  json_t *want = policy_request_paths(v->req);
+  bool same = v->npaths == json_array_size(want);
+  for (size_t i = 0; same && i < v->npaths; i++)
+    same = strcmp(v->paths[i], json_string_value(json_array_get(want, i))) == 0;
+  size_t cap = sizeof(v->path_buf) / sizeof(*v->path_buf);
+  if (v->paths &&
+      (v->paths == v->path_buf) != (2 * policy_request_natoms(v->req) <= cap))
+    same = false;
+  json_decref(want);
+  return same;
+}
 
 static void tc_strings_check(struct tc_check *k, json_t *params,
                              const char *what) {
@@ -242,6 +260,11 @@ static void tc_strings_check(struct tc_check *k, json_t *params,
   gate_decide(k->g, "ag", "s", root, params, &v);
   const char *got[] = {v.tool_call_id, v.kind, v.title};
   json_t *tc = json_object_get(params, "toolCall");
+  k->pn++;
+  if (!paths_same(&v)) {
+    k->pbad++;
+    printf("# %s: other paths\n", what);
+  }
   for (size_t i = 0; i < 3; i++) {
     const char *want = json_string_value(json_object_get(tc, keys[i]));
     k->n++;
@@ -263,7 +286,7 @@ static void tc_fixture(const json_t *c, const char *what, void *ud) {
 
 static void test_tc_strings(const char *cwd) {
   root = cwd; // (a test before left it at one of its own buffers)
-  struct tc_check k = {gate_new(), 0, 0};
+  struct tc_check k = {gate_new(), 0, 0, 0, 0};
   size_t cases = each_fixture(tc_fixture, &k);
   static const char *const odd[] = {
       "{}",
@@ -302,6 +325,44 @@ static void test_tc_strings(const char *cwd) {
   ok(cases == 1015, "tc strings: %zu conformance requests", cases);
   ok(k.bad == 0, "tc strings: %zu of %zu as the tree's strings", k.n - k.bad,
      k.n);
+  ok(k.pbad == 0, "paths: %zu of %zu verdicts list the request's",
+     k.pn - k.pbad, k.pn);
+  // Up to 9 files read through a symlinked directory (two paths each:
+  // as written and resolved) and not: the verdict's buffer, full, and
+  // arrays of their own.
+  char dir[600], ln[600], cmd[300];
+  snprintf(dir, sizeof(dir), "%s/real", cwd);
+  snprintf(ln, sizeof(ln), "%s/ln", cwd);
+  mkdir(dir, 0700);
+  if (symlink("real", ln) != 0)
+    ok(false, "a symlink");
+  size_t pn = 0, pbad = 0, own = 0;
+  struct gate *g = gate_new();
+  for (int through = 0; through < 2; through++)
+    for (int files = 1; files <= 9; files++) {
+      size_t at = (size_t)snprintf(cmd, sizeof(cmd), "cat");
+      for (int f = 0; f < files; f++)
+        at += (size_t)snprintf(cmd + at, sizeof(cmd) - at, " %sf%d",
+                               through ? "ln/" : "", f);
+      json_t *params = request(cmd);
+      struct gate_verdict v;
+      gate_decide(g, "ag", "s", cwd, params, &v);
+      pn++;
+      own += v.paths && v.paths != v.path_buf;
+      if (!paths_same(&v) || v.npaths != (size_t)(through + 1) * files) {
+        pbad++;
+        printf("# %s: %zu paths\n", cmd, v.npaths);
+      }
+      gate_verdict_clear(&v);
+      json_decref(params);
+    }
+  gate_free(g);
+  unlink(ln);
+  rmdir(dir);
+  ok(pbad == 0 && own > 0 && own < pn,
+     "paths of 1 to 9 files, through a symlink and not: %zu of %zu (%zu in "
+     "arrays of their own)",
+     pn - pbad, pn, own);
 }
 
 // gate_decide finds params' toolCall and options as json_object_get finds
@@ -437,6 +498,123 @@ static void test_many_projects(const char *base) {
   gate_free(g);
   ok(bad == 0, "more projects than kept: %zu of %zu by their own rules",
      n - bad, n);
+}
+
+// The gate finds the snapshot and runtime state of the root root_of found
+// (in one epoch) without comparing names: when :AcpYolo and :AcpMode of
+// other projects (their own root strings) take its snapshot's place, or
+// move the runtime states (more projects than kept), a request of the
+// first project is still judged by its own rules and state. Each other
+// project has its own deny rule and yolo on; the first has a deny rule.
+static void test_root_places(const char *base) {
+  enum { N = 10, MORE = 260 };
+  char dirs[N][300], p[4096], err[256];
+  for (int i = 0; i < N; i++) {
+    snprintf(dirs[i], sizeof(dirs[i]), "%s/places%d", base, i);
+    snprintf(p, sizeof(p), "%s/.acp", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.git", dirs[i]);
+    files_mkdirs(p);
+    snprintf(p, sizeof(p), "%s/.acp/settings.json", dirs[i]);
+    char text[100];
+    snprintf(text, sizeof(text),
+             "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
+    put(p, text);
+  }
+  struct gate *g = gate_new();
+  gate_epoch(g, 1); // root_of's answer kept within the epoch
+  size_t n = 0, bad = 0;
+  for (int round = 0; round < 3; round++) {
+    root = dirs[0];
+    // tool0 denied, curl asked (no rule; yolo is the others')
+    n += 2;
+    bad += (decide(g, "tool0 x") != POLICY_DENY) +
+           (decide(g, "curl x") != POLICY_ASK);
+    if (round == 0) // every snapshot's place taken by another project
+      for (int i = 1; i < N; i++)
+        n++, bad += gate_yolo(g, dirs[i], "on", "ag", err, sizeof(err)) != 0;
+    if (round == 1) // more projects than runtime states are kept
+      for (int i = 0; i < MORE; i++) {
+        snprintf(p, sizeof(p), "%s/more%d", base, i); // its own root
+        n++, bad += gate_yolo(g, p, "on", "ag", err, sizeof(err)) != 0;
+      }
+    n += 2;
+    bad += (decide(g, "tool0 x") != POLICY_DENY) +
+           (decide(g, "curl x") != POLICY_ASK);
+  }
+  gate_free(g);
+  ok(bad == 0, "root's places taken by other projects: %zu of %zu right",
+     n - bad, n);
+}
+
+// The verdict's reason, rule and source are the policy's result, decided
+// in the verdict itself (struct gate_verdict's res): a deny by a project
+// rule, an allow the agent offered no allow-once option for (the reason
+// the gate writes over the policy's), and an ask, each decided into a
+// verdict holding garbage and into one holding the last verdict, give the
+// texts expected, pointing into the verdict, and gate_verdict_info
+// shows them.
+static bool texts_are(const struct gate_verdict *v, const char *reason,
+                      const char *rule, const char *source) {
+  const char *lo = (const char *)v, *hi = (const char *)(v + 1);
+  bool in = v->reason && v->rule && v->source && v->reason >= lo &&
+            v->reason < hi && v->rule >= lo && v->rule < hi &&
+            v->source >= lo && v->source < hi;
+  json_t *info = gate_verdict_info((struct gate_verdict *)(uintptr_t)v);
+  const char *ir = json_string_value(json_object_get(info, "reason"));
+  const char *iu = json_string_value(json_object_get(info, "rule"));
+  const char *is = json_string_value(json_object_get(info, "source"));
+  return in && strstr(v->reason, reason) && strcmp(v->rule, rule) == 0 &&
+         strstr(v->source, source) && (source[0] || !v->source[0]) && ir &&
+         strcmp(ir, v->reason) == 0 && iu && strcmp(iu, v->rule) == 0 && is &&
+         strcmp(is, v->source) == 0;
+}
+
+static void test_verdict_texts(const char *base) {
+  char dir[300], p[600];
+  snprintf(dir, sizeof(dir), "%s/texts", base);
+  snprintf(p, sizeof(p), "%s/.acp", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.git", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", dir);
+  put(p, "{\"permissions\":{\"deny\":[\"Bash(rm *)\"]}}");
+  struct gate *g = gate_new();
+  gate_configure(
+      g, json_pack("{s:{s:[s]}}", "permissions", "allow", "Bash(make test)"));
+  json_t *deny = request("rm -rf x"), *ask = request("curl x");
+  json_t *allow = json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:s}},s:[{s:s,s:s,s:s}]}",
+                            "sessionId", "s", "toolCall", "toolCallId", "t",
+                            "title", "make test", "kind", "execute", "rawInput",
+                            "command", "make test", "options", "optionId",
+                            "reject", "name", "R", "kind", "reject_once");
+  size_t good = 0, n = 0;
+  for (int round = 0; round < 4; round++) {
+    struct gate_verdict v;
+    if (round % 2 == 0)
+      memset(&v, 0xa5, sizeof(v));
+    gate_decide(g, "ag", "s", dir, deny, &v);
+    n++;
+    good += v.decision == POLICY_DENY &&
+            texts_are(&v, "Bash(rm *)", "Bash(rm *)", "settings.json");
+    gate_verdict_clear(&v);
+    gate_decide(g, "ag", "s", dir, allow, &v);
+    n++;
+    good += v.decision == POLICY_ASK &&
+            texts_are(&v, "allowed, but the agent offered no allow-once option",
+                      "Bash(make test)", "setup");
+    gate_verdict_clear(&v);
+    gate_decide(g, "ag", "s", dir, ask, &v);
+    n++;
+    good += v.decision == POLICY_ASK &&
+            texts_are(&v, "no rule matched: curl x", "", "");
+    gate_verdict_clear(&v);
+  }
+  json_decref(deny);
+  json_decref(ask);
+  json_decref(allow);
+  gate_free(g);
+  ok(good == n, "verdict texts: %zu of %zu as decided", good, n);
 }
 
 int main(void) {
@@ -626,6 +804,8 @@ int main(void) {
   test_tc_strings(proj);
   test_params_walk(proj);
   test_many_projects(base);
+  test_verdict_texts(base);
+  test_root_places(base);
   snprintf(tmp, sizeof(tmp), "rm -rf '%s'", base);
   if (system(tmp) != 0)
     return 2;

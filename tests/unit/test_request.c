@@ -689,8 +689,65 @@ static void test_key_collisions(void) {
   ok(differ == before, "keys that share a name's slot and first 8 bytes");
 }
 
+// The words request.c looks up in its lists of names (removers, find's
+// actions and tests, cd and the like), each in lower and upper case, with
+// only its second byte upper case, cut short, made longer and with a
+// second byte of another kind, in the commands that read them: read as the
+// reference reads them (in_list compares two bytes before strcasecmp).
+static void test_list_words(void) {
+  static const char *const words[] = {
+      "rm",         "rmdir",       "unlink", "chmod",   "chown", "chgrp",
+      "mv",         "find",        "cd",     "pushd",   "popd",  "-delete",
+      "-exec",      "-execdir",    "-ok",    "-okdir",  "-name", "-iname",
+      "-path",      "-ipath",      "-regex", "-iregex", "-type", "-newer",
+      "-mtime",     "-mmin",       "-size",  "-empty",  "-user", "-perm",
+      "-wholename", "-iwholename", "-o",     "-or",     "!",     "-not",
+      ",",          "(",           "-",      "r",       "f",     "-\xc3\xa9"};
+  static const char *const shapes[][2] = {// before and after the word
+                                          {"find . ", " 'a*' -delete"},
+                                          {"find . -delete ", " x"},
+                                          {"find . ", " x -exec rm {} ;"},
+                                          {"", " -rf x y"},
+                                          {"", " -R 777 x"},
+                                          {"", " x && rm -rf y"},
+                                          {"find . -name 'a*' ", " -delete"},
+                                          {"", " . -delete"},
+                                          {"xargs ", " -delete"}};
+  size_t before = differ, n = 0;
+  for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++) {
+    const char *w = words[i];
+    size_t wn = strlen(w);
+    char v[6][32];
+    snprintf(v[0], sizeof(v[0]), "%s", w);
+    for (size_t k = 0; k <= wn; k++) // upper case
+      v[1][k] = w[k] >= 'a' && w[k] <= 'z' ? (char)(w[k] - 32) : w[k];
+    snprintf(v[2], sizeof(v[2]), "%s", w);
+    if (wn > 1 && w[1] >= 'a' && w[1] <= 'z')
+      v[2][1] = (char)(w[1] - 32); // the second byte only
+    snprintf(v[3], sizeof(v[3]), "%.*s", (int)(wn > 1 ? wn - 1 : wn), w);
+    snprintf(v[4], sizeof(v[4]), "%sX", w);
+    snprintf(v[5], sizeof(v[5]), "%s", w);
+    if (wn > 1)
+      v[5][1] = w[1] == '_' ? '-' : '_';
+    for (size_t k = 0; k < 6; k++)
+      for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++) {
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "%s%s%s", shapes[s][0], v[k], shapes[s][1]);
+        json_t *params = command_params(cmd, cmd);
+        compare(params, "/p", "/h", cmd);
+        json_decref(params);
+        n++;
+      }
+  }
+  ok(differ == before,
+     "%zu commands with the words of the lists read as "
+     "the reference reads them",
+     n);
+}
+
 int main(void) {
   test_atoms();
+  test_list_words();
   test_same_as_before();
   test_nul();
   test_shared_atoms();

@@ -570,6 +570,61 @@ static void test_kept_keys(void) {
   policy_free(mem);
 }
 
+// The place a decision found or wrote its key in is remembered for the
+// request just decided (its sets found without building the key again):
+// only for that request. One command in two cwds (the same analysis, so
+// the same place, and other paths): a request not decided, one decided
+// before another was, and one read into the block of a freed request that
+// was decided (the next request's block) each get their own sets.
+static void test_kept_last(void) {
+  char sub[600];
+  snprintf(sub, sizeof(sub), "%s/src", root);
+  struct policy_input in = {
+      .mode = POLICY_MODE_DEFAULT, .root = root, .home = home};
+  size_t nw = 0, n = 0, bad = 0;
+  struct policy *p = policy_new(&in, NULL, &nw);
+  json_t *params = bash("echo hi > out.txt");
+  char shown[2][4096];
+  for (int round = 0; round < 3; round++) {
+    struct policy_request *a = policy_request_new(params, root, home);
+    for (int i = 0; i < 3; i++) { // kept from the second on
+      struct policy_result res;
+      policy_decide(p, NULL, a, &res);
+    }
+    n++;
+    bad += !kept_same(p, a, root, home, shown[0], sizeof(shown[0]));
+    struct policy_request *b = NULL;
+    if (round == 0) { // not decided
+      b = policy_request_new(params, sub, home);
+    } else if (round == 1) { // b decided, then a's sets again
+      b = policy_request_new(params, sub, home);
+      for (int i = 0; i < 3; i++) {
+        struct policy_result res;
+        policy_decide(p, NULL, b, &res);
+      }
+      n++;
+      bad += !kept_same(p, a, root, home, NULL, 0);
+    } else { // b read into a's block (policy_request_new keeps one)
+      policy_request_free(a);
+      a = NULL;
+      b = policy_request_new(params, sub, home);
+    }
+    n++;
+    bad += !kept_same(p, b, root, home, shown[1], sizeof(shown[1]));
+    if (strcmp(shown[0], shown[1]) == 0) {
+      bad++;
+      ok(false, "round %d: the two cwds have the same sets: %s", round,
+         shown[0]);
+    }
+    policy_request_free(a);
+    policy_request_free(b);
+  }
+  ok(bad == 0 && n == 7,
+     "%zu sets after a decision, each the request's own (%zu differ)", n, bad);
+  json_decref(params);
+  policy_free(p);
+}
+
 static void make_tree(void) {
   const char *tmp = getenv("TMPDIR");
   char tmpl[600];
@@ -614,6 +669,7 @@ int main(void) {
   size_t nw = 0;
   keeper = policy_new(&kin, NULL, &nw);
   test_kept_keys();
+  test_kept_last();
   test_fixtures();
   test_rows();
   test_wide();
