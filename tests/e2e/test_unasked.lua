@@ -106,10 +106,12 @@ T.test('calls that acted unasked: audited, notified, red in the chat, counted; a
   T.contains(warn[1], project .. '/sneaky.txt', 'the warning names the file')
 
   local text, buf = '', nil
+  -- The header is drawn once the blocks queued before it are (the chat
+  -- draws them in slices; Neovim, and this wait, run in between).
   T.wait(function()
     text, buf = chat_text(ctx.session)
-    return text:find('UNASKED: execute touch ran.txt', 1, true)
-  end, nil, 'the chat to show the last unasked call')
+    return text:find('UNASKED: execute touch ran.txt', 1, true) and text:find('3 tool calls acted WITHOUT ASKING', 1, true)
+  end, nil, 'the chat to show the last unasked call and count it in its header')
   T.contains(text, 'UNASKED: edit Write sneaky.txt (the policy would have asked you)', 'the red note of the write')
   T.contains(text, 'UNASKED: execute rm -rf build (the policy would have denied it)', 'the red note of the rm')
   T.contains(text, 'UNASKED: the agent did this without asking; the policy would have asked you', 'the line in the block')
