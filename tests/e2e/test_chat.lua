@@ -112,7 +112,8 @@ end)
 
 T.test('the chat buffer: name, options, header; not modifiable', function()
   local ctx = chat_turn()
-  local buf = wait_text(ctx.session, 'awaiting your answer')
+  -- The header's count (drawn once the blocks before it are).
+  local buf = wait_text(ctx.session, '1 awaiting your answer')
   T.eq(api.nvim_buf_get_name(buf), ('acp://chat/%s/%s'):format(ctx.agent, ctx.session), 'name')
   T.eq(vim.bo[buf].filetype, 'acpchat', 'filetype')
   T.eq(vim.bo[buf].buftype, 'nofile', 'buftype')
