@@ -462,24 +462,30 @@ static void test_params_walk(const char *cwd) {
      n);
 }
 
+// Makes project `dir` = base/name<i> (a .git, and .acp/settings.json
+// denying Bash(tool<i> *)).
+static void deny_project(char *dir, size_t size, const char *base,
+                         const char *name, int i) {
+  char p[4096], text[100];
+  snprintf(dir, size, "%s/%s%d", base, name, i);
+  snprintf(p, sizeof(p), "%s/.acp", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.git", dir);
+  files_mkdirs(p);
+  snprintf(p, sizeof(p), "%s/.acp/settings.json", dir);
+  snprintf(text, sizeof(text),
+           "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
+  put(p, text);
+}
+
 // More projects than the gate keeps the settings of (8), decided in turn
 // and in other orders: each request is judged by its own project's rules,
 // never by those of the project whose place its settings took.
 static void test_many_projects(const char *base) {
   enum { N = 11 };
-  char dirs[N][300], p[4096];
-  for (int i = 0; i < N; i++) {
-    snprintf(dirs[i], sizeof(dirs[i]), "%s/many%d", base, i);
-    snprintf(p, sizeof(p), "%s/.acp", dirs[i]);
-    files_mkdirs(p);
-    snprintf(p, sizeof(p), "%s/.git", dirs[i]);
-    files_mkdirs(p);
-    snprintf(p, sizeof(p), "%s/.acp/settings.json", dirs[i]);
-    char text[100];
-    snprintf(text, sizeof(text),
-             "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
-    put(p, text);
-  }
+  char dirs[N][300];
+  for (int i = 0; i < N; i++)
+    deny_project(dirs[i], sizeof(dirs[i]), base, "many", i);
   struct gate *g = gate_new();
   size_t n = 0, bad = 0;
   for (int round = 0; round < 200; round++) {
@@ -509,18 +515,8 @@ static void test_many_projects(const char *base) {
 static void test_root_places(const char *base) {
   enum { N = 10, MORE = 260 };
   char dirs[N][300], p[4096], err[256];
-  for (int i = 0; i < N; i++) {
-    snprintf(dirs[i], sizeof(dirs[i]), "%s/places%d", base, i);
-    snprintf(p, sizeof(p), "%s/.acp", dirs[i]);
-    files_mkdirs(p);
-    snprintf(p, sizeof(p), "%s/.git", dirs[i]);
-    files_mkdirs(p);
-    snprintf(p, sizeof(p), "%s/.acp/settings.json", dirs[i]);
-    char text[100];
-    snprintf(text, sizeof(text),
-             "{\"permissions\":{\"deny\":[\"Bash(tool%d *)\"]}}", i);
-    put(p, text);
-  }
+  for (int i = 0; i < N; i++)
+    deny_project(dirs[i], sizeof(dirs[i]), base, "places", i);
   struct gate *g = gate_new();
   gate_epoch(g, 1); // root_of's answer kept within the epoch
   size_t n = 0, bad = 0;
