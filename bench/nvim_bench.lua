@@ -116,33 +116,36 @@ local ask_log = os.getenv('BENCH_ASK_LOG') and io.open(os.getenv('BENCH_ASK_LOG'
 
 local function measure_asks(args, fn_current)
   local vis, ans, seen = {}, {}, {}
-  -- The first time a floating window shows a request: BufWinEnter runs
-  -- inside nvim_open_win, once the window exists.
-  api.nvim_create_autocmd('BufWinEnter', {
-    callback = function()
-      local t = uv.hrtime()
-      local cur = fn_current()
-      if cur == nil or seen[cur.key] then
-        return
-      end
-      local cfg = api.nvim_win_get_config(0)
-      if cfg.relative == nil or cfg.relative == '' then
-        return
-      end
-      seen[cur.key] = true
-      vis[#vis + 1] = (t - cur.t_ns) / 1e6
-      if ask_log ~= nil then
-        -- Each ask's time and the Lua heap then (KB): where the collector
-        -- ran (the heap drops) beside the slow prompts.
-        ask_log:write(('%d %.3f %.0f\n'):format(#vis, vis[#vis], collectgarbage('count')))
-        ask_log:flush()
-      end
-      vim.schedule(function()
-        ans[#ans + 1] = uv.hrtime()
-        cur.answer()
-      end)
-    end,
-  })
+  -- The first time a floating window shows a request: when nvim_open_win
+  -- returns, the window exists (and the autocommands its opening ran, if
+  -- any, are done). Measured the same way for every client, whether or
+  -- not it opens its window with autocommands.
+  local open_win = api.nvim_open_win
+  api.nvim_open_win = function(...)
+    local win = open_win(...)
+    local t = uv.hrtime()
+    local cur = fn_current()
+    if cur == nil or seen[cur.key] then
+      return win
+    end
+    local cfg = api.nvim_win_get_config(win)
+    if cfg.relative == nil or cfg.relative == '' then
+      return win
+    end
+    seen[cur.key] = true
+    vis[#vis + 1] = (t - cur.t_ns) / 1e6
+    if ask_log ~= nil then
+      -- Each ask's time and the Lua heap then (KB): where the collector
+      -- ran (the heap drops) beside the slow prompts.
+      ask_log:write(('%d %.3f %.0f\n'):format(#vis, vis[#vis], collectgarbage('count')))
+      ask_log:flush()
+    end
+    vim.schedule(function()
+      ans[#ans + 1] = uv.hrtime()
+      cur.answer()
+    end)
+    return win
+  end
   return vis, ans
 end
 

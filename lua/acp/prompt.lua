@@ -309,13 +309,14 @@ function H.open_float(req, opts)
   local cfg = H.fill(v, req)
   cfg.style = 'minimal'
   cfg.zindex = 50
-  local ok, win = pcall(vim.api.nvim_open_win, buf, focus, cfg)
+  local ok, win = H.quietly(vim.api.nvim_open_win, buf, focus, cfg)
   if not ok and focus then
     -- E.g. the command-line window cannot be left: show it unfocused.
     v.focused, focus = false, false
     H.fill(v, req)
-    win = vim.api.nvim_open_win(buf, false, cfg)
-  elseif not ok then
+    ok, win = H.quietly(vim.api.nvim_open_win, buf, false, cfg)
+  end
+  if not ok then
     error(win, 0)
   end
   v.win, v.cfg = win, cfg
@@ -327,6 +328,22 @@ function H.open_float(req, opts)
   if not focus and ui.focus then
     H.focus_later()
   end
+end
+
+--- Calls fn(...) with autocommands off ('eventignore' "all"), as pcall
+--- does. Opening, entering, leaving and closing the prompt's float runs
+--- none of the editor's window and buffer autocommands (WinNew, WinEnter,
+--- BufEnter, BufWinEnter, WinLeave, WinClosed...), as pickers do with their
+--- floats: they are not meant for a prompt that comes and goes, and they
+--- were most of its cost (the default matchparen plugin alone took 0.1-0.2
+--- ms at each enter and leave). The prompt's own bookkeeping needs none
+--- of them; its BufWinLeave (below) is for the person's own `:q`.
+function H.quietly(fn, ...)
+  local ei = vim.o.eventignore
+  vim.o.eventignore = 'all'
+  local ok, r = pcall(fn, ...)
+  vim.o.eventignore = ei
+  return ok, r
 end
 
 --- The buffer every prompt is drawn in: one scratch buffer, made once
@@ -495,7 +512,7 @@ function H.focus(v)
   end
   local cur = vim.api.nvim_get_current_win()
   if cur ~= v.win then
-    if not pcall(vim.api.nvim_set_current_win, v.win) then
+    if not H.quietly(vim.api.nvim_set_current_win, v.win) then
       return
     end
     v.prev_win = cur
@@ -547,9 +564,9 @@ function H.close(restore)
   end
   if vim.api.nvim_win_is_valid(v.win) then
     if restore and vim.api.nvim_get_current_win() == v.win and vim.api.nvim_win_is_valid(v.prev_win) then
-      pcall(vim.api.nvim_set_current_win, v.prev_win)
+      H.quietly(vim.api.nvim_set_current_win, v.prev_win)
     end
-    pcall(vim.api.nvim_win_close, v.win, true)
+    H.quietly(vim.api.nvim_win_close, v.win, true)
   end
   -- The buffer stays for the next prompt (H.scratch); one that is not
   -- the shared one any more is wiped with its window ('bufhidden').

@@ -2,7 +2,8 @@
 -- (its 'filetype' and keys are set once, not per prompt), the digit keys
 -- follow the options of the prompt shown, keys changed in setup() apply to
 -- the next prompt, a redraw that changes nothing writes nothing, and a
--- window closed with :q hides its prompt as before.
+-- window closed with :q hides its prompt as before; opening, entering and
+-- closing the window runs none of the person's autocommands.
 local T = require('helpers')
 local api = vim.api
 
@@ -165,4 +166,48 @@ T.test('a redraw lays the prompt out again only when something it shows changed;
     collectgarbage('collect')
     return weak[1] == nil
   end, nil, 'the answered request is garbage')
+end)
+
+T.test("the prompt's window opens, takes focus and closes without the person's window and buffer autocommands", function()
+  local ctx = T.start_demo({
+    name = 'prompt-buffer-quiet',
+    steps = { request('quiet_${turn}', TWO) },
+  })
+  -- The person's own 'eventignore' and window/buffer autocommands.
+  local events =
+    { 'WinNew', 'WinEnter', 'WinLeave', 'WinClosed', 'BufEnter', 'BufLeave', 'BufWinEnter', 'BufWinLeave', 'BufHidden' }
+  local ran = {}
+  local group = api.nvim_create_augroup('PersonsOwn', { clear = true })
+  for _, ev in ipairs(events) do
+    api.nvim_create_autocmd(ev, {
+      group = group,
+      callback = function()
+        ran[#ran + 1] = ev
+      end,
+    })
+  end
+  T.defer(function()
+    pcall(api.nvim_del_augroup_by_name, 'PersonsOwn')
+    vim.o.eventignore = ''
+  end)
+  vim.o.eventignore = 'FileType'
+  local code_win = api.nvim_get_current_win()
+  require('acp').prompt('Go')
+  local win = T.wait_prompt('quiet_1')
+  T.eq(api.nvim_get_current_win(), win, 'the prompt has the focus')
+  T.eq(vim.o.eventignore, 'FileType', "the person's 'eventignore' as it was")
+  T.eq(ran, {}, 'no autocommand ran to open and enter it')
+  T.answer_with_keys('quiet_1', 'a')
+  T.eq(T.answer(ctx, 'quiet_1').result, T.selected('allow'), 'answered')
+  T.wait(function()
+    return require('acp.prompt').current() == nil
+  end, nil, 'the window closed')
+  T.ok(not api.nvim_win_is_valid(win), 'its window is gone')
+  T.eq(api.nvim_get_current_win(), code_win, 'the focus back where it was')
+  T.eq(vim.o.eventignore, 'FileType', "'eventignore' as it was")
+  T.eq(ran, {}, 'no autocommand ran to leave and close it')
+  -- The person's own window commands still run them.
+  vim.cmd('split')
+  vim.cmd('close')
+  T.ok(#ran > 0, "the person's autocommands still run for their own windows")
 end)
