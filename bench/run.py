@@ -630,7 +630,7 @@ def part_ask(cfg, figs):
     figs.add_latency("prompt_visible_ms", "", "ms", m("broker", "visible_ms"),
                      m("lua", "visible_ms"), w("broker", "visible_ms"),
                      w("lua", "visible_ms"), bname, note=f"median of {cfg.nask} asks one at a time: agent's request → the "
-                         "prompt's floating window exists (BufWinEnter in nvim_open_win); "
+                         "prompt's floating window exists (nvim_open_win returned); "
                          "headless, so no terminal redraw")
     figs.add_latency("prompt_visible_p99_ms", "", "ms", m("broker", "visible_ms", 0.99),
                      m("lua", "visible_ms", 0.99), w("broker", "visible_ms", 0.99),
